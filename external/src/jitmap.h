@@ -1,0 +1,82 @@
+/* The GDB JIT interface of the BEAM JIT (reference §3.2): find __jit_debug_descriptor, walk its
+ * entry list with bounded, failure-tolerant reads, parse each custom (non-ELF) symfile, and answer
+ * "which Erlang function is at this code address". Does not own: reading memory (mem.h), or finding
+ * the descriptor by symbol (the caller passes the address, or asks jitmap__scan for one). */
+#ifndef XP_JITMAP_H
+#define XP_JITMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem.h"
+
+#define JIT_MAX_ENTRIES 200000u	  /* a walk stops here: a cycle or garbage */
+#define JIT_MAX_SYMFILE (64u << 20) /* a symfile larger than this is garbage */
+
+struct jit_descriptor {
+	uint32_t version; /* 1 */
+	uint32_t action;  /* 0 none, 1 register, 2 unregister */
+	uint64_t relevant_entry;
+	uint64_t first_entry;
+};
+
+struct jit_range {
+	uint64_t start, end;	/* absolute addresses, [start, end) */
+	const char *name;	/* "mod:fun/2", "global::garbage_collect", "mod:f/1-CodeInfoPrologue" */
+	uint32_t module;	/* index into jitmap modules */
+	uint32_t generation;	/* position in the list: 0 = newest entry */
+};
+
+struct jit_module_info {
+	const char *name;	/* "lists", "global", or "" for the emulator entry */
+	uint64_t base, code_size;
+	uint32_t nranges;
+	uint64_t entry_addr;	/* the jit_code_entry this came from */
+};
+
+struct jitmap_stats {
+	uint64_t entries;	/* entries walked */
+	uint64_t modules;	/* module entries parsed (header 1) */
+	uint64_t emulator;	/* emulator entries (header 0) */
+	uint64_t functions;	/* ranges that are Erlang functions (not prologues / header / footer) */
+	uint64_t ranges;	/* all ranges */
+	uint64_t bad_entries;	/* entries skipped: unreadable or unparseable */
+	int32_t frame_layout;	/* from the emulator entry, -1 when none */
+	uint64_t normal_exit;	/* from the emulator entry, 0 when none */
+};
+
+struct jitmap;
+
+/* Read the descriptor's four fields. 0, or a negative errno (-EFAULT...), or -EPROTO when the
+ * fields do not look like a GDB JIT descriptor (version != 1, action > 2). */
+int jitmap__read_descriptor(struct mem *m, uint64_t addr, struct jit_descriptor *out);
+
+/* Walk and parse every entry. Entries that fail to read or parse are skipped and counted; the walk
+ * itself fails only when the descriptor is unreadable or the chain is broken at the head. */
+int jitmap__load(struct mem *m, uint64_t desc_addr, struct jitmap **out);
+
+/* Parse one symfile blob (the bytes at symfile_addr). Exposed for unit tests on captured bytes:
+ * 0 or -EPROTO for malformed or truncated blobs. Adds to map. */
+int jitmap__add_symfile(struct jitmap *map, const uint8_t *blob, size_t len, uint64_t entry_addr,
+			uint32_t generation);
+int jitmap__new(struct jitmap **out);
+
+/* Sort and index after adding; jitmap__load does it itself. */
+void jitmap__finish(struct jitmap *map);
+
+/* The newest range containing addr, or NULL. */
+const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr);
+const struct jit_module_info *jitmap__module(const struct jitmap *map, uint32_t index);
+size_t jitmap__module_count(const struct jitmap *map);
+const struct jitmap_stats *jitmap__stats(const struct jitmap *map);
+
+/* Structural scan for a descriptor in [start, start + len) of the target (beam.smp .data/.bss):
+ * every 8-aligned candidate {version 1, action 0..2, relevant, first != 0} whose entry chain parses
+ * with at least min_modules module entries. 0 with *addr set, -ENOENT, or -EEXIST when several
+ * candidates validate (ambiguous: fail closed). */
+int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules,
+		 uint64_t *addr);
+
+void jitmap__free(struct jitmap *map);
+
+#endif /* XP_JITMAP_H */

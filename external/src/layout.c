@@ -1,0 +1,267 @@
+/* OTP-version knowledge: per-version rows of ERTS offsets and names. See layout.h.
+ *
+ * How the rows were made: tools/layout-probe compiles an offsetof() probe against each OTP tree's
+ * own erts headers (Debian's `erlang` source package, `erts/configure --enable-jit`, x86_64 glibc)
+ * and prints one row per tree; the agent's calibration then checks them on the live VM
+ * (`extrospect info` shows which values agree). Regenerate: tools/layout-probe/run SUITE.
+ * A row matches an erts major.minor series: patch releases of one OTP minor share the layout. */
+#include <stdio.h>
+#include <string.h>
+
+#include "layout.h"
+
+#define ROW_COMMON                                                                                 \
+	.flavor = XP_FLAVOR_JIT, .arch = "x86_64", .ptab_tab = 192, .ptab_max = 208
+
+/* Process, ErtsSchedulerData, RegProc, Atom and IndexTable offsets: erl_process.h, erl_ptab.h,
+ * register.h, atom.h and index.h of each tree. */
+static const struct xp_layout rows[] = {
+	{
+		.erts_series = "13.1.",
+		.otp_release = "25",
+		.checked_on = "OTP 25.2.3, erts 13.1.5, Debian bookworm",
+		ROW_COMMON,
+		.off =
+			{
+				[XP_OFF_P_ID] = 0,
+				[XP_OFF_P_HTOP] = 80,
+				[XP_OFF_P_STOP] = 88,
+				[XP_OFF_P_FRAME_POINTER] = 96,
+				[XP_OFF_P_HEAP] = 128,
+				[XP_OFF_P_HEND] = 136,
+				[XP_OFF_P_HEAP_SZ] = 152,
+				[XP_OFF_P_I] = 256,
+				[XP_OFF_P_CURRENT] = 472,
+				[XP_OFF_P_INITIAL] = 448,
+				[XP_OFF_P_REG] = 48,
+				[XP_OFF_P_STATE] = 640,
+				[XP_OFF_P_SCHEDULER_DATA] = 760,
+				[XP_OFF_P_FCALLS] = 104,
+				/* 25's sig_qs.len (@392) is not the message-queue length. */
+				[XP_OFF_P_MSG_LEN] = XP_ABSENT,
+				[XP_OFF_ESD_REGISTERS] = 0,
+				[XP_OFF_ESD_CURRENT_PROCESS] = 168,
+				[XP_OFF_ESD_TYPE] = 176,
+				[XP_OFF_ESD_NO] = 184,
+				[XP_OFF_ESD_DIRTY_NO] = 192,
+				[XP_OFF_ESD_STRIDE] = 41728,
+				[XP_OFF_REGPROC_NAME] = 32,
+				[XP_OFF_ATOM_LEN] = 24,
+				[XP_OFF_ATOM_NAME] = 32,
+				[XP_OFF_ITAB_ENTRIES] = 116,
+				[XP_OFF_ITAB_SEG_TABLE] = 120,
+				[XP_OFF_REGS_X_REG_ARRAY] = 128,
+				[XP_OFF_P_SIZEOF] = 776,
+			},
+		.fcalls_bytes = 8,
+		.atom_name_mode = XP_ATOM_NAME_POINTER,
+		.thread_fmt = {"%u_scheduler", "%u_dirty_cpu_scheduler", "%u_dirty_io_scheduler"},
+		.trace_words_return = 2,
+		.trace_words_return_to = 0,
+		.trace_words_time = 1,
+	},
+	{
+		.erts_series = "15.2.",
+		.otp_release = "27",
+		.checked_on = "OTP 27.3.4.1, erts 15.2.7, Debian trixie",
+		ROW_COMMON,
+		.off =
+			{
+				[XP_OFF_P_ID] = 0,
+				[XP_OFF_P_HTOP] = 80,
+				[XP_OFF_P_STOP] = 88,
+				[XP_OFF_P_FRAME_POINTER] = 96,
+				[XP_OFF_P_HEAP] = 192,
+				[XP_OFF_P_HEND] = 200,
+				[XP_OFF_P_HEAP_SZ] = 216,
+				[XP_OFF_P_I] = 248,
+				[XP_OFF_P_CURRENT] = 464,
+				[XP_OFF_P_INITIAL] = 440,
+				[XP_OFF_P_REG] = 32,
+				[XP_OFF_P_STATE] = 624,
+				[XP_OFF_P_SCHEDULER_DATA] = 744,
+				[XP_OFF_P_FCALLS] = 120,
+				[XP_OFF_P_MSG_LEN] = 336,
+				[XP_OFF_ESD_REGISTERS] = 0,
+				[XP_OFF_ESD_CURRENT_PROCESS] = 168,
+				[XP_OFF_ESD_TYPE] = 176,
+				[XP_OFF_ESD_NO] = 184,
+				[XP_OFF_ESD_DIRTY_NO] = 192,
+				[XP_OFF_ESD_STRIDE] = 41792,
+				[XP_OFF_REGPROC_NAME] = 32,
+				[XP_OFF_ATOM_LEN] = 24,
+				[XP_OFF_ATOM_NAME] = 32,
+				[XP_OFF_ITAB_ENTRIES] = 116,
+				[XP_OFF_ITAB_SEG_TABLE] = 120,
+				[XP_OFF_REGS_X_REG_ARRAY] = 64,
+				[XP_OFF_P_SIZEOF] = 760,
+			},
+		.fcalls_bytes = 4,
+		.atom_name_mode = XP_ATOM_NAME_POINTER,
+		.thread_fmt = {"erts_sched_%u", "erts_dcpus_%u", "erts_dios_%u"},
+		.trace_words_return = 3,
+		.trace_words_return_to = 1,
+		.trace_words_time = 3, /* call_trace_return */
+	},
+	{
+		.erts_series = "17.1.",
+		.otp_release = "29",
+		.checked_on = "OTP 29.1.2, erts 17.1.1, Debian sid",
+		ROW_COMMON,
+		.off =
+			{
+				[XP_OFF_P_ID] = 0,
+				[XP_OFF_P_HTOP] = 80,
+				[XP_OFF_P_STOP] = 88,
+				[XP_OFF_P_FRAME_POINTER] = 96,
+				[XP_OFF_P_HEAP] = 192,
+				[XP_OFF_P_HEND] = 200,
+				[XP_OFF_P_HEAP_SZ] = 216,
+				[XP_OFF_P_I] = 248,
+				[XP_OFF_P_CURRENT] = 464,
+				[XP_OFF_P_INITIAL] = 440,
+				[XP_OFF_P_REG] = 32,
+				[XP_OFF_P_STATE] = 624,
+				[XP_OFF_P_SCHEDULER_DATA] = 744,
+				[XP_OFF_P_FCALLS] = 120,
+				[XP_OFF_P_MSG_LEN] = 336,
+				[XP_OFF_ESD_REGISTERS] = 0,
+				[XP_OFF_ESD_CURRENT_PROCESS] = 168,
+				[XP_OFF_ESD_TYPE] = 176,
+				[XP_OFF_ESD_NO] = 184,
+				[XP_OFF_ESD_DIRTY_NO] = 192,
+				[XP_OFF_ESD_STRIDE] = 41792,
+				[XP_OFF_REGPROC_NAME] = 32,
+				[XP_OFF_ATOM_LEN] = 24,
+				[XP_OFF_ATOM_NAME] = 32,
+				[XP_OFF_ITAB_ENTRIES] = 116,
+				[XP_OFF_ITAB_SEG_TABLE] = 120,
+				[XP_OFF_REGS_X_REG_ARRAY] = 64,
+				[XP_OFF_P_SIZEOF] = 768,
+			},
+		.fcalls_bytes = 4,
+		.atom_name_mode = XP_ATOM_NAME_BITSTRING,
+		.thread_fmt = {"erts_sched_%u", "erts_dcpus_%u", "erts_dios_%u"},
+		.trace_words_return = 3,
+		.trace_words_return_to = 1,
+		.trace_words_time = 3,
+	},
+};
+
+static const char *const off_names[XP_OFF_COUNT] = {
+	[XP_OFF_P_ID] = "p_id",
+	[XP_OFF_P_HTOP] = "p_htop",
+	[XP_OFF_P_STOP] = "p_stop",
+	[XP_OFF_P_FRAME_POINTER] = "p_frame_pointer",
+	[XP_OFF_P_HEAP] = "p_heap",
+	[XP_OFF_P_HEND] = "p_hend",
+	[XP_OFF_P_HEAP_SZ] = "p_heap_sz",
+	[XP_OFF_P_I] = "p_i",
+	[XP_OFF_P_CURRENT] = "p_current",
+	[XP_OFF_P_INITIAL] = "p_initial",
+	[XP_OFF_P_REG] = "p_reg",
+	[XP_OFF_P_STATE] = "p_state",
+	[XP_OFF_P_SCHEDULER_DATA] = "p_scheduler_data",
+	[XP_OFF_P_FCALLS] = "p_fcalls",
+	[XP_OFF_P_MSG_LEN] = "p_msg_len",
+	[XP_OFF_ESD_REGISTERS] = "esd_registers",
+	[XP_OFF_ESD_CURRENT_PROCESS] = "esd_current_process",
+	[XP_OFF_ESD_TYPE] = "esd_type",
+	[XP_OFF_ESD_NO] = "esd_no",
+	[XP_OFF_ESD_DIRTY_NO] = "esd_dirty_no",
+	[XP_OFF_ESD_STRIDE] = "esd_stride",
+	[XP_OFF_REGPROC_NAME] = "regproc_name",
+	[XP_OFF_ATOM_LEN] = "atom_len",
+	[XP_OFF_ATOM_NAME] = "atom_name",
+	[XP_OFF_ITAB_ENTRIES] = "itab_entries",
+	[XP_OFF_ITAB_SEG_TABLE] = "itab_seg_table",
+	[XP_OFF_REGS_X_REG_ARRAY] = "regs_x_reg_array",
+	[XP_OFF_P_SIZEOF] = "p_sizeof",
+};
+
+static const char *const addr_names[XP_ADDR_COUNT] = {
+	[XP_ADDR_SCHED_DATA] = "scheduler_data",
+	[XP_ADDR_DIRTY_CPU_SCHED_DATA] = "dirty_cpu_scheduler_data",
+	[XP_ADDR_DIRTY_IO_SCHED_DATA] = "dirty_io_scheduler_data",
+	[XP_ADDR_ATOM_TABLE] = "atom_table",
+	[XP_ADDR_JIT_DESCRIPTOR] = "jit_descriptor",
+	[XP_ADDR_NORMAL_EXIT] = "normal_exit",
+	[XP_ADDR_PROCESS_TABLE] = "process_table",
+	[XP_ADDR_PROBE_PROCESS] = "probe_process",
+};
+
+const struct xp_layout *layout__find(const char *erts_version, uint32_t flavor, const char *arch)
+{
+	size_t i;
+
+	if (!erts_version || !arch)
+		return NULL;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct xp_layout *r = &rows[i];
+
+		if (r->flavor == flavor && strcmp(r->arch, arch) == 0 &&
+		    strncmp(erts_version, r->erts_series, strlen(r->erts_series)) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+const struct xp_layout *layout__rows(unsigned *count)
+{
+	*count = sizeof(rows) / sizeof(rows[0]);
+	return rows;
+}
+
+const char *layout__off_name(enum xp_off_id id)
+{
+	return (unsigned)id < XP_OFF_COUNT && off_names[id] ? off_names[id] : "unknown";
+}
+
+const char *layout__addr_name(enum xp_addr_id id)
+{
+	return (unsigned)id < XP_ADDR_COUNT && addr_names[id] ? addr_names[id] : "unknown";
+}
+
+/* Match "PREFIX%uSUFFIX" where the suffix may be cut by the 15-character comm limit. */
+static int match_fmt(const char *fmt, const char *comm, uint32_t *number)
+{
+	const char *pct = strstr(fmt, "%u");
+	size_t pre = (size_t)(pct - fmt), digits = 0;
+	const char *suffix = pct + 2, *rest;
+	unsigned long n = 0;
+
+	if (strncmp(comm, fmt, pre) != 0)
+		return -1;
+	rest = comm + pre;
+	while (rest[digits] >= '0' && rest[digits] <= '9' && digits < 6) {
+		n = n * 10 + (unsigned long)(rest[digits] - '0');
+		digits++;
+	}
+	if (digits == 0 || n == 0)
+		return -1;
+	rest += digits;
+	/* The kernel keeps 15 characters: accept a suffix truncated exactly there. */
+	if (strcmp(rest, suffix) != 0 &&
+	    !(strlen(comm) == 15 && strncmp(suffix, rest, strlen(rest)) == 0 && *rest))
+		return -1;
+	*number = (uint32_t)n;
+	return 0;
+}
+
+int layout__parse_thread_name(const struct xp_layout *row, const char *comm, uint32_t *type,
+			      uint32_t *number)
+{
+	size_t i, t, nrows = row ? 1 : sizeof(rows) / sizeof(rows[0]);
+
+	for (i = 0; i < nrows; i++) {
+		const struct xp_layout *r = row ? row : &rows[i];
+
+		for (t = 0; t < 3; t++) {
+			if (match_fmt(r->thread_fmt[t], comm, number) == 0) {
+				*type = (uint32_t)t;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}

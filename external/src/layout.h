@@ -1,0 +1,51 @@
+/* OTP-version knowledge: the ONLY place ERTS offsets, sizes, tags and thread names live.
+ * Both the sampler and the agent (which compiles this file too) ask it for the row that matches
+ * an erts version + flavour + arch; there is no "latest" fallback for an unknown version.
+ * Does not own: discovering or verifying values at run time (agent calibration, sampler checks). */
+#ifndef XP_LAYOUT_H
+#define XP_LAYOUT_H
+
+#include <stdint.h>
+
+#include "extrospect_abi.h"
+
+#define XP_ABSENT (-1)
+
+enum xp_atom_name_mode {
+	XP_ATOM_NAME_POINTER = 0, /* Atom.name is a byte * (OTP <= 27) */
+	XP_ATOM_NAME_BITSTRING,	  /* Atom.u.bin is a literal bitstring term (OTP 28+) */
+};
+
+struct xp_layout {
+	const char *erts_series; /* erts version prefix this row matches, e.g. "13.1." */
+	const char *otp_release; /* "25" */
+	const char *checked_on;	 /* the exact build the row was checked against */
+	uint32_t flavor;	 /* enum xp_flavor */
+	const char *arch;	 /* "x86_64" */
+	int32_t off[XP_OFF_COUNT];
+	int32_t fcalls_bytes;		/* width of Process.fcalls */
+	enum xp_atom_name_mode atom_name_mode;
+	int32_t ptab_tab;		/* ErtsPTab.r.o.tab */
+	int32_t ptab_max;		/* ErtsPTab.r.o.max */
+	/* Thread names are erts_snprintf'd into 16 bytes: printf formats with one %u. */
+	const char *thread_fmt[3];	/* indexed by enum xp_sched_type */
+	/* Extra words after a trace-frame CP (reference §1.4). */
+	int32_t trace_words_return, trace_words_return_to, trace_words_time;
+};
+
+/* The row for this version, or NULL when none matches (the caller must fail closed). */
+const struct xp_layout *layout__find(const char *erts_version, uint32_t flavor, const char *arch);
+
+/* The rows, for listing ("extrospect info --layouts") and tests. */
+const struct xp_layout *layout__rows(unsigned *count);
+
+/* Short stable names for offsets and addresses, as used in JSON and logs ("p_htop"). */
+const char *layout__off_name(enum xp_off_id id);
+const char *layout__addr_name(enum xp_addr_id id);
+
+/* Parse a thread name ("3_scheduler", "erts_dcpus_2") into type and 1-based number, for the given row.
+ * With row == NULL, every known naming is tried. Returns 0 on a match, -1 otherwise. */
+int layout__parse_thread_name(const struct xp_layout *row, const char *comm, uint32_t *type,
+			      uint32_t *number);
+
+#endif /* XP_LAYOUT_H */

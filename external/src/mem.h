@@ -1,0 +1,46 @@
+/* Reading another process's memory: one interface, two backends. The live backend uses
+ * process_vm_readv (never ptrace, never /proc/PID/mem); the snapshot backend serves captured
+ * regions, so walkers and parsers are tested offline on the same code path.
+ * Does not own: deciding what to read, or classifying what the bytes mean. */
+#ifndef XP_MEM_H
+#define XP_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct mem;
+
+struct mem_region {
+	uint64_t addr;
+	size_t len;
+	const void *data; /* the snapshot keeps its own copy */
+};
+
+/* Why a read failed; counted per reader so reports can say why samples were dropped. */
+enum mem_fail {
+	MEM_FAIL_FAULT = 0, /* EFAULT / partial read: unmapped or racing free */
+	MEM_FAIL_GONE,	    /* ESRCH: the process exited */
+	MEM_FAIL_PERM,	    /* EPERM / EACCES */
+	MEM_FAIL_BOUNDS,    /* request refused: zero, huge, or wrapping */
+	MEM_FAIL_OTHER,
+	MEM_FAIL_COUNT
+};
+
+#define MEM_MAX_READ (64u << 20) /* no single read is larger than this */
+
+int mem__open_live(struct mem **out, pid_t pid);
+int mem__open_snapshot(struct mem **out, const struct mem_region *regions, size_t n);
+
+/* Read exactly len bytes at addr. 0, or -EFAULT, -ESRCH, -EPERM, -EINVAL (bounds). */
+int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len);
+int mem__read_u64(struct mem *m, uint64_t addr, uint64_t *out);
+int mem__read_u32(struct mem *m, uint64_t addr, uint32_t *out);
+
+/* Failure counters since open, indexed by enum mem_fail. */
+uint64_t mem__failures(const struct mem *m, enum mem_fail why);
+const char *mem__fail_name(enum mem_fail why);
+
+void mem__free(struct mem *m);
+
+#endif /* XP_MEM_H */
