@@ -41,6 +41,7 @@ struct jitmap_stats {
 	uint64_t functions;	/* ranges that are Erlang functions (not prologues / header / footer) */
 	uint64_t ranges;	/* all ranges */
 	uint64_t bad_entries;	/* entries skipped: unreadable or unparseable */
+	uint64_t chain_broken;	/* 1 when the walk stopped early (bad link, cycle, JIT_MAX_ENTRIES) */
 	int32_t frame_layout;	/* from the emulator entry, -1 when none */
 	uint64_t normal_exit;	/* from the emulator entry, 0 when none */
 };
@@ -66,6 +67,13 @@ void jitmap__finish(struct jitmap *map);
 
 /* The newest range containing addr, or NULL. */
 const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr);
+/* The newest range named exactly name ("lists:reverse/2", "global::garbage_collect"), or NULL. */
+const struct jit_range *jitmap__find(const struct jitmap *map, const char *name);
+
+/* All ranges, sorted by start (then newest first) once finished; for listing and tests. */
+const struct jit_range *jitmap__range(const struct jitmap *map, size_t index);
+size_t jitmap__range_count(const struct jitmap *map);
+
 const struct jit_module_info *jitmap__module(const struct jitmap *map, uint32_t index);
 size_t jitmap__module_count(const struct jitmap *map);
 const struct jitmap_stats *jitmap__stats(const struct jitmap *map);

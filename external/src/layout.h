@@ -11,6 +11,20 @@
 
 #define XP_ABSENT (-1)
 
+/* Term tags and table geometry, the same in OTP 25..29 (B/erl_term.h, B/index.h, B/atom.h). */
+#define XP_TAG_IMMED2_MASK 0x3fu /* atoms: (term & mask) == XP_TAG_ATOM */
+#define XP_TAG_ATOM 0x0bu
+#define XP_ATOM_INDEX_SHIFT 6
+#define XP_INDEX_PAGE_SHIFT 10 /* IndexTable pages hold 1024 slots */
+#define XP_ATOM_MAX_BYTES (255 * 4)
+#define XP_TAG_IMMED1_MASK 0xfu /* internal pids: (term & mask) == XP_TAG_PID */
+#define XP_TAG_PID 0x3u
+#define XP_PID_DATA_SHIFT 4
+#define XP_CP_MASK 0x3u		 /* return addresses have the low two bits clear */
+#define XP_BITS_HDR_MASK 0x3fu	 /* OTP 28+ atom text bitstrings (B/erl_bits.h 29) */
+#define XP_BITS_HDR_HEAP 0x20u	 /* heap bits: size in bits @8, text @16 */
+#define XP_BITS_HDR_SUB 0x24u	 /* sub bits: base_flags @8, start @16, end @24 (bits) */
+
 enum xp_atom_name_mode {
 	XP_ATOM_NAME_POINTER = 0, /* Atom.name is a byte * (OTP <= 27) */
 	XP_ATOM_NAME_BITSTRING,	  /* Atom.u.bin is a literal bitstring term (OTP 28+) */

@@ -1,0 +1,25 @@
+/* Command-line parsing for the sampler: the command, its options and the target pid, with the
+ * help text and its examples. Does not own: running commands (main.c). */
+#ifndef XP_CLI_H
+#define XP_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+enum cli_command { CLI_NONE = 0, CLI_INFO };
+
+struct cli_opts {
+	enum cli_command command;
+	pid_t pid;
+	bool json;
+	bool no_agent;
+};
+
+enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };
+
+/* Parse argv. On CLI_USAGE_ERROR, err holds a one-line message. */
+enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen);
+void cli__help(FILE *f, enum cli_command command);
+
+#endif /* XP_CLI_H */

@@ -1,0 +1,271 @@
+/* What the sampler learns about a VM's key addresses, from the best source available: the agent
+ * block, else beam.smp's .dynsym (OTP <= 27), else a structural scan (OTP 28+ hides every name);
+ * then the scheduler threads by name and their ErtsSchedulerData. See target.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atom.h"
+#include "target.h"
+
+/* The exported names for each key address; *_PTR ones are variables holding the address. */
+static const struct {
+	enum xp_addr_id id;
+	const char *symbol;
+	bool indirect;
+} addr_syms[] = {
+	{XP_ADDR_SCHED_DATA, "erts_aligned_scheduler_data", true},
+	{XP_ADDR_DIRTY_CPU_SCHED_DATA, "erts_aligned_dirty_cpu_scheduler_data", true},
+	{XP_ADDR_DIRTY_IO_SCHED_DATA, "erts_aligned_dirty_io_scheduler_data", true},
+	{XP_ADDR_ATOM_TABLE, "erts_atom_table", false},
+	{XP_ADDR_JIT_DESCRIPTOR, "__jit_debug_descriptor", false},
+	{XP_ADDR_NORMAL_EXIT, "beam_normal_exit", true},
+	{XP_ADDR_PROCESS_TABLE, "erts_proc", false},
+};
+
+static void set_addr(struct target *t, enum xp_addr_id id, uint64_t v, enum target_src src)
+{
+	t->addr[id] = (struct target_value){
+		.value = (int64_t)v, .source = src, .present = v != 0, .verified = false};
+}
+
+/* The value of an exported symbol in the target: its address, or the word stored there. */
+static int dynsym_value(struct target *t, const char *name, bool indirect, uint64_t *out)
+{
+	struct elf_sym s;
+
+	if (elf_image__symbol(t->beam, name, &s))
+		return -ENOENT;
+	if (!indirect) {
+		*out = t->bias + s.value;
+		return 0;
+	}
+	return mem__read_u64(t->mem, t->bias + s.value, out);
+}
+
+static void addrs_from_agent_or_dynsym(struct target *t)
+{
+	const struct xp_agent_block *b = target__has_agent(t) ? &t->agent->block : NULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(addr_syms) / sizeof(addr_syms[0]); i++) {
+		enum xp_addr_id id = addr_syms[i].id;
+		uint64_t v;
+
+		if (b && (uint32_t)id < b->n_addrs && b->addrs[id].value)
+			set_addr(t, id, b->addrs[id].value, TSRC_AGENT);
+		else if (dynsym_value(t, addr_syms[i].symbol, addr_syms[i].indirect, &v) == 0 && v)
+			set_addr(t, id, v, TSRC_DYNSYM);
+	}
+	if (b && b->n_addrs > XP_ADDR_PROBE_PROCESS && b->addrs[XP_ADDR_PROBE_PROCESS].value)
+		set_addr(t, XP_ADDR_PROBE_PROCESS, b->addrs[XP_ADDR_PROBE_PROCESS].value, TSRC_AGENT);
+}
+
+/* Scan beam.smp's writable data for the GDB JIT descriptor (reference §0, §3.2). */
+static int scan_jit_descriptor(struct target *t, uint64_t *out)
+{
+	static const char *const sections[] = {".data", ".bss"};
+	uint64_t found = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		uint64_t vaddr, size, a;
+		int err;
+
+		if (elf_image__section(t->beam, sections[i], &vaddr, &size))
+			continue;
+		err = jitmap__scan(t->mem, t->bias + vaddr, size, 3, &a);
+		if (err == -EEXIST || (err == 0 && found && found != a))
+			return -EEXIST;
+		if (err == 0)
+			found = a;
+	}
+	if (!found)
+		return -ENOENT;
+	*out = found;
+	return 0;
+}
+
+static void load_jit(struct target *t)
+{
+	struct target_value *d = &t->addr[XP_ADDR_JIT_DESCRIPTOR];
+	uint64_t a;
+
+	if (!d->present) {
+		t->jit_err = scan_jit_descriptor(t, &a);
+		if (t->jit_err)
+			return;
+		set_addr(t, XP_ADDR_JIT_DESCRIPTOR, a, TSRC_SCAN);
+	}
+	t->jit_err = jitmap__load(t->mem, (uint64_t)d->value, &t->jit);
+}
+
+static void discover_flavor_and_layout(struct target *t)
+{
+	const struct jitmap_stats *js = t->jit ? jitmap__stats(t->jit) : NULL;
+	const struct xp_agent_block *b = target__has_agent(t) ? &t->agent->block : NULL;
+	uint64_t v;
+	struct elf_sym s;
+	int32_t word;
+
+	t->flavor = XP_FLAVOR_UNKNOWN;
+	t->frame_layout = XP_LAYOUT_UNKNOWN;
+	if (b && b->flavor != XP_FLAVOR_UNKNOWN) {
+		t->flavor = b->flavor;
+		t->flavor_source = TSRC_AGENT;
+	} else if (elf_image__symbol(t->beam, "etp_beamasm", &s) == 0 &&
+		   mem__read(t->mem, t->bias + s.value, &word, sizeof(word)) == 0) {
+		t->flavor = word ? XP_FLAVOR_JIT : XP_FLAVOR_EMU;
+		t->flavor_source = TSRC_DYNSYM;
+	} else if (js && js->emulator > 0) {
+		t->flavor = XP_FLAVOR_JIT; /* only the JIT registers GDB JIT entries */
+		t->flavor_source = TSRC_SCAN;
+	} else if (strstr(t->exe, "/beam.emu.")) {
+		t->flavor = XP_FLAVOR_EMU;
+		t->flavor_source = TSRC_INSTALL;
+	}
+	if (b && b->frame_layout != XP_LAYOUT_UNKNOWN) {
+		t->frame_layout = b->frame_layout;
+		t->frame_layout_source = TSRC_AGENT;
+	} else if (dynsym_value(t, "erts_frame_layout", false, &v) == 0 &&
+		   mem__read(t->mem, v, &word, sizeof(word)) == 0 && (word == 0 || word == 1)) {
+		t->frame_layout = (uint32_t)word;
+		t->frame_layout_source = TSRC_DYNSYM;
+	} else if (js && (js->frame_layout == 0 || js->frame_layout == 1)) {
+		t->frame_layout = (uint32_t)js->frame_layout;
+		t->frame_layout_source = t->addr[XP_ADDR_JIT_DESCRIPTOR].source;
+	}
+}
+
+int target__discover(struct target *t)
+{
+	const struct jitmap_stats *js;
+
+	addrs_from_agent_or_dynsym(t);
+	load_jit(t);
+	js = t->jit ? jitmap__stats(t->jit) : NULL;
+	if (!t->addr[XP_ADDR_NORMAL_EXIT].present && js && js->normal_exit)
+		set_addr(t, XP_ADDR_NORMAL_EXIT, js->normal_exit, t->addr[XP_ADDR_JIT_DESCRIPTOR].source);
+	discover_flavor_and_layout(t);
+	return 0;
+}
+
+static enum xp_addr_id base_for_type(uint32_t type)
+{
+	return type == XP_SCHED_NORMAL	  ? XP_ADDR_SCHED_DATA
+	       : type == XP_SCHED_DIRTY_CPU ? XP_ADDR_DIRTY_CPU_SCHED_DATA
+					    : XP_ADDR_DIRTY_IO_SCHED_DATA;
+}
+
+static uint64_t agent_esdp(const struct target *t, uint32_t type, uint32_t number)
+{
+	const struct xp_agent_block *b = &t->agent->block;
+	uint32_t i;
+
+	for (i = 0; target__has_agent(t) && i < b->n_sched; i++) {
+		if (b->sched[i].type == type && b->sched[i].number == number)
+			return b->sched[i].esdp;
+	}
+	return 0;
+}
+
+/* Read back the type and number fields of a candidate ErtsSchedulerData. */
+static bool esdp_matches(struct target *t, uint64_t esdp, uint32_t type, uint32_t number)
+{
+	const struct target_value *o_type = &t->off[XP_OFF_ESD_TYPE];
+	const struct target_value *o_no =
+		&t->off[type == XP_SCHED_NORMAL ? XP_OFF_ESD_NO : XP_OFF_ESD_DIRTY_NO];
+	uint32_t ty;
+	uint64_t no;
+
+	if (!o_type->present || !o_no->present)
+		return false;
+	if (mem__read_u32(t->mem, esdp + (uint64_t)o_type->value, &ty) ||
+	    mem__read_u64(t->mem, esdp + (uint64_t)o_no->value, &no))
+		return false;
+	return ty == type && no == number;
+}
+
+static void place_esdp(struct target *t, struct target_sched *s)
+{
+	const struct target_value *base = &t->addr[base_for_type(s->type)];
+	const struct target_value *stride = &t->off[XP_OFF_ESD_STRIDE];
+
+	s->esdp = agent_esdp(t, s->type, s->number);
+	if (!s->esdp && base->present && stride->present) {
+		s->esdp = (uint64_t)base->value + (uint64_t)(s->number - 1) * (uint64_t)stride->value;
+		s->from_stride = s->number > 1;
+	}
+	if (s->esdp)
+		s->esdp_checked = esdp_matches(t, s->esdp, s->type, s->number);
+}
+
+static int cmp_sched(const void *a, const void *b)
+{
+	const struct target_sched *x = a, *y = b;
+
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	return (x->number > y->number) - (x->number < y->number);
+}
+
+/* OTP 28+ without the agent: find the atom table structurally in beam.smp's .bss. */
+static void scan_atom_table(struct target *t)
+{
+	struct atom_reader r = {.mem = t->mem};
+	uint64_t vaddr, size, a;
+
+	if (t->addr[XP_ADDR_ATOM_TABLE].present || !t->layout || !t->off[XP_OFF_ITAB_ENTRIES].present ||
+	    !t->off[XP_OFF_ITAB_SEG_TABLE].present ||
+	    elf_image__section(t->beam, ".bss", &vaddr, &size))
+		return;
+	r.off_entries = (int32_t)t->off[XP_OFF_ITAB_ENTRIES].value;
+	r.off_seg_table = (int32_t)t->off[XP_OFF_ITAB_SEG_TABLE].value;
+	r.off_len = (int32_t)t->off[XP_OFF_ATOM_LEN].value;
+	r.off_name = (int32_t)t->off[XP_OFF_ATOM_NAME].value;
+	r.mode = t->layout->atom_name_mode;
+	if (atom__scan_table(&r, t->bias + vaddr, size, &a) == 0)
+		set_addr(t, XP_ADDR_ATOM_TABLE, a, TSRC_SCAN);
+}
+
+static int find_schedulers(struct target *t)
+{
+	struct proc_task *tasks = NULL;
+	size_t ntasks = 0, i;
+	int err;
+
+	err = proc__tasks(t->pid, &tasks, &ntasks);
+	if (err == -ENOENT) {
+		snprintf(t->err, sizeof(t->err), "pid %d exited while attaching", (int)t->pid);
+		return TARGET_EGONE;
+	}
+	if (err)
+		return err;
+	t->sched = calloc(ntasks ? ntasks : 1, sizeof(*t->sched));
+	if (!t->sched) {
+		free(tasks);
+		return -ENOMEM;
+	}
+	for (i = 0; i < ntasks; i++) {
+		struct target_sched *s = &t->sched[t->nsched];
+
+		if (layout__parse_thread_name(t->layout, tasks[i].comm, &s->type, &s->number))
+			continue;
+		s->tid = tasks[i].tid;
+		memcpy(s->comm, tasks[i].comm, sizeof(s->comm));
+		t->nsched_by_type[s->type]++;
+		t->nsched++;
+	}
+	free(tasks);
+	qsort(t->sched, t->nsched, sizeof(*t->sched), cmp_sched);
+	for (i = 0; i < t->nsched; i++)
+		place_esdp(t, &t->sched[i]);
+	return 0;
+}
+
+int target__discover_with_layout(struct target *t)
+{
+	scan_atom_table(t);
+	return find_schedulers(t);
+}

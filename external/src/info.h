@@ -1,0 +1,13 @@
+/* `extrospect info`: what the sampler knows about an attached VM, as text or one JSON object.
+ * Does not own: attaching or checking (target.c, checks.c). */
+#ifndef XP_INFO_H
+#define XP_INFO_H
+
+#include <stdio.h>
+
+#include "target.h"
+
+void info__print_text(const struct target *t, FILE *f);
+void info__print_json(const struct target *t, FILE *f);
+
+#endif /* XP_INFO_H */

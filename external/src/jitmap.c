@@ -1,0 +1,705 @@
+/* The BEAM's GDB JIT interface (reference §3.2): walk __jit_debug_descriptor's entry list with
+ * bounded reads, parse each custom symfile (J/beam_jit_metadata.cpp, same layout in 25, 27, 29),
+ * and resolve code addresses to the newest range covering them. Everything read is untrusted.
+ * Does not own: reading memory (mem.c), or finding the descriptor's symbol (the caller does;
+ * jitmap__scan only finds it structurally when there is no symbol, as on OTP 28+). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jitmap.h"
+
+/* Symfile records (J/beam_jit_metadata.cpp 25:68-111, 27:74, 29:76). The writer packs records
+ * back to back with no alignment: each record's fixed part is its sizeof, and the name/file that
+ * follows (NUL included) is counted from the struct's end, not from the name's offset. */
+#define DI_SIZE	   32 /* sizeof(struct debug_info) */
+#define DI_MOD_NAME 26 /* offsetof(debug_info, payload.mod.name) */
+#define RI_SIZE	   16 /* sizeof(struct range_info), name at 14 */
+#define RI_NAME	   14
+#define LI_SIZE	   12 /* sizeof(struct line_info), file at 10 */
+#define LI_FILE	   10
+#define HEADER_EMULATOR 0
+#define HEADER_MODULE	1
+
+#define STR_CHUNK (64u << 10)
+
+struct str_chunk {
+	struct str_chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+struct jit_seg {
+	uint64_t start, end;
+	uint32_t range;
+};
+
+struct jitmap {
+	struct jit_range *ranges;
+	size_t nranges, cap_ranges;
+	struct jit_module_info *mods;
+	size_t nmods, cap_mods;
+	struct jit_seg *segs; /* disjoint, sorted, newest range wins; NULL when not finished */
+	size_t nsegs;
+	struct str_chunk *strings;
+	struct jitmap_stats stats;
+};
+
+struct jit_entry {
+	uint64_t next, prev, symfile_addr, symfile_size;
+};
+
+static uint16_t get_u16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 64;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	p = realloc(*arr, ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+static const char *str_dup(struct jitmap *map, const char *s, size_t n)
+{
+	struct str_chunk *c = map->strings;
+	char *dst;
+
+	if (!c || c->cap - c->used < n + 1) {
+		size_t cap = n + 1 > STR_CHUNK ? n + 1 : STR_CHUNK;
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->next = map->strings;
+		c->used = 0;
+		c->cap = cap;
+		map->strings = c;
+	}
+	dst = c->data + c->used;
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+	c->used += n + 1;
+	return dst;
+}
+
+/* A name of n bytes, NUL included, at off: inside the blob and NUL-terminated exactly at its end. */
+static int blob_name(const uint8_t *b, size_t len, size_t off, size_t n, const char **out)
+{
+	if (!n || off > len || n > len - off)
+		return -EPROTO;
+	if (memchr(b + off, '\0', n) != b + off + n - 1)
+		return -EPROTO;
+	*out = (const char *)b + off;
+	return 0;
+}
+
+/* "M:F/A" bodies are functions; "M:F/A-CodeInfoPrologue", "mod::codeHeader", "mod::codeFooter"
+ * and "global::fragment" are not. Module and function are printed with %T (quoted atoms), so
+ * the first ':' outside quotes separates them; a second ':' right after it marks a pseudo-range. */
+static bool range_is_function(const char *name, size_t n)
+{
+	static const char prologue[] = "-CodeInfoPrologue";
+	const size_t plen = sizeof(prologue) - 1;
+	bool quoted = false;
+
+	if (n >= plen && !memcmp(name + n - plen, prologue, plen))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (quoted && name[i] == '\\')
+			i++;
+		else if (name[i] == '\'')
+			quoted = !quoted;
+		else if (!quoted && name[i] == ':')
+			return i > 0 && name[i + 1] != ':' && name[i + 1] != '\0';
+	}
+	return false;
+}
+
+static int add_range(struct jitmap *map, uint64_t base, const uint8_t *r, const char *name,
+		     size_t nlen, uint32_t gen)
+{
+	struct jit_range *jr;
+
+	if (grow((void **)&map->ranges, &map->cap_ranges, map->nranges + 1, sizeof(*jr)))
+		return -ENOMEM;
+	jr = &map->ranges[map->nranges];
+	jr->start = base + get_u32(r);
+	jr->end = base + get_u32(r + 4);
+	jr->name = str_dup(map, name, nlen);
+	jr->module = (uint32_t)map->nmods;
+	jr->generation = gen;
+	if (!jr->name)
+		return -ENOMEM;
+	map->nranges++;
+	map->stats.ranges++;
+	map->stats.functions += range_is_function(name, nlen);
+	return 0;
+}
+
+/* One range_info and its line_infos at *off. With map == NULL only validates. */
+static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t *off,
+		       uint64_t base, uint32_t code_size, uint32_t gen)
+{
+	size_t o = *off;
+	uint32_t start, end, nlines;
+	const char *name, *file;
+	uint16_t nlen;
+
+	if (o > len || len - o < RI_SIZE)
+		return -EPROTO;
+	start = get_u32(b + o);
+	end = get_u32(b + o + 4);
+	nlines = get_u32(b + o + 8);
+	nlen = get_u16(b + o + 12);
+	if (start > end || end > code_size || blob_name(b, len, o + RI_NAME, nlen, &name))
+		return -EPROTO;
+	if (len - o < (size_t)RI_SIZE + nlen)
+		return -EPROTO;
+	if (map && add_range(map, base, b + o, name, nlen - 1u, gen))
+		return -ENOMEM;
+	o += RI_SIZE + nlen;
+	if (nlines > (len - o) / (LI_SIZE + 1))
+		return -EPROTO;
+	for (uint32_t i = 0; i < nlines; i++) {
+		uint16_t flen;
+
+		if (len - o < LI_SIZE)
+			return -EPROTO;
+		flen = get_u16(b + o + 8);
+		if (blob_name(b, len, o + LI_FILE, flen, &file) || len - o < (size_t)LI_SIZE + flen)
+			return -EPROTO;
+		o += LI_SIZE + flen;
+	}
+	*off = o;
+	return 0;
+}
+
+/* A module symfile; must be consumed exactly. With map == NULL only validates. */
+static int parse_module(struct jitmap *map, const uint8_t *b, size_t len, uint64_t entry,
+			uint32_t gen)
+{
+	uint64_t base = get_u64(b + 8);
+	uint32_t nranges = get_u32(b + 16), code_size = get_u32(b + 20);
+	uint16_t nlen = get_u16(b + 24);
+	size_t off = DI_SIZE + (size_t)nlen;
+	struct jit_module_info *mi;
+	const char *name;
+	int err;
+
+	if (blob_name(b, len, DI_MOD_NAME, nlen, &name) || off > len)
+		return -EPROTO;
+	if (base > UINT64_MAX - code_size || nranges > (len - off) / (RI_SIZE + 1))
+		return -EPROTO;
+	for (uint32_t i = 0; i < nranges; i++) {
+		err = parse_range(map, b, len, &off, base, code_size, gen);
+		if (err)
+			return err;
+	}
+	if (off != len)
+		return -EPROTO;
+	if (!map)
+		return 0;
+	if (grow((void **)&map->mods, &map->cap_mods, map->nmods + 1, sizeof(*mi)))
+		return -ENOMEM;
+	mi = &map->mods[map->nmods];
+	mi->name = str_dup(map, name, nlen - 1u);
+	if (!mi->name)
+		return -ENOMEM;
+	mi->base = base;
+	mi->code_size = code_size;
+	mi->nranges = nranges;
+	mi->entry_addr = entry;
+	map->nmods++;
+	map->stats.modules++;
+	return 0;
+}
+
+static int add_emulator(struct jitmap *map, const uint8_t *b, uint64_t entry)
+{
+	struct jit_module_info *mi;
+
+	if (grow((void **)&map->mods, &map->cap_mods, map->nmods + 1, sizeof(*mi)))
+		return -ENOMEM;
+	mi = &map->mods[map->nmods++];
+	memset(mi, 0, sizeof(*mi));
+	mi->name = "";
+	mi->entry_addr = entry;
+	/* The walk goes newest first; the first emulator entry seen is the live one. */
+	if (!map->stats.emulator) {
+		map->stats.frame_layout = (int32_t)get_u32(b + 8);
+		map->stats.normal_exit = get_u64(b + 16);
+	}
+	map->stats.emulator++;
+	return 0;
+}
+
+int jitmap__add_symfile(struct jitmap *map, const uint8_t *blob, size_t len, uint64_t entry_addr,
+			uint32_t generation)
+{
+	struct jitmap_stats saved_stats;
+	size_t saved;
+	uint32_t header;
+	int err;
+
+	if (!map || !blob)
+		return -EINVAL;
+	saved = map->nranges;
+	saved_stats = map->stats;
+	if (len < DI_SIZE)
+		return -EPROTO;
+	header = get_u32(blob);
+	if (header == HEADER_EMULATOR)
+		return len == DI_SIZE ? add_emulator(map, blob, entry_addr) : -EPROTO;
+	if (header != HEADER_MODULE)
+		return -EPROTO;
+	/* Validate first so a malformed blob adds nothing. */
+	err = parse_module(NULL, blob, len, entry_addr, generation);
+	if (err)
+		return err;
+	free(map->segs);
+	map->segs = NULL;
+	map->nsegs = 0;
+	err = parse_module(map, blob, len, entry_addr, generation);
+	if (err) {
+		map->nranges = saved;
+		map->stats = saved_stats;
+	}
+	return err;
+}
+
+int jitmap__new(struct jitmap **out)
+{
+	struct jitmap *map;
+
+	if (!out)
+		return -EINVAL;
+	map = calloc(1, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	map->stats.frame_layout = -1;
+	*out = map;
+	return 0;
+}
+
+int jitmap__read_descriptor(struct mem *m, uint64_t addr, struct jit_descriptor *out)
+{
+	struct jit_descriptor d;
+	int err;
+
+	if (!m || !out)
+		return -EINVAL;
+	err = mem__read(m, addr, &d, sizeof(d));
+	if (err)
+		return err;
+	if (d.version != 1 || d.action > 2)
+		return -EPROTO;
+	*out = d;
+	return 0;
+}
+
+/* Read one entry's symfile and add it; 0, or why the entry was skipped. */
+static int load_symfile(struct mem *m, struct jitmap *map, const struct jit_entry *e,
+			uint64_t addr, uint32_t gen, uint8_t **buf, size_t *cap)
+{
+	size_t len = (size_t)e->symfile_size;
+	int err;
+
+	if (e->symfile_size < DI_SIZE || e->symfile_size > JIT_MAX_SYMFILE)
+		return -EPROTO;
+	if (grow((void **)buf, cap, len, 1))
+		return -ENOMEM;
+	err = mem__read(m, e->symfile_addr, *buf, len);
+	if (err)
+		return err;
+	return jitmap__add_symfile(map, *buf, len, addr, gen);
+}
+
+/* Walk newest to oldest. Every link must point back (prev) to the entry we came from: that both
+ * detects cycles (a revisited entry has two different predecessors) and notices a concurrent
+ * unlink on 27+, which free()s entries (beamasm_delete_gdb_info, J/beam_jit_metadata.cpp 27:245).
+ * A broken link stops the walk; what was read so far is kept. */
+static int walk(struct mem *m, struct jitmap *map, uint64_t addr)
+{
+	uint64_t from = 0;
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	for (uint32_t gen = 0; addr; gen++) {
+		struct jit_entry e;
+
+		if (gen >= JIT_MAX_ENTRIES) {
+			map->stats.chain_broken = 1;
+			break;
+		}
+		err = (addr & 7) ? -EPROTO : mem__read(m, addr, &e, sizeof(e));
+		if (!err && e.prev != from)
+			err = -EPROTO;
+		if (err) {
+			if (!gen)
+				goto cleanup; /* broken at the head: nothing to report */
+			map->stats.bad_entries++;
+			map->stats.chain_broken = 1;
+			err = 0;
+			break;
+		}
+		map->stats.entries++;
+		if (load_symfile(m, map, &e, addr, gen, &buf, &cap))
+			map->stats.bad_entries++;
+		from = addr;
+		addr = e.next;
+	}
+cleanup:
+	free(buf);
+	return err;
+}
+
+int jitmap__load(struct mem *m, uint64_t desc_addr, struct jitmap **out)
+{
+	struct jit_descriptor d;
+	struct jitmap *map = NULL;
+	int err;
+
+	if (!m || !out)
+		return -EINVAL;
+	err = jitmap__read_descriptor(m, desc_addr, &d);
+	if (err)
+		return err;
+	err = jitmap__new(&map);
+	if (err)
+		return err;
+	err = walk(m, map, d.first_entry);
+	if (err)
+		goto cleanup;
+	jitmap__finish(map);
+	*out = map;
+	return 0;
+cleanup:
+	jitmap__free(map);
+	return err;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct jit_range *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->generation != y->generation)
+		return x->generation < y->generation ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Min-heap of range indices: newest (lowest generation) on top, ties by index. */
+static bool newer(const struct jit_range *r, uint32_t a, uint32_t b)
+{
+	if (r[a].generation != r[b].generation)
+		return r[a].generation < r[b].generation;
+	return a < b;
+}
+
+static void heap_push(const struct jit_range *r, uint32_t *h, size_t *n, uint32_t v)
+{
+	size_t i = (*n)++;
+
+	for (; i && newer(r, v, h[(i - 1) / 2]); i = (i - 1) / 2)
+		h[i] = h[(i - 1) / 2];
+	h[i] = v;
+}
+
+static void heap_pop(const struct jit_range *r, uint32_t *h, size_t *n)
+{
+	uint32_t v = h[--(*n)];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < *n) {
+		if (c + 1 < *n && newer(r, h[c + 1], h[c]))
+			c++;
+		if (!newer(r, h[c], v))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = v;
+}
+
+static size_t boundary_points(const struct jitmap *map, uint64_t *pts)
+{
+	size_t n = 0, u = 0;
+
+	for (size_t i = 0; i < map->nranges; i++) {
+		pts[n++] = map->ranges[i].start;
+		pts[n++] = map->ranges[i].end;
+	}
+	qsort(pts, n, sizeof(*pts), u64_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!u || pts[u - 1] != pts[i])
+			pts[u++] = pts[i];
+	return u;
+}
+
+/* Sweep the sorted boundaries keeping the covering ranges in a heap: between two consecutive
+ * boundaries the same set of ranges covers every address, and the heap's top is the newest. */
+static void build_segments(struct jitmap *map, const uint64_t *pts, size_t npts, uint32_t *heap)
+{
+	const struct jit_range *r = map->ranges;
+	size_t ri = 0, hn = 0;
+
+	for (size_t k = 0; k + 1 < npts; k++) {
+		struct jit_seg *last = map->nsegs ? &map->segs[map->nsegs - 1] : NULL;
+
+		for (; ri < map->nranges && r[ri].start <= pts[k]; ri++)
+			if (r[ri].start < r[ri].end)
+				heap_push(r, heap, &hn, (uint32_t)ri);
+		while (hn && r[heap[0]].end <= pts[k])
+			heap_pop(r, heap, &hn);
+		if (!hn)
+			continue;
+		if (last && last->range == heap[0] && last->end == pts[k])
+			last->end = pts[k + 1];
+		else
+			map->segs[map->nsegs++] = (struct jit_seg){pts[k], pts[k + 1], heap[0]};
+	}
+}
+
+void jitmap__finish(struct jitmap *map)
+{
+	uint64_t *pts = NULL;
+	uint32_t *heap = NULL;
+
+	if (!map)
+		return;
+	free(map->segs);
+	map->segs = NULL;
+	map->nsegs = 0;
+	qsort(map->ranges, map->nranges, sizeof(*map->ranges), range_cmp);
+	pts = malloc((2 * map->nranges + 1) * sizeof(*pts));
+	heap = malloc((map->nranges + 1) * sizeof(*heap));
+	map->segs = malloc((2 * map->nranges + 1) * sizeof(*map->segs));
+	if (!pts || !heap || !map->segs) {
+		free(map->segs); /* lookup falls back to a linear scan */
+		map->segs = NULL;
+		goto cleanup;
+	}
+	build_segments(map, pts, boundary_points(map, pts), heap);
+cleanup:
+	free(heap);
+	free(pts);
+}
+
+static const struct jit_range *lookup_linear(const struct jitmap *map, uint64_t addr)
+{
+	const struct jit_range *best = NULL;
+
+	for (size_t i = 0; i < map->nranges; i++) {
+		const struct jit_range *r = &map->ranges[i];
+
+		if (addr >= r->start && addr < r->end && (!best || r->generation < best->generation))
+			best = r;
+	}
+	return best;
+}
+
+const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!map)
+		return NULL;
+	if (!map->segs)
+		return lookup_linear(map, addr);
+	hi = map->nsegs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (map->segs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= map->segs[lo - 1].end)
+		return NULL;
+	return &map->ranges[map->segs[lo - 1].range];
+}
+
+const struct jit_range *jitmap__find(const struct jitmap *map, const char *name)
+{
+	const struct jit_range *best = NULL;
+
+	for (size_t i = 0; map && name && i < map->nranges; i++) {
+		const struct jit_range *r = &map->ranges[i];
+
+		if (!strcmp(r->name, name) && (!best || r->generation < best->generation))
+			best = r;
+	}
+	return best;
+}
+
+const struct jit_range *jitmap__range(const struct jitmap *map, size_t index)
+{
+	return map && index < map->nranges ? &map->ranges[index] : NULL;
+}
+
+size_t jitmap__range_count(const struct jitmap *map)
+{
+	return map ? map->nranges : 0;
+}
+
+const struct jit_module_info *jitmap__module(const struct jitmap *map, uint32_t index)
+{
+	if (!map || index >= map->nmods)
+		return NULL;
+	return &map->mods[index];
+}
+
+size_t jitmap__module_count(const struct jitmap *map)
+{
+	return map ? map->nmods : 0;
+}
+
+const struct jitmap_stats *jitmap__stats(const struct jitmap *map)
+{
+	return map ? &map->stats : NULL;
+}
+
+#define SCAN_CHUNK (64u << 10)
+#define SCAN_PAGE  4096u
+#define USER_TOP   0x0000800000000000ull /* x86-64 user space ends here */
+
+static bool user_ptr(uint64_t p)
+{
+	return p && !(p & 7) && p < USER_TOP;
+}
+
+/* The cheap test: what every live descriptor looks like (relevant_entry is left set on 25 and
+ * reset to NULL on 27+). */
+static bool scan_candidate(const uint8_t *p)
+{
+	uint64_t relevant = get_u64(p + 8);
+
+	return get_u32(p) == 1 && get_u32(p + 4) <= 2 && user_ptr(get_u64(p + 16)) &&
+	       (!relevant || user_ptr(relevant));
+}
+
+/* The real test: the chain parses, with an emulator entry and enough modules. */
+static bool scan_validate(struct mem *m, uint64_t addr, unsigned min_modules)
+{
+	struct jitmap *map = NULL;
+	bool ok;
+
+	if (jitmap__load(m, addr, &map))
+		return false;
+	ok = map->stats.modules >= min_modules && map->stats.emulator >= 1;
+	jitmap__free(map);
+	return ok;
+}
+
+/* Read as much as possible from pos: a chunk plus a descriptor's overlap, else the rest of the
+ * page. Returns the bytes read, 0 when the page is unreadable. */
+static size_t scan_read(struct mem *m, uint64_t pos, uint64_t end, uint8_t *buf)
+{
+	uint64_t want = end - pos;
+
+	if (want > SCAN_CHUNK + sizeof(struct jit_descriptor))
+		want = SCAN_CHUNK + sizeof(struct jit_descriptor);
+	if (!mem__read(m, pos, buf, want))
+		return want;
+	want = SCAN_PAGE - (pos & (SCAN_PAGE - 1));
+	if (want > end - pos)
+		want = end - pos;
+	return mem__read(m, pos, buf, want) ? 0 : want;
+}
+
+int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules,
+		 uint64_t *addr)
+{
+	const size_t dsz = sizeof(struct jit_descriptor);
+	uint64_t pos = (start + 7) & ~7ull, end = start + len, found = 0;
+	uint8_t *buf;
+	int err = -ENOENT;
+
+	if (!m || !addr || start > UINT64_MAX - len || pos < start)
+		return -EINVAL;
+	buf = malloc(SCAN_CHUNK + dsz);
+	if (!buf)
+		return -ENOMEM;
+	while (pos < end && end - pos >= dsz) {
+		size_t got = scan_read(m, pos, end, buf), o;
+
+		if (!got) {
+			pos = (pos | (SCAN_PAGE - 1)) + 1;
+			continue;
+		}
+		for (o = 0; o + dsz <= got; o += 8) {
+			if (!scan_candidate(buf + o) || !scan_validate(m, pos + o, min_modules))
+				continue;
+			if (found) {
+				err = -EEXIST;
+				goto cleanup;
+			}
+			found = pos + o;
+			err = 0;
+		}
+		pos += o ? o : 8;
+	}
+	if (!err)
+		*addr = found;
+cleanup:
+	free(buf);
+	return err;
+}
+
+void jitmap__free(struct jitmap *map)
+{
+	if (!map)
+		return;
+	while (map->strings) {
+		struct str_chunk *next = map->strings->next;
+
+		free(map->strings);
+		map->strings = next;
+	}
+	free(map->segs);
+	free(map->mods);
+	free(map->ranges);
+	free(map);
+}

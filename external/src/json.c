@@ -1,0 +1,176 @@
+/* Streaming JSON writer. See json.h. Strings are written as UTF-8 with control characters and
+ * invalid bytes escaped, so untrusted text read from the VM cannot break the document. */
+#include <inttypes.h>
+
+#include "json.h"
+
+void json__init(struct json *j, FILE *f)
+{
+	j->f = f;
+	j->depth = 0;
+	j->need_comma[0] = false;
+	j->after_key = false;
+}
+
+static void sep(struct json *j)
+{
+	if (j->after_key) {
+		j->after_key = false;
+		return;
+	}
+	if (j->need_comma[j->depth])
+		fputc(',', j->f);
+	j->need_comma[j->depth] = true;
+}
+
+static void open(struct json *j, char c)
+{
+	sep(j);
+	fputc(c, j->f);
+	if (j->depth < JSON_MAX_DEPTH - 1)
+		j->depth++;
+	j->need_comma[j->depth] = false;
+}
+
+static void close_(struct json *j, char c)
+{
+	if (j->depth > 0)
+		j->depth--;
+	fputc(c, j->f);
+	if (j->depth == 0)
+		fputc('\n', j->f);
+}
+
+void json__object(struct json *j)
+{
+	open(j, '{');
+}
+
+void json__end_object(struct json *j)
+{
+	close_(j, '}');
+}
+
+void json__array(struct json *j)
+{
+	open(j, '[');
+}
+
+void json__end_array(struct json *j)
+{
+	close_(j, ']');
+}
+
+/* Copy one valid UTF-8 sequence, or write U+FFFD for an invalid byte. Returns bytes consumed. */
+static size_t write_utf8(FILE *f, const unsigned char *p)
+{
+	size_t n = (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+	size_t i;
+
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			n = 0;
+	}
+	if (n == 0) {
+		fputs("\\ufffd", f);
+		return 1;
+	}
+	fwrite(p, 1, n, f);
+	return n;
+}
+
+static void write_escaped(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else if (*p >= 0x80)
+			p += write_utf8(f, p) - 1;
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+void json__key(struct json *j, const char *key)
+{
+	sep(j);
+	write_escaped(j->f, key);
+	fputc(':', j->f);
+	j->after_key = true;
+}
+
+void json__string(struct json *j, const char *s)
+{
+	if (!s) {
+		json__null(j);
+		return;
+	}
+	sep(j);
+	write_escaped(j->f, s);
+}
+
+void json__int(struct json *j, int64_t v)
+{
+	sep(j);
+	fprintf(j->f, "%" PRId64, v);
+}
+
+void json__uint(struct json *j, uint64_t v)
+{
+	sep(j);
+	fprintf(j->f, "%" PRIu64, v);
+}
+
+void json__bool(struct json *j, bool v)
+{
+	sep(j);
+	fputs(v ? "true" : "false", j->f);
+}
+
+void json__null(struct json *j)
+{
+	sep(j);
+	fputs("null", j->f);
+}
+
+void json__addr(struct json *j, uint64_t v)
+{
+	if (!v) {
+		json__null(j);
+		return;
+	}
+	sep(j);
+	fprintf(j->f, "\"0x%" PRIx64 "\"", v);
+}
+
+void json__kv_string(struct json *j, const char *key, const char *s)
+{
+	json__key(j, key);
+	json__string(j, s);
+}
+
+void json__kv_int(struct json *j, const char *key, int64_t v)
+{
+	json__key(j, key);
+	json__int(j, v);
+}
+
+void json__kv_bool(struct json *j, const char *key, bool v)
+{
+	json__key(j, key);
+	json__bool(j, v);
+}
+
+void json__kv_addr(struct json *j, const char *key, uint64_t v)
+{
+	json__key(j, key);
+	json__addr(j, v);
+}

@@ -1,0 +1,39 @@
+/* A small streaming JSON writer: objects, arrays, strings (escaped), integers, booleans, null.
+ * Does not own: what is written (the reports). Nesting is bounded; misuse is a programming error. */
+#ifndef XP_JSON_H
+#define XP_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSON_MAX_DEPTH 32
+
+struct json {
+	FILE *f;
+	int depth;
+	bool need_comma[JSON_MAX_DEPTH];
+	bool after_key;
+};
+
+void json__init(struct json *j, FILE *f);
+void json__object(struct json *j);
+void json__end_object(struct json *j);
+void json__array(struct json *j);
+void json__end_array(struct json *j);
+void json__key(struct json *j, const char *key);
+void json__string(struct json *j, const char *s);
+void json__int(struct json *j, int64_t v);
+void json__uint(struct json *j, uint64_t v);
+void json__bool(struct json *j, bool v);
+void json__null(struct json *j);
+/* "0x..." or null when v == 0. */
+void json__addr(struct json *j, uint64_t v);
+
+/* Shorthands for "key": value. */
+void json__kv_string(struct json *j, const char *key, const char *s); /* NULL -> null */
+void json__kv_int(struct json *j, const char *key, int64_t v);
+void json__kv_bool(struct json *j, const char *key, bool v);
+void json__kv_addr(struct json *j, const char *key, uint64_t v);
+
+#endif /* XP_JSON_H */

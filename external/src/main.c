@@ -1,0 +1,98 @@
+/* extrospect: the sampler's entry point. The only place that exits or maps errors to exit codes.
+ *
+ * Exit codes (also in --help and README.md):
+ *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
+ *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
+ *   7 the VM exited while being read. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "info.h"
+#include "target.h"
+
+#ifndef XP_VERSION
+#define XP_VERSION "0.1.0"
+#endif
+
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_INTERNAL = 1,
+	EXIT_USAGE = 2,
+	EXIT_NO_PROCESS = 3,
+	EXIT_NOT_BEAM = 4,
+	EXIT_PERMISSION = 5,
+	EXIT_UNSUPPORTED = 6,
+	EXIT_TARGET_EXITED = 7,
+};
+
+static int exit_code_for(int err)
+{
+	switch (err) {
+	case TARGET_ENOPROC:
+		return EXIT_NO_PROCESS;
+	case TARGET_ENOTBEAM:
+		return EXIT_NOT_BEAM;
+	case TARGET_EPERM:
+		return EXIT_PERMISSION;
+	case TARGET_EUNSUPPORTED:
+		return EXIT_UNSUPPORTED;
+	case TARGET_EGONE:
+		return EXIT_TARGET_EXITED;
+	default:
+		return EXIT_INTERNAL;
+	}
+}
+
+static int run_info(const struct cli_opts *opts)
+{
+	struct target_opts topts = {
+		.no_agent = opts->no_agent,
+		.no_builtin_layout = getenv("EXTROSPECT_NO_BUILTIN_LAYOUT") &&
+				     strcmp(getenv("EXTROSPECT_NO_BUILTIN_LAYOUT"), "1") == 0,
+	};
+	struct target *t = NULL;
+	int err, code = EXIT_OK;
+
+	err = target__attach(opts->pid, &topts, &t);
+	if (err) {
+		fprintf(stderr, "extrospect: %s\n",
+			t && t->err[0] ? t->err : strerror(err < 0 && err > -4096 ? -err : EIO));
+		code = exit_code_for(err);
+		goto cleanup;
+	}
+	if (opts->json)
+		info__print_json(t, stdout);
+	else
+		info__print_text(t, stdout);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "extrospect: cannot write output: %s\n", strerror(errno));
+		code = EXIT_INTERNAL;
+	}
+cleanup:
+	target__free(t);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_opts opts;
+	char err[256];
+
+	switch (cli__parse(argc, argv, &opts, err, sizeof(err))) {
+	case CLI_HELP:
+		cli__help(stdout, opts.command);
+		return EXIT_OK;
+	case CLI_VERSION:
+		printf("extrospect %s\n", XP_VERSION);
+		return EXIT_OK;
+	case CLI_USAGE_ERROR:
+		fprintf(stderr, "extrospect: %s\n", err);
+		return EXIT_USAGE;
+	case CLI_RUN:
+		break;
+	}
+	return run_info(&opts);
+}

@@ -1,0 +1,366 @@
+/* /proc readers: maps parsing, thread listing, root-relative paths. See proc.h.
+ * Everything here reads files the kernel generates about the target; nothing touches the target. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+#define MAPS_MAX_BYTES (256u << 20)
+
+static int parse_hex(const char **p, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!isxdigit((unsigned char)**p))
+		return -EPROTO;
+	errno = 0;
+	v = strtoull(*p, &end, 16);
+	if (errno)
+		return -EPROTO;
+	*p = end;
+	*out = v;
+	return 0;
+}
+
+static int parse_perms(const char **p, uint32_t *perms)
+{
+	const char *s = *p;
+
+	if (strlen(s) < 4 || (s[0] != 'r' && s[0] != '-') || (s[1] != 'w' && s[1] != '-') ||
+	    (s[2] != 'x' && s[2] != '-') || (s[3] != 's' && s[3] != 'p'))
+		return -EPROTO;
+	*perms = (s[0] == 'r' ? PROC_PERM_R : 0) | (s[1] == 'w' ? PROC_PERM_W : 0) |
+		 (s[2] == 'x' ? PROC_PERM_X : 0) | (s[3] == 's' ? PROC_PERM_SHARED : 0);
+	*p = s + 4;
+	return 0;
+}
+
+static const char *skip_spaces(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+/* One line: "start-end perms offset dev inode [path]". line is NUL-terminated, no newline.
+ * The path is returned as a pointer into line (its tail), with " (deleted)" cut off. */
+static int parse_line(char *line, struct proc_map *m, char **path)
+{
+	const char *p = line;
+	uint64_t dev_major, dev_minor;
+	size_t plen;
+	char *pathp;
+
+	if (parse_hex(&p, &m->start) || *p++ != '-' || parse_hex(&p, &m->end) || *p++ != ' ' ||
+	    parse_perms(&p, &m->perms) || *p++ != ' ' || parse_hex(&p, &m->offset) || *p++ != ' ' ||
+	    parse_hex(&p, &dev_major) || *p++ != ':' || parse_hex(&p, &dev_minor) || *p++ != ' ')
+		return -EPROTO;
+	if (!isdigit((unsigned char)*p))
+		return -EPROTO;
+	m->inode = strtoull(p, (char **)&p, 10);
+	if (*p && *p != ' ')
+		return -EPROTO;
+	if (m->end < m->start)
+		return -EPROTO;
+	pathp = (char *)skip_spaces(p);
+	plen = strlen(pathp);
+	m->deleted = plen > 10 && strcmp(pathp + plen - 10, " (deleted)") == 0;
+	if (m->deleted)
+		pathp[plen - 10] = '\0';
+	*path = pathp;
+	return 0;
+}
+
+static int maps_grow(struct proc_maps *maps, size_t *cap)
+{
+	struct proc_map *v;
+	size_t ncap = *cap ? *cap * 2 : 256;
+
+	v = realloc(maps->v, ncap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	maps->v = v;
+	*cap = ncap;
+	return 0;
+}
+
+int proc_maps__parse(const char *text, size_t len, struct proc_maps **out)
+{
+	struct proc_maps *maps;
+	size_t cap = 0, i;
+	char *s, *line, *next;
+	int err = 0;
+
+	*out = NULL;
+	maps = calloc(1, sizeof(*maps));
+	if (!maps)
+		return -ENOMEM;
+	maps->strings = malloc(len + 1);
+	if (!maps->strings) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	memcpy(maps->strings, text, len);
+	maps->strings[len] = '\0';
+	if (strlen(maps->strings) != len) {
+		err = -EPROTO; /* embedded NUL */
+		goto cleanup;
+	}
+	for (s = maps->strings; *s; s = next) {
+		char *path;
+
+		line = s;
+		next = strchr(s, '\n');
+		if (next)
+			*next++ = '\0';
+		else
+			next = s + strlen(s);
+		if (!*line)
+			continue;
+		if (maps->n == cap && (err = maps_grow(maps, &cap)))
+			goto cleanup;
+		err = parse_line(line, &maps->v[maps->n], &path);
+		if (err)
+			goto cleanup;
+		maps->v[maps->n].path = path;
+		maps->n++;
+	}
+	for (i = 1; i < maps->n; i++) {
+		if (maps->v[i].start < maps->v[i - 1].end) {
+			err = -EPROTO; /* the kernel lists maps sorted and disjoint */
+			goto cleanup;
+		}
+	}
+	*out = maps;
+	return 0;
+cleanup:
+	proc_maps__free(maps);
+	return err;
+}
+
+/* Read a whole /proc file (size unknown in advance). */
+static int slurp(const char *path, char **buf, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *b = NULL, *nb;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r;
+
+		if (!b || n == cap) {
+			if (b)
+				cap *= 2;
+			if (cap > MAPS_MAX_BYTES) {
+				err = -EFBIG;
+				break;
+			}
+			nb = realloc(b, cap);
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			b = nb;
+		}
+		r = read(fd, b + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (err) {
+		free(b);
+		return err;
+	}
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+int proc_maps__load(pid_t pid, struct proc_maps **out)
+{
+	char path[64], *text = NULL;
+	size_t len = 0;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	err = slurp(path, &text, &len);
+	if (err)
+		return err == -ESRCH ? -ENOENT : err;
+	/* Readable but empty: a kernel thread, a zombie, or no permission to see the maps. */
+	if (len == 0) {
+		free(text);
+		return -EACCES;
+	}
+	err = proc_maps__parse(text, len, out);
+	free(text);
+	return err;
+}
+
+const struct proc_map *proc_maps__find(const struct proc_maps *maps, uint64_t addr)
+{
+	size_t lo = 0, hi = maps ? maps->n : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct proc_map *m = &maps->v[mid];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+void proc_maps__free(struct proc_maps *maps)
+{
+	if (!maps)
+		return;
+	free(maps->v);
+	free(maps->strings);
+	free(maps);
+}
+
+int proc__read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t r;
+	int fd;
+
+	if (len == 0)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, len - 1);
+	if (r < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	close(fd);
+	buf[r] = '\0';
+	while (r > 0 && (buf[r - 1] == '\n' || buf[r - 1] == '\r'))
+		buf[--r] = '\0';
+	return 0;
+}
+
+static int cmp_task(const void *a, const void *b)
+{
+	const struct proc_task *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+int proc__tasks(pid_t pid, struct proc_task **out, size_t *n)
+{
+	struct proc_task *v = NULL, *nv;
+	size_t cap = 0, cnt = 0;
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? -ENOENT : -errno;
+	while ((de = readdir(dir))) {
+		char cpath[96];
+		long tid;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		tid = strtol(de->d_name, NULL, 10);
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				closedir(dir);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%ld/comm", (int)pid, tid);
+		if (proc__read_file(cpath, v[cnt].comm, sizeof(v[cnt].comm)))
+			continue; /* the thread exited meanwhile */
+		v[cnt].tid = (pid_t)tid;
+		cnt++;
+	}
+	closedir(dir);
+	qsort(v, cnt, sizeof(*v), cmp_task);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int proc__root_path(pid_t pid, const char *path, char *out, size_t len)
+{
+	int n;
+
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	n = snprintf(out, len, "/proc/%d/root%s", (int)pid, path);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, size_t len)
+{
+	char rooted[PATH_MAX + 32];
+	const char *cand[2];
+	struct stat st;
+	int i, err;
+
+	if ((err = proc__root_path(pid, path, rooted, sizeof(rooted))))
+		return err;
+	cand[0] = path;
+	cand[1] = rooted;
+	for (i = 0; i < 2; i++) {
+		if (stat(cand[i], &st) == 0 && (uint64_t)st.st_ino == inode)
+			goto found;
+	}
+	for (i = 1; i >= 0; i--) {
+		if (access(cand[i], R_OK) == 0)
+			goto found;
+	}
+	return -ENOENT;
+found:
+	if (strlen(cand[i]) >= len)
+		return -ENAMETOOLONG;
+	strcpy(out, cand[i]);
+	return 0;
+}
+
+int proc__exists(pid_t pid)
+{
+	char path[64];
+
+	if (pid <= 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (access(path, F_OK) == 0)
+		return 0;
+	return errno == ENOENT ? -ENOENT : -errno;
+}

@@ -1,0 +1,60 @@
+/* /proc views of a target process: memory maps, threads and their names, the executable and the
+ * root directory through which its files are read (chroots, containers).
+ * Does not own: ELF parsing (elfsym.h) or memory reads (mem.h). */
+#ifndef XP_PROC_H
+#define XP_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROC_PERM_R 0x1u
+#define PROC_PERM_W 0x2u
+#define PROC_PERM_X 0x4u
+#define PROC_PERM_SHARED 0x8u
+
+struct proc_map {
+	uint64_t start, end, offset, inode;
+	uint32_t perms;	  /* PROC_PERM_* */
+	bool deleted;	  /* the path ended in " (deleted)" (stripped from path) */
+	const char *path; /* "" for anonymous; "[heap]" and friends kept as is */
+};
+
+struct proc_maps {
+	struct proc_map *v;
+	size_t n;
+	char *strings; /* owns every path */
+};
+
+/* Parse the text of a /proc/PID/maps file. Malformed lines are an error (-EPROTO). */
+int proc_maps__parse(const char *text, size_t len, struct proc_maps **out);
+/* Read and parse /proc/PID/maps: 0, -ENOENT (no such process), -EACCES, -EPROTO. */
+int proc_maps__load(pid_t pid, struct proc_maps **out);
+const struct proc_map *proc_maps__find(const struct proc_maps *maps, uint64_t addr);
+void proc_maps__free(struct proc_maps *maps);
+
+struct proc_task {
+	pid_t tid;
+	char comm[16];
+};
+
+/* Threads of pid, sorted by tid. Threads that exit while listing are skipped. */
+int proc__tasks(pid_t pid, struct proc_task **out, size_t *n);
+
+/* The target's view of a path, reachable from here: "/proc/PID/root" + path. */
+int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
+
+/* A path from the target's maps, made reachable from here. The kernel prints map paths relative
+ * to the reader's root when it can (a chroot below ours), else relative to the target's mount
+ * namespace: try the path as is and under /proc/PID/root, and keep the one whose inode matches.
+ * 0, or -ENOENT when neither exists. */
+int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, size_t len);
+
+/* Does /proc/PID exist? 0, -ENOENT, or -EACCES. */
+int proc__exists(pid_t pid);
+
+/* Read a small /proc file into buf (NUL-terminated, trailing newline stripped). */
+int proc__read_file(const char *path, char *buf, size_t len);
+
+#endif /* XP_PROC_H */
