@@ -1,0 +1,125 @@
+/* Unit tests for the /proc/PID/maps parser and path helpers (proc.c), on fixed text and on this
+ * process's own maps. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "proc.h"
+
+static const char sample[] =
+	"55d0c0a00000-55d0c0a4b000 r--p 00000000 fe:01 1835231                    "
+	"/usr/lib/erlang/erts-13.1.5/bin/beam.smp\n"
+	"55d0c0a4b000-55d0c0d4f000 r-xp 0004b000 fe:01 1835231                    "
+	"/usr/lib/erlang/erts-13.1.5/bin/beam.smp\n"
+	"7f2a2d800000-7f2a31800000 r-xs 00000000 00:01 5121                       "
+	"/memfd:vmem (deleted)\n"
+	"7f2a31800000-7f2a35800000 rw-s 00000000 00:01 5121                       "
+	"/memfd:vmem (deleted)\n"
+	"7f2a35800000-7f2a35900000 rw-p 00000000 00:00 0 \n"
+	"7ffd1e7c0000-7ffd1e7e1000 rw-p 00000000 00:00 0                          [stack]\n"
+	"7ffd1e7f0000-7ffd1e7f2000 r-xp 00000000 00:00 0                          "
+	"/opt/with space/lib.so\n";
+
+static void test_sample(void)
+{
+	struct proc_maps *maps = NULL;
+	const struct proc_map *m;
+	int err;
+
+	err = proc_maps__parse(sample, strlen(sample), &maps);
+	CHECK_INT("sample parses", 0, err);
+	if (err)
+		return;
+	CHECK_INT("sample count", 7, maps->n);
+	CHECK_U64("first start", 0x55d0c0a00000ULL, maps->v[0].start);
+	CHECK_U64("first end", 0x55d0c0a4b000ULL, maps->v[0].end);
+	CHECK_STR("first path", "/usr/lib/erlang/erts-13.1.5/bin/beam.smp", maps->v[0].path);
+	CHECK_INT("text perms", PROC_PERM_R | PROC_PERM_X, maps->v[1].perms);
+	CHECK_U64("text offset", 0x4b000, maps->v[1].offset);
+	CHECK_INT("inode", 1835231, maps->v[1].inode);
+	CHECK_STR("deleted path cut", "/memfd:vmem", maps->v[2].path);
+	CHECK("deleted flag", maps->v[2].deleted);
+	CHECK_INT("shared perms", PROC_PERM_R | PROC_PERM_X | PROC_PERM_SHARED, maps->v[2].perms);
+	CHECK_STR("anonymous path", "", maps->v[4].path);
+	CHECK_STR("pseudo path", "[stack]", maps->v[5].path);
+	CHECK_STR("path with space", "/opt/with space/lib.so", maps->v[6].path);
+	m = proc_maps__find(maps, 0x55d0c0a4b123ULL);
+	CHECK("find inside", m == &maps->v[1]);
+	CHECK("find at end is outside", proc_maps__find(maps, 0x55d0c0d4f000ULL) == NULL);
+	CHECK("find in gap", proc_maps__find(maps, 0x7f0000000000ULL) == NULL);
+	CHECK("find first byte", proc_maps__find(maps, 0x55d0c0a00000ULL) == &maps->v[0]);
+	proc_maps__free(maps);
+}
+
+static void test_malformed(void)
+{
+	static const char *const bad[] = {
+		"zz-10 r--p 00000000 fe:01 1 /x\n",
+		"1000-2000 rwzp 00000000 fe:01 1 /x\n",
+		"1000-2000 r--p 00000000 fe:01\n",
+		"2000-1000 r--p 00000000 fe:01 1 /x\n",
+		"1000 r--p 00000000 fe:01 1 /x\n",
+		"1000-3000 r--p 0 fe:01 1 /a\n2000-4000 r--p 0 fe:01 1 /b\n", /* overlap */
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct proc_maps *maps = (struct proc_maps *)1;
+		char name[64];
+
+		snprintf(name, sizeof(name), "malformed line %zu rejected", i);
+		CHECK_INT(name, -EPROTO, proc_maps__parse(bad[i], strlen(bad[i]), &maps));
+		CHECK("malformed leaves no result", maps == NULL);
+	}
+	{
+		static const char nul[] = "1000-2000 r--p 0 fe:01 1 /a\0b\n";
+		struct proc_maps *maps;
+
+		CHECK_INT("embedded NUL rejected", -EPROTO, proc_maps__parse(nul, sizeof(nul) - 1, &maps));
+	}
+	{
+		struct proc_maps *maps = NULL;
+
+		CHECK_INT("empty text parses", 0, proc_maps__parse("", 0, &maps));
+		CHECK_INT("empty text has no maps", 0, maps ? maps->n : 99);
+		proc_maps__free(maps);
+	}
+	proc_maps__free(NULL);
+}
+
+static void test_self(void)
+{
+	struct proc_maps *maps = NULL;
+	struct proc_task *tasks = NULL;
+	const struct proc_map *m;
+	size_t n = 0;
+	char path[128];
+
+	CHECK_INT("load own maps", 0, proc_maps__load(getpid(), &maps));
+	m = maps ? proc_maps__find(maps, (uint64_t)(uintptr_t)&test_self) : NULL;
+	CHECK("own code is mapped executable", m && (m->perms & PROC_PERM_X));
+	CHECK("own code path names this test", m && strstr(m->path, "test_proc"));
+	proc_maps__free(maps);
+	CHECK_INT("no such pid", -ENOENT, proc_maps__load(999999999, &maps));
+	CHECK_INT("exists self", 0, proc__exists(getpid()));
+	CHECK_INT("exists nonsense", -ENOENT, proc__exists(999999999));
+	CHECK_INT("own tasks", 0, proc__tasks(getpid(), &tasks, &n));
+	CHECK_INT("one thread", 1, n);
+	CHECK("thread is the process", n == 1 && tasks[0].tid == getpid());
+	CHECK_STR("thread name", "test_proc", n ? tasks[0].comm : "");
+	free(tasks);
+	CHECK_INT("root path", 0, proc__root_path(42, "/usr/lib", path, sizeof(path)));
+	CHECK_STR("root path text", "/proc/42/root/usr/lib", path);
+	CHECK_INT("root path relative refused", -EINVAL, proc__root_path(42, "usr", path, sizeof(path)));
+	CHECK_INT("root path too long", -ENAMETOOLONG, proc__root_path(42, "/usr/lib", path, 8));
+}
+
+int main(void)
+{
+	test_sample();
+	test_malformed();
+	test_self();
+	return check_done();
+}
