@@ -206,10 +206,15 @@ int proc_maps__load(pid_t pid, struct proc_maps **out)
 	err = slurp(path, &text, &len);
 	if (err)
 		return err == -ESRCH ? -ENOENT : err;
-	/* Readable but empty: a kernel thread, a zombie, or no permission to see the maps. */
+	/* Readable but empty: a kernel thread or a zombie (no memory at all), or not ours to see. */
 	if (len == 0) {
+		char exe[64], link[16];
+
 		free(text);
-		return -EACCES;
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+		if (readlink(exe, link, sizeof(link)) < 0 && errno == EACCES)
+			return -EACCES;
+		return -ENODATA;
 	}
 	err = proc_maps__parse(text, len, out);
 	free(text);

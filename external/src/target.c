@@ -243,7 +243,11 @@ int target__attach(pid_t pid, const struct target_opts *opts, struct target **ou
 	err = proc__exists(pid);
 	if (err)
 		return map_errno(t, err, "/proc");
-	if ((err = proc_maps__load(pid, &t->maps)))
+	err = proc_maps__load(pid, &t->maps);
+	if (err == -ENODATA)
+		return fail(t, TARGET_ENOTBEAM, "pid %d is not a BEAM VM: it has no user memory "
+			    "(a kernel thread or a zombie)", (int)pid);
+	if (err)
 		return map_errno(t, err, "/proc/PID/maps");
 	if ((err = find_beam(t)))
 		return err;
