@@ -13,12 +13,12 @@
 /* Symfile records (J/beam_jit_metadata.cpp 25:68-111, 27:74, 29:76). The writer packs records
  * back to back with no alignment: each record's fixed part is its sizeof, and the name/file that
  * follows (NUL included) is counted from the struct's end, not from the name's offset. */
-#define DI_SIZE	   32 /* sizeof(struct debug_info) */
-#define DI_MOD_NAME 26 /* offsetof(debug_info, payload.mod.name) */
-#define RI_SIZE	   16 /* sizeof(struct range_info), name at 14 */
-#define RI_NAME	   14
-#define LI_SIZE	   12 /* sizeof(struct line_info), file at 10 */
-#define LI_FILE	   10
+#define DI_SIZE		32 /* sizeof(struct debug_info) */
+#define DI_MOD_NAME	26 /* offsetof(debug_info, payload.mod.name) */
+#define RI_SIZE		16 /* sizeof(struct range_info), name at 14 */
+#define RI_NAME		14
+#define LI_SIZE		12 /* sizeof(struct line_info), file at 10 */
+#define LI_FILE		10
 #define HEADER_EMULATOR 0
 #define HEADER_MODULE	1
 
@@ -40,7 +40,7 @@ struct jitmap {
 	size_t nranges, cap_ranges;
 	struct jit_module_info *mods;
 	size_t nmods, cap_mods;
-	struct jit_seg *segs; /* disjoint, sorted, newest range wins; NULL when not finished */
+	struct jit_seg *segs; /* disjoint, sorted, newest range wins; NULL until finished */
 	size_t nsegs;
 	struct str_chunk *strings;
 	struct jitmap_stats stats;
@@ -50,27 +50,12 @@ struct jit_entry {
 	uint64_t next, prev, symfile_addr, symfile_size;
 };
 
-static uint16_t get_u16(const uint8_t *p)
+/* A field of width 2, 4 or 8 at any alignment (x86-64: little-endian). */
+static uint64_t get(const uint8_t *p, size_t width)
 {
-	uint16_t v;
+	uint64_t v = 0;
 
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
+	memcpy(&v, p, width);
 	return v;
 }
 
@@ -114,7 +99,7 @@ static const char *str_dup(struct jitmap *map, const char *s, size_t n)
 	return dst;
 }
 
-/* A name of n bytes, NUL included, at off: inside the blob and NUL-terminated exactly at its end. */
+/* A name of n bytes, NUL included, at off: inside the blob, NUL-terminated exactly at its end. */
 static int blob_name(const uint8_t *b, size_t len, size_t off, size_t n, const char **out)
 {
 	if (!n || off > len || n > len - off)
@@ -155,8 +140,8 @@ static int add_range(struct jitmap *map, uint64_t base, const uint8_t *r, const 
 	if (grow((void **)&map->ranges, &map->cap_ranges, map->nranges + 1, sizeof(*jr)))
 		return -ENOMEM;
 	jr = &map->ranges[map->nranges];
-	jr->start = base + get_u32(r);
-	jr->end = base + get_u32(r + 4);
+	jr->start = base + get(r, 4);
+	jr->end = base + get(r + 4, 4);
 	jr->name = str_dup(map, name, nlen);
 	jr->module = (uint32_t)map->nmods;
 	jr->generation = gen;
@@ -169,8 +154,8 @@ static int add_range(struct jitmap *map, uint64_t base, const uint8_t *r, const 
 }
 
 /* One range_info and its line_infos at *off. With map == NULL only validates. */
-static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t *off,
-		       uint64_t base, uint32_t code_size, uint32_t gen)
+static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t *off, uint64_t base,
+		       uint32_t code_size, uint32_t gen)
 {
 	size_t o = *off;
 	uint32_t start, end, nlines;
@@ -179,10 +164,10 @@ static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t 
 
 	if (o > len || len - o < RI_SIZE)
 		return -EPROTO;
-	start = get_u32(b + o);
-	end = get_u32(b + o + 4);
-	nlines = get_u32(b + o + 8);
-	nlen = get_u16(b + o + 12);
+	start = get(b + o, 4);
+	end = get(b + o + 4, 4);
+	nlines = get(b + o + 8, 4);
+	nlen = get(b + o + 12, 2);
 	if (start > end || end > code_size || blob_name(b, len, o + RI_NAME, nlen, &name))
 		return -EPROTO;
 	if (len - o < (size_t)RI_SIZE + nlen)
@@ -197,7 +182,7 @@ static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t 
 
 		if (len - o < LI_SIZE)
 			return -EPROTO;
-		flen = get_u16(b + o + 8);
+		flen = get(b + o + 8, 2);
 		if (blob_name(b, len, o + LI_FILE, flen, &file) || len - o < (size_t)LI_SIZE + flen)
 			return -EPROTO;
 		o += LI_SIZE + flen;
@@ -210,9 +195,9 @@ static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t 
 static int parse_module(struct jitmap *map, const uint8_t *b, size_t len, uint64_t entry,
 			uint32_t gen)
 {
-	uint64_t base = get_u64(b + 8);
-	uint32_t nranges = get_u32(b + 16), code_size = get_u32(b + 20);
-	uint16_t nlen = get_u16(b + 24);
+	uint64_t base = get(b + 8, 8);
+	uint32_t nranges = get(b + 16, 4), code_size = get(b + 20, 4);
+	uint16_t nlen = get(b + 24, 2);
 	size_t off = DI_SIZE + (size_t)nlen;
 	struct jit_module_info *mi;
 	const char *name;
@@ -258,8 +243,8 @@ static int add_emulator(struct jitmap *map, const uint8_t *b, uint64_t entry)
 	mi->entry_addr = entry;
 	/* The walk goes newest first; the first emulator entry seen is the live one. */
 	if (!map->stats.emulator) {
-		map->stats.frame_layout = (int32_t)get_u32(b + 8);
-		map->stats.normal_exit = get_u64(b + 16);
+		map->stats.frame_layout = (int32_t)get(b + 8, 4);
+		map->stats.normal_exit = get(b + 16, 8);
 	}
 	map->stats.emulator++;
 	return 0;
@@ -279,7 +264,7 @@ int jitmap__add_symfile(struct jitmap *map, const uint8_t *blob, size_t len, uin
 	saved_stats = map->stats;
 	if (len < DI_SIZE)
 		return -EPROTO;
-	header = get_u32(blob);
+	header = get(blob, 4);
 	if (header == HEADER_EMULATOR)
 		return len == DI_SIZE ? add_emulator(map, blob, entry_addr) : -EPROTO;
 	if (header != HEADER_MODULE)
@@ -330,8 +315,8 @@ int jitmap__read_descriptor(struct mem *m, uint64_t addr, struct jit_descriptor 
 }
 
 /* Read one entry's symfile and add it; 0, or why the entry was skipped. */
-static int load_symfile(struct mem *m, struct jitmap *map, const struct jit_entry *e,
-			uint64_t addr, uint32_t gen, uint8_t **buf, size_t *cap)
+static int load_symfile(struct mem *m, struct jitmap *map, const struct jit_entry *e, uint64_t addr,
+			uint32_t gen, uint8_t **buf, size_t *cap)
 {
 	size_t len = (size_t)e->symfile_size;
 	int err;
@@ -470,7 +455,8 @@ static size_t boundary_points(const struct jitmap *map, uint64_t *pts)
 		pts[n++] = map->ranges[i].start;
 		pts[n++] = map->ranges[i].end;
 	}
-	qsort(pts, n, sizeof(*pts), u64_cmp);
+	if (n)
+		qsort(pts, n, sizeof(*pts), u64_cmp);
 	for (size_t i = 0; i < n; i++)
 		if (!u || pts[u - 1] != pts[i])
 			pts[u++] = pts[i];
@@ -511,12 +497,13 @@ void jitmap__finish(struct jitmap *map)
 	free(map->segs);
 	map->segs = NULL;
 	map->nsegs = 0;
-	qsort(map->ranges, map->nranges, sizeof(*map->ranges), range_cmp);
+	if (map->nranges)
+		qsort(map->ranges, map->nranges, sizeof(*map->ranges), range_cmp);
 	pts = malloc((2 * map->nranges + 1) * sizeof(*pts));
 	heap = malloc((map->nranges + 1) * sizeof(*heap));
 	map->segs = malloc((2 * map->nranges + 1) * sizeof(*map->segs));
 	if (!pts || !heap || !map->segs) {
-		free(map->segs); /* lookup falls back to a linear scan */
+		free(map->segs); /* lookups find nothing: fail closed */
 		map->segs = NULL;
 		goto cleanup;
 	}
@@ -526,27 +513,12 @@ cleanup:
 	free(pts);
 }
 
-static const struct jit_range *lookup_linear(const struct jitmap *map, uint64_t addr)
-{
-	const struct jit_range *best = NULL;
-
-	for (size_t i = 0; i < map->nranges; i++) {
-		const struct jit_range *r = &map->ranges[i];
-
-		if (addr >= r->start && addr < r->end && (!best || r->generation < best->generation))
-			best = r;
-	}
-	return best;
-}
-
 const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)
 {
 	size_t lo = 0, hi;
 
-	if (!map)
-		return NULL;
-	if (!map->segs)
-		return lookup_linear(map, addr);
+	if (!map || !map->segs)
+		return NULL; /* not finished, or finishing ran out of memory */
 	hi = map->nsegs;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -614,9 +586,9 @@ static bool user_ptr(uint64_t p)
  * reset to NULL on 27+). */
 static bool scan_candidate(const uint8_t *p)
 {
-	uint64_t relevant = get_u64(p + 8);
+	uint64_t relevant = get(p + 8, 8);
 
-	return get_u32(p) == 1 && get_u32(p + 4) <= 2 && user_ptr(get_u64(p + 16)) &&
+	return get(p, 4) == 1 && get(p + 4, 4) <= 2 && user_ptr(get(p + 16, 8)) &&
 	       (!relevant || user_ptr(relevant));
 }
 
@@ -649,8 +621,7 @@ static size_t scan_read(struct mem *m, uint64_t pos, uint64_t end, uint8_t *buf)
 	return mem__read(m, pos, buf, want) ? 0 : want;
 }
 
-int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules,
-		 uint64_t *addr)
+int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules, uint64_t *addr)
 {
 	const size_t dsz = sizeof(struct jit_descriptor);
 	uint64_t pos = (start + 7) & ~7ull, end = start + len, found = 0;

@@ -41,7 +41,7 @@ struct jitmap_stats {
 	uint64_t functions;	/* ranges that are Erlang functions (not prologues / header / footer) */
 	uint64_t ranges;	/* all ranges */
 	uint64_t bad_entries;	/* entries skipped: unreadable or unparseable */
-	uint64_t chain_broken;	/* 1 when the walk stopped early (bad link, cycle, JIT_MAX_ENTRIES) */
+	uint64_t chain_broken;	/* 1 when the walk stopped early: bad link, cycle, too many */
 	int32_t frame_layout;	/* from the emulator entry, -1 when none */
 	uint64_t normal_exit;	/* from the emulator entry, 0 when none */
 };
@@ -62,7 +62,7 @@ int jitmap__add_symfile(struct jitmap *map, const uint8_t *blob, size_t len, uin
 			uint32_t generation);
 int jitmap__new(struct jitmap **out);
 
-/* Sort and index after adding; jitmap__load does it itself. */
+/* Sort and index after adding; jitmap__load does it itself. Until then lookups find nothing. */
 void jitmap__finish(struct jitmap *map);
 
 /* The newest range containing addr, or NULL. */

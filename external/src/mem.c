@@ -73,8 +73,10 @@ int mem__open_snapshot(struct mem **out, const struct mem_region *regions, size_
 	m->regions = calloc(n ? n : 1, sizeof(*m->regions));
 	if (!m->regions)
 		goto cleanup;
-	memcpy(m->regions, regions, n * sizeof(*regions));
-	qsort(m->regions, n, sizeof(*m->regions), region_cmp);
+	if (n) {
+		memcpy(m->regions, regions, n * sizeof(*regions));
+		qsort(m->regions, n, sizeof(*m->regions), region_cmp);
+	}
 	err = regions_check(m->regions, n);
 	if (err)
 		goto cleanup; /* nregions is still 0: the caller's data is not freed */
@@ -174,11 +176,9 @@ uint64_t mem__failures(const struct mem *m, enum mem_fail why)
 
 const char *mem__fail_name(enum mem_fail why)
 {
-	static const char *const names[MEM_FAIL_COUNT] = {
-		[MEM_FAIL_FAULT] = "fault",	  [MEM_FAIL_GONE] = "gone",
-		[MEM_FAIL_PERM] = "permission", [MEM_FAIL_BOUNDS] = "bounds",
-		[MEM_FAIL_OTHER] = "other",
-	};
+	/* In enum mem_fail order. */
+	static const char *const names[] = {"fault", "gone", "permission", "bounds", "other"};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == MEM_FAIL_COUNT, "one name per reason");
 
 	if ((unsigned)why >= MEM_FAIL_COUNT)
 		return "unknown";

@@ -1,0 +1,162 @@
+/* Unit tests for mem.c: the live backend on this process and on dead / forbidden processes,
+ * the snapshot backend on synthetic regions, bounds refusal and the per-reason counters. */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "mem.h"
+
+static void test_live_self(void)
+{
+	static const char text[] = "extrospect reads itself";
+	uint64_t word = 0x1122334455667788ull, w64 = 0;
+	uint32_t w32 = 0;
+	char buf[sizeof(text)] = {0};
+	struct mem *m = NULL;
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *pages;
+
+	CHECK_INT("live open", 0, mem__open_live(&m, getpid()));
+	CHECK_INT("live read", 0, mem__read(m, (uintptr_t)text, buf, sizeof(buf)));
+	CHECK_STR("live read bytes", text, buf);
+	CHECK_INT("live read_u64", 0, mem__read_u64(m, (uintptr_t)&word, &w64));
+	CHECK_U64("live read_u64 value", word, w64);
+	CHECK_INT("live read_u32", 0, mem__read_u32(m, (uintptr_t)&word, &w32));
+	CHECK_U64("live read_u32 value", 0x55667788u, w32);
+
+	CHECK_INT("live unmapped", -EFAULT, mem__read(m, 16, buf, 8));
+	/* A read running off the end of a mapping is partial: a failure, never half a result. */
+	pages = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK("mmap", pages != MAP_FAILED);
+	munmap(pages + page, page);
+	CHECK_INT("live straddle mapped/unmapped", -EFAULT,
+		  mem__read(m, (uintptr_t)pages + page - 4, buf, 8));
+	CHECK_INT("live last bytes of mapping", 0,
+		  mem__read(m, (uintptr_t)pages + page - 8, buf, 8));
+	munmap(pages, page);
+	CHECK_INT("live fault count", 2, mem__failures(m, MEM_FAIL_FAULT));
+
+	CHECK_INT("bounds zero", -EINVAL, mem__read(m, (uintptr_t)text, buf, 0));
+	CHECK_INT("bounds huge", -EINVAL, mem__read(m, (uintptr_t)text, buf, MEM_MAX_READ + 1));
+	CHECK_INT("bounds wrap", -EINVAL, mem__read(m, UINT64_MAX - 3, buf, 8));
+	CHECK_INT("bounds exact top", -EFAULT, mem__read(m, UINT64_MAX - 7, buf, 8));
+	CHECK_INT("bounds count", 3, mem__failures(m, MEM_FAIL_BOUNDS));
+	CHECK_INT("fault count after bounds", 3, mem__failures(m, MEM_FAIL_FAULT));
+	CHECK_INT("live gone count zero", 0, mem__failures(m, MEM_FAIL_GONE));
+	mem__free(m);
+}
+
+static void test_live_gone(void)
+{
+	struct mem *m = NULL;
+	char buf[8];
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	CHECK("fork", pid > 0);
+	waitpid(pid, NULL, 0); /* reaped: the pid no longer exists */
+	CHECK_INT("gone open", 0, mem__open_live(&m, pid));
+	CHECK_INT("gone read", -ESRCH, mem__read(m, 0x400000, buf, sizeof(buf)));
+	CHECK_INT("gone count", 1, mem__failures(m, MEM_FAIL_GONE));
+	CHECK_INT("gone not fault", 0, mem__failures(m, MEM_FAIL_FAULT));
+	mem__free(m);
+}
+
+/* An unprivileged reader of another user's process gets EPERM. As root, a child drops to
+ * nobody and reads its parent; otherwise read pid 1. */
+static void test_live_perm(void)
+{
+	static const uint64_t target = 42;
+	struct mem *m = NULL;
+	uint64_t v;
+	int status = 0, rc;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		mem__open_live(&m, 1);
+		CHECK_INT("perm read pid 1", -EPERM, mem__read_u64(m, 0x400000, &v));
+		CHECK_INT("perm count", 1, mem__failures(m, MEM_FAIL_PERM));
+		mem__free(m);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		pid_t parent = getppid();
+
+		if (setgid(65534) || setuid(65534) || mem__open_live(&m, parent))
+			_exit(2);
+		rc = mem__read_u64(m, (uintptr_t)&target, &v);
+		_exit(rc == -EPERM && mem__failures(m, MEM_FAIL_PERM) == 1 ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK_INT("perm child as nobody reads root parent", 0,
+		  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static void test_snapshot(void)
+{
+	uint8_t a[64], b[32], c[16], buf[64];
+	struct mem_region r[] = {
+	    {.addr = 0x2000, .len = sizeof(b), .data = b}, /* given unsorted on purpose */
+	    {.addr = 0x1000, .len = sizeof(a), .data = a},
+	    {.addr = 0x2020, .len = sizeof(c), .data = c}, /* adjacent to b */
+	};
+	struct mem_region overlap[] = {
+	    {.addr = 0x1000, .len = 64, .data = a},
+	    {.addr = 0x1020, .len = 32, .data = b},
+	};
+	struct mem *m = NULL, *bad = NULL;
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < sizeof(a); i++)
+		a[i] = (uint8_t)i;
+	memset(b, 0xbb, sizeof(b));
+	memset(c, 0xcc, sizeof(c));
+	CHECK_INT("snapshot open", 0, mem__open_snapshot(&m, r, 3));
+	a[8] = 0xff; /* the snapshot holds its own copy */
+	CHECK_INT("snapshot read_u64", 0, mem__read_u64(m, 0x1008, &v));
+	CHECK_U64("snapshot copy", 0x0f0e0d0c0b0a0908ull, v);
+	CHECK_INT("snapshot whole region", 0, mem__read(m, 0x1000, buf, 64));
+	CHECK_INT("snapshot last byte", 0, mem__read(m, 0x103f, buf, 1));
+	CHECK_U64("snapshot last byte value", 0x3f, buf[0]);
+	CHECK_INT("snapshot past end", -EFAULT, mem__read(m, 0x1039, buf, 8));
+	CHECK_INT("snapshot before first", -EFAULT, mem__read(m, 0xff8, buf, 8));
+	CHECK_INT("snapshot gap", -EFAULT, mem__read(m, 0x1800, buf, 8));
+	CHECK_INT("snapshot straddle adjacent", -EFAULT, mem__read(m, 0x201c, buf, 8));
+	CHECK_INT("snapshot second region", 0, mem__read(m, 0x2024, buf, 8));
+	CHECK_U64("snapshot second region value", 0xcc, buf[7]);
+	CHECK_INT("snapshot bounds", -EINVAL, mem__read(m, 0x1000, buf, 0));
+	CHECK_INT("snapshot fault count", 4, mem__failures(m, MEM_FAIL_FAULT));
+	CHECK_INT("snapshot bounds count", 1, mem__failures(m, MEM_FAIL_BOUNDS));
+	mem__free(m);
+
+	CHECK_INT("snapshot overlap refused", -EINVAL, mem__open_snapshot(&bad, overlap, 2));
+	CHECK_INT("snapshot empty", 0, mem__open_snapshot(&bad, NULL, 0));
+	CHECK_INT("snapshot empty read", -EFAULT, mem__read(bad, 0x1000, buf, 1));
+	mem__free(bad);
+}
+
+static void test_names(void)
+{
+	CHECK_STR("name fault", "fault", mem__fail_name(MEM_FAIL_FAULT));
+	CHECK_STR("name gone", "gone", mem__fail_name(MEM_FAIL_GONE));
+	CHECK_STR("name perm", "permission", mem__fail_name(MEM_FAIL_PERM));
+	CHECK_STR("name bounds", "bounds", mem__fail_name(MEM_FAIL_BOUNDS));
+	CHECK_STR("name other", "other", mem__fail_name(MEM_FAIL_OTHER));
+	mem__free(NULL);
+	CHECK_INT("open live bad pid", -EINVAL, mem__open_live(&(struct mem *){NULL}, 0));
+}
+
+int main(void)
+{
+	test_live_self();
+	test_live_gone();
+	test_live_perm();
+	test_snapshot();
+	test_names();
+	return check_done();
+}
