@@ -9,6 +9,8 @@
 #include "atom.h"
 #include "target.h"
 
+#define JIT_LOAD_TRIES 3
+
 /* The exported names for each key address; *_PTR ones are variables holding the address. */
 static const struct {
 	enum xp_addr_id id;
@@ -91,6 +93,7 @@ static void load_jit(struct target *t)
 {
 	struct target_value *d = &t->addr[XP_ADDR_JIT_DESCRIPTOR];
 	uint64_t a;
+	int tries;
 
 	if (!d->present) {
 		t->jit_err = scan_jit_descriptor(t, &a);
@@ -98,7 +101,14 @@ static void load_jit(struct target *t)
 			return;
 		set_addr(t, XP_ADDR_JIT_DESCRIPTOR, a, TSRC_SCAN);
 	}
-	t->jit_err = jitmap__load(t->mem, (uint64_t)d->value, &t->jit);
+	/* OTP 27+ unlink and free entries on purge: a walk racing a purge can break. Walk again. */
+	for (tries = 0; tries < JIT_LOAD_TRIES; tries++) {
+		jitmap__free(t->jit);
+		t->jit = NULL;
+		t->jit_err = jitmap__load(t->mem, (uint64_t)d->value, &t->jit);
+		if (t->jit_err == 0 && !jitmap__stats(t->jit)->chain_broken)
+			return;
+	}
 }
 
 static void discover_flavor_and_layout(struct target *t)
