@@ -210,7 +210,7 @@ static void text_header(const struct target *t, FILE *f)
 	else
 		fprintf(f, "  JIT map       unavailable: %s\n", strerror(-t->jit_err));
 	if (t->layout)
-		fprintf(f, "  layout row    erts %sx (%s)\n", t->layout->erts_series, t->layout->checked_on);
+		fprintf(f, "  layout row    erts %s.x (%s)\n", t->layout->erts_series, t->layout->checked_on);
 	else
 		fprintf(f, "  layout row    none for this version: offsets come from the agent only\n");
 	if (target__has_agent(t))

@@ -1,9 +1,11 @@
 /* OTP-version knowledge: per-version rows of ERTS offsets and names. See layout.h.
  *
- * How the rows were made: tools/layout-probe compiles an offsetof() probe against each OTP tree's
- * own erts headers (Debian's `erlang` source package, `erts/configure --enable-jit`, x86_64 glibc)
- * and prints one row per tree; the agent's calibration then checks them on the live VM
- * (`extrospect info` shows which values agree). Regenerate: tools/layout-probe/run SUITE.
+ * How the rows were made: `tools/layout-probe/run SUITE` unpacks Debian's `erlang` source package
+ * for that suite (with Debian's patches), runs `erts/configure --enable-jit`, compiles an offsetof()
+ * probe with the emulator's own flags against that tree's headers, and prints one row. The rows
+ * below are its output for bookworm (25.2.3), trixie (27.3.4.1) and forky (29.1.1; sid's 29.1.2
+ * source was not on the mirror, and its live VM agreed with every value). The agent's calibration
+ * and the sampler's checks confirm them at run time (`extrospect info` says which).
  * A row matches an erts major.minor series: patch releases of one OTP minor share the layout. */
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +19,7 @@
  * register.h, atom.h and index.h of each tree. */
 static const struct xp_layout rows[] = {
 	{
-		.erts_series = "13.1.",
+		.erts_series = "13.1",
 		.otp_release = "25",
 		.checked_on = "OTP 25.2.3, erts 13.1.5, Debian bookworm",
 		ROW_COMMON,
@@ -61,7 +63,7 @@ static const struct xp_layout rows[] = {
 		.trace_words_time = 1,
 	},
 	{
-		.erts_series = "15.2.",
+		.erts_series = "15.2",
 		.otp_release = "27",
 		.checked_on = "OTP 27.3.4.1, erts 15.2.7, Debian trixie",
 		ROW_COMMON,
@@ -104,7 +106,7 @@ static const struct xp_layout rows[] = {
 		.trace_words_time = 3, /* call_trace_return */
 	},
 	{
-		.erts_series = "17.1.",
+		.erts_series = "17.1",
 		.otp_release = "29",
 		.checked_on = "OTP 29.1.2, erts 17.1.1, Debian sid",
 		ROW_COMMON,
@@ -199,8 +201,12 @@ const struct xp_layout *layout__find(const char *erts_version, uint32_t flavor, 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct xp_layout *r = &rows[i];
 
+		size_t n = strlen(r->erts_series);
+
+		/* "17.1" matches erts 17.1 and 17.1.x, never 17.10. */
 		if (r->flavor == flavor && strcmp(r->arch, arch) == 0 &&
-		    strncmp(erts_version, r->erts_series, strlen(r->erts_series)) == 0)
+		    strncmp(erts_version, r->erts_series, n) == 0 &&
+		    (erts_version[n] == '\0' || erts_version[n] == '.'))
 			return r;
 	}
 	return NULL;

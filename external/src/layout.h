@@ -31,7 +31,7 @@ enum xp_atom_name_mode {
 };
 
 struct xp_layout {
-	const char *erts_series; /* erts version prefix this row matches, e.g. "13.1." */
+	const char *erts_series; /* erts major.minor this row matches, e.g. "13.1" */
 	const char *otp_release; /* "25" */
 	const char *checked_on;	 /* the exact build the row was checked against */
 	uint32_t flavor;	 /* enum xp_flavor */

@@ -17,6 +17,8 @@ static void test_find(void)
 	CHECK_STR("erts 17.1.1 is OTP 29", "29", r ? r->otp_release : NULL);
 	CHECK_INT("OTP 29 atoms are bitstrings", XP_ATOM_NAME_BITSTRING,
 		  r ? (int)r->atom_name_mode : -2);
+	CHECK("first release of a minor matches", layout__find("17.1", XP_FLAVOR_JIT, "x86_64") != NULL);
+	CHECK("13.1x is not 13.1", layout__find("13.15", XP_FLAVOR_JIT, "x86_64") == NULL);
 	CHECK("unknown erts has no row", layout__find("99.0.1", XP_FLAVOR_JIT, "x86_64") == NULL);
 	CHECK("erts 13.10 is not 13.1", layout__find("13.10.0", XP_FLAVOR_JIT, "x86_64") == NULL);
 	CHECK("emu flavour has no row", layout__find("13.1.5", XP_FLAVOR_EMU, "x86_64") == NULL);
