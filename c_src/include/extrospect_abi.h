@@ -9,49 +9,50 @@
 #include <stdint.h>
 
 #define XP_AGENT_SYMBOL "extrospect_agent_block"
-#define XP_AGENT_MAGIC 0x3154474150585845ULL /* "EXXPAGT1" little-endian */
-#define XP_ABI_VERSION 1u
+#define XP_AGENT_MAGIC	0x3154474150585845ULL /* "EXXPAGT1" little-endian */
+#define XP_ABI_VERSION	1u
 
 /* Every ERTS offset or size the agent may publish. The same ids index the sampler's built-in
  * per-version table (layout.c), so a value can be compared source against source. Append only. */
 enum xp_off_id {
-	XP_OFF_P_ID = 0,	 /* Process.common.id (pid Eterm) */
-	XP_OFF_P_HTOP,		 /* Process.htop */
-	XP_OFF_P_STOP,		 /* Process.stop */
-	XP_OFF_P_FRAME_POINTER,	 /* Process.frame_pointer */
-	XP_OFF_P_HEAP,		 /* Process.heap */
-	XP_OFF_P_HEND,		 /* Process.hend */
-	XP_OFF_P_HEAP_SZ,	 /* Process.heap_sz (words) */
-	XP_OFF_P_I,		 /* Process.i (resume PC when not running) */
-	XP_OFF_P_CURRENT,	 /* Process.current (ErtsCodeMFA *) */
-	XP_OFF_P_INITIAL,	 /* Process.u.initial (ErtsCodeMFA, 3 words) */
-	XP_OFF_P_REG,		 /* Process.common.u.alive.reg (RegProc *) */
-	XP_OFF_P_STATE,		 /* Process.state (atomic32) */
-	XP_OFF_P_SCHEDULER_DATA, /* Process.scheduler_data */
-	XP_OFF_P_FCALLS,	 /* Process.fcalls */
-	XP_OFF_P_MSG_LEN,	 /* message-queue length word (see reference §4) */
-	XP_OFF_ESD_REGISTERS,	 /* ErtsSchedulerData.registers */
+	XP_OFF_P_ID = 0,	    /* Process.common.id (pid Eterm) */
+	XP_OFF_P_HTOP,		    /* Process.htop */
+	XP_OFF_P_STOP,		    /* Process.stop */
+	XP_OFF_P_FRAME_POINTER,	    /* Process.frame_pointer */
+	XP_OFF_P_HEAP,		    /* Process.heap */
+	XP_OFF_P_HEND,		    /* Process.hend */
+	XP_OFF_P_HEAP_SZ,	    /* Process.heap_sz (words) */
+	XP_OFF_P_I,		    /* Process.i (resume PC when not running) */
+	XP_OFF_P_CURRENT,	    /* Process.current (ErtsCodeMFA *) */
+	XP_OFF_P_INITIAL,	    /* Process.u.initial (ErtsCodeMFA, 3 words) */
+	XP_OFF_P_REG,		    /* Process.common.u.alive.reg (RegProc *) */
+	XP_OFF_P_STATE,		    /* Process.state (atomic32) */
+	XP_OFF_P_SCHEDULER_DATA,    /* Process.scheduler_data */
+	XP_OFF_P_FCALLS,	    /* Process.fcalls */
+	XP_OFF_P_MSG_LEN,	    /* message-queue length word (see reference §4) */
+	XP_OFF_ESD_REGISTERS,	    /* ErtsSchedulerData.registers */
 	XP_OFF_ESD_CURRENT_PROCESS, /* ErtsSchedulerData.current_process */
-	XP_OFF_ESD_TYPE,	 /* ErtsSchedulerData.type (0 normal, 1 dirty cpu, 2 dirty io) */
-	XP_OFF_ESD_NO,		 /* ErtsSchedulerData.no */
-	XP_OFF_ESD_DIRTY_NO,	 /* ErtsSchedulerData.dirty_no */
-	XP_OFF_ESD_STRIDE,	 /* sizeof(ErtsAlignedSchedulerData) */
-	XP_OFF_REGPROC_NAME,	 /* RegProc.name (atom) */
-	XP_OFF_ATOM_LEN,	 /* Atom.len (s16, UTF-8 bytes) */
-	XP_OFF_ATOM_NAME,	 /* Atom.name (byte *) or Atom.u.bin (Eterm, OTP 28+) */
-	XP_OFF_ITAB_ENTRIES,	 /* IndexTable.entries (int) */
-	XP_OFF_ITAB_SEG_TABLE,	 /* IndexTable.seg_table (IndexSlot ***) */
-	XP_OFF_REGS_X_REG_ARRAY, /* ErtsSchedulerRegisters.x_reg_array (JIT rbx = registers + this) */
+	XP_OFF_ESD_TYPE,	    /* ErtsSchedulerData.type (0 normal, 1 dirty cpu, 2 dirty io) */
+	XP_OFF_ESD_NO,		    /* ErtsSchedulerData.no */
+	XP_OFF_ESD_DIRTY_NO,	    /* ErtsSchedulerData.dirty_no */
+	XP_OFF_ESD_STRIDE,	    /* sizeof(ErtsAlignedSchedulerData) */
+	XP_OFF_REGPROC_NAME,	    /* RegProc.name (atom) */
+	XP_OFF_ATOM_LEN,	    /* Atom.len (s16, UTF-8 bytes) */
+	XP_OFF_ATOM_NAME,	    /* Atom.name (byte *) or Atom.u.bin (Eterm, OTP 28+) */
+	XP_OFF_ITAB_ENTRIES,	    /* IndexTable.entries (int) */
+	XP_OFF_ITAB_SEG_TABLE,	    /* IndexTable.seg_table (IndexSlot ***) */
+	XP_OFF_REGS_X_REG_ARRAY, /* ErtsSchedulerRegisters.x_reg_array (JIT rbx = registers + this)
+				  */
 	XP_OFF_P_SIZEOF,	 /* sizeof(Process) */
 	XP_OFF_COUNT
 };
 #define XP_OFF_SLOTS 64 /* room in the block; XP_OFF_COUNT <= XP_OFF_SLOTS */
 
 /* struct xp_value.flags */
-#define XP_VAL_PRESENT 0x1u    /* value is meaningful */
-#define XP_VAL_VERIFIED 0x2u   /* confirmed by a structural check at run time */
+#define XP_VAL_PRESENT	  0x1u /* value is meaningful */
+#define XP_VAL_VERIFIED	  0x2u /* confirmed by a structural check at run time */
 #define XP_VAL_FROM_TABLE 0x4u /* taken from the built-in per-version table, not discovered */
-#define XP_VAL_MISMATCH 0x8u   /* discovered value disagrees with the built-in table */
+#define XP_VAL_MISMATCH	  0x8u /* discovered value disagrees with the built-in table */
 
 struct xp_value {
 	int64_t value;
@@ -62,12 +63,12 @@ struct xp_value {
 /* Why a value is not verified. Kept short: the agent logs the long form. */
 enum xp_reason {
 	XP_WHY_NONE = 0,
-	XP_WHY_NOT_FOUND,     /* the scan found no candidate */
-	XP_WHY_AMBIGUOUS,     /* the scan found several candidates */
-	XP_WHY_UNCHECKABLE,   /* no structural test exists for it in this configuration */
-	XP_WHY_CHECK_FAILED,  /* a candidate was found but its check failed */
-	XP_WHY_UNSUPPORTED,   /* not applicable to this VM (e.g. emulator flavour) */
-	XP_WHY_TIME_BUDGET,   /* gave up to stay within the scheduler time budget */
+	XP_WHY_NOT_FOUND,    /* the scan found no candidate */
+	XP_WHY_AMBIGUOUS,    /* the scan found several candidates */
+	XP_WHY_UNCHECKABLE,  /* no structural test exists for it in this configuration */
+	XP_WHY_CHECK_FAILED, /* a candidate was found but its check failed */
+	XP_WHY_UNSUPPORTED,  /* not applicable to this VM (e.g. emulator flavour) */
+	XP_WHY_TIME_BUDGET,  /* gave up to stay within the scheduler time budget */
 };
 
 /* Key addresses. */
@@ -79,7 +80,7 @@ enum xp_addr_id {
 	XP_ADDR_JIT_DESCRIPTOR,	      /* __jit_debug_descriptor */
 	XP_ADDR_NORMAL_EXIT,	      /* the code address beam_normal_exit holds */
 	XP_ADDR_PROCESS_TABLE,	      /* erts_proc (ErtsPTab), 0 when unknown */
-	XP_ADDR_PROBE_PROCESS,	      /* Process * of a long-lived agent process, for cross-checks */
+	XP_ADDR_PROBE_PROCESS, /* Process * of a long-lived agent process, for cross-checks */
 	XP_ADDR_COUNT
 };
 #define XP_ADDR_SLOTS 32
@@ -89,7 +90,8 @@ enum xp_source {
 	XP_SRC_NONE = 0,
 	XP_SRC_DYNSYM,	/* dlsym of an exported symbol (OTP <= 27) */
 	XP_SRC_SCAN,	/* structural scan of beam.smp's data sections */
-	XP_SRC_RUNTIME, /* observed from running code (a Process field, the calling process's stack) */
+	XP_SRC_RUNTIME, /* observed from running code (a Process field, the calling process's stack)
+			 */
 	XP_SRC_TABLE,	/* built-in per-version table */
 };
 
@@ -121,14 +123,14 @@ enum xp_flavor { XP_FLAVOR_UNKNOWN = 0, XP_FLAVOR_JIT = 1, XP_FLAVOR_EMU = 2 };
 enum xp_frame_layout { XP_LAYOUT_RA = 0, XP_LAYOUT_FP = 1, XP_LAYOUT_UNKNOWN = 255 };
 
 /* Bits of xp_agent_block.checks_run / checks_passed: the load-time checks of the reference. */
-#define XP_CHECK_PID_WORD (1u << 0)	/* *(proc + id) == self pid */
-#define XP_CHECK_HTOP_STOP (1u << 1)	/* htop == env->hp, stop - hp_end in {3,6} words */
-#define XP_CHECK_HEAP_QUAD (1u << 2)	/* heap <= htop <= stop < hend, hend-heap == heap_sz*8 */
-#define XP_CHECK_NORMAL_EXIT (1u << 3)	/* last word below hend == normal_exit */
-#define XP_CHECK_ESD_BACKPTR (1u << 4)	/* esdp->current_process == proc, esdp->no in range */
+#define XP_CHECK_PID_WORD	(1u << 0) /* *(proc + id) == self pid */
+#define XP_CHECK_HTOP_STOP	(1u << 1) /* htop == env->hp, stop - hp_end in {3,6} words */
+#define XP_CHECK_HEAP_QUAD	(1u << 2) /* heap <= htop <= stop < hend, hend-heap == heap_sz*8 */
+#define XP_CHECK_NORMAL_EXIT	(1u << 3) /* last word below hend == normal_exit */
+#define XP_CHECK_ESD_BACKPTR	(1u << 4) /* esdp->current_process == proc, esdp->no in range */
 #define XP_CHECK_ATOM_ROUNDTRIP (1u << 5) /* atom text through the atom table */
-#define XP_CHECK_JIT_CALLER (1u << 6)	/* caller RA resolves through the JIT map */
-#define XP_CHECK_DYNSYM_AGREE (1u << 7) /* scanned addresses agree with .dynsym (OTP <= 27) */
+#define XP_CHECK_JIT_CALLER	(1u << 6) /* caller RA resolves through the JIT map */
+#define XP_CHECK_DYNSYM_AGREE	(1u << 7) /* scanned addresses agree with .dynsym (OTP <= 27) */
 
 struct xp_agent_block {
 	uint64_t magic;	      /* XP_AGENT_MAGIC; written last, cleared first */
@@ -138,24 +140,24 @@ struct xp_agent_block {
 	uint64_t generation;  /* bumped by every publication (load, upgrade, recalibration) */
 	int32_t os_pid;
 	uint32_t word_size;
-	char otp_release[16];	/* "25" */
-	char erts_version[32];	/* "13.1.5" */
+	char otp_release[16];	  /* "25" */
+	char erts_version[32];	  /* "13.1.5" */
 	char system_version[192]; /* erlang:system_info(system_version), truncated */
-	uint32_t flavor;	/* enum xp_flavor */
-	uint32_t frame_layout;	/* enum xp_frame_layout */
-	uint32_t checks_run;	/* XP_CHECK_* */
-	uint32_t checks_passed; /* XP_CHECK_* */
-	uint64_t probe_pid;	/* pid Eterm of the process at XP_ADDR_PROBE_PROCESS */
-	uint64_t probe_atom;	/* atom Eterm whose text is probe_atom_text */
+	uint32_t flavor;	  /* enum xp_flavor */
+	uint32_t frame_layout;	  /* enum xp_frame_layout */
+	uint32_t checks_run;	  /* XP_CHECK_* */
+	uint32_t checks_passed;	  /* XP_CHECK_* */
+	uint64_t probe_pid;	  /* pid Eterm of the process at XP_ADDR_PROBE_PROCESS */
+	uint64_t probe_atom;	  /* atom Eterm whose text is probe_atom_text */
 	char probe_atom_text[32];
-	uint32_t n_offsets;	/* valid entries in offsets[] (XP_OFF_COUNT of the writer) */
-	uint32_t n_addrs;	/* valid entries in addrs[] */
+	uint32_t n_offsets; /* valid entries in offsets[] (XP_OFF_COUNT of the writer) */
+	uint32_t n_addrs;   /* valid entries in addrs[] */
 	struct xp_value offsets[XP_OFF_SLOTS];
 	struct xp_addr addrs[XP_ADDR_SLOTS];
-	uint32_t n_normal;	/* schedulers configured, per type */
+	uint32_t n_normal; /* schedulers configured, per type */
 	uint32_t n_dirty_cpu;
 	uint32_t n_dirty_io;
-	uint32_t n_sched;	/* valid entries in sched[] */
+	uint32_t n_sched; /* valid entries in sched[] */
 	struct xp_sched sched[XP_MAX_SCHED];
 	struct xp_spy_region spy;
 };

@@ -10,16 +10,16 @@
 #define AGENT_READ_TRIES 5
 
 static const char *const status_str[] = {
-	[AGENT_OK] = "ok",
-	[AGENT_ABSENT] = "absent",
-	[AGENT_NO_SYMBOL] = "NIF mapped without an agent block",
-	[AGENT_UNREADABLE] = "block unreadable",
-	[AGENT_RETIRED] = "block retired (NIF unloaded or upgrading)",
-	[AGENT_BAD_MAGIC] = "bad magic",
-	[AGENT_BAD_ABI] = "unsupported agent ABI version",
-	[AGENT_SHORT] = "block too short",
-	[AGENT_BAD_COUNTS] = "block counts out of range",
-	[AGENT_TORN] = "block kept changing while read",
+    [AGENT_OK] = "ok",
+    [AGENT_ABSENT] = "absent",
+    [AGENT_NO_SYMBOL] = "NIF mapped without an agent block",
+    [AGENT_UNREADABLE] = "block unreadable",
+    [AGENT_RETIRED] = "block retired (NIF unloaded or upgrading)",
+    [AGENT_BAD_MAGIC] = "bad magic",
+    [AGENT_BAD_ABI] = "unsupported agent ABI version",
+    [AGENT_SHORT] = "block too short",
+    [AGENT_BAD_COUNTS] = "block counts out of range",
+    [AGENT_TORN] = "block kept changing while read",
 };
 
 const char *agent__status_str(enum agent_status st)
@@ -96,7 +96,8 @@ static int try_nif(pid_t pid, const struct proc_maps *maps, struct mem *m, const
 	err = elf_image__open(host_path, &img);
 	if (err)
 		return err;
-	if (elf_image__symbol(img, XP_AGENT_SYMBOL, &sym) || elf_image__bias(img, maps, path, &bias)) {
+	if (elf_image__symbol(img, XP_AGENT_SYMBOL, &sym) ||
+	    elf_image__bias(img, maps, path, &bias)) {
 		out->status = AGENT_NO_SYMBOL;
 		err = -ENOENT;
 		goto cleanup;

@@ -19,8 +19,8 @@ enum agent_status {
 	AGENT_UNREADABLE, /* the block could not be read */
 	AGENT_RETIRED,	  /* magic cleared: unloaded or being upgraded */
 	AGENT_BAD_MAGIC,
-	AGENT_BAD_ABI, /* an ABI version this sampler does not speak */
-	AGENT_SHORT,   /* size smaller than the fields this sampler needs */
+	AGENT_BAD_ABI,	  /* an ABI version this sampler does not speak */
+	AGENT_SHORT,	  /* size smaller than the fields this sampler needs */
 	AGENT_BAD_COUNTS, /* a count field beyond its array */
 	AGENT_TORN,	  /* the agent kept rewriting it while we read */
 };

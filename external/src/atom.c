@@ -7,8 +7,7 @@
 
 #include "atom.h"
 
-static int read_bitstring_text(const struct atom_reader *r, uint64_t bin, int16_t n,
-			       char *buf)
+static int read_bitstring_text(const struct atom_reader *r, uint64_t bin, int16_t n, char *buf)
 {
 	uint64_t p = bin & ~(uint64_t)7, w[4];
 	int err;
@@ -43,7 +42,8 @@ int atom__text_by_index(const struct atom_reader *r, uint32_t index, char *buf, 
 	if (index >= entries)
 		return -EINVAL;
 	if ((err = mem__read_u64(r->mem, r->table + (uint64_t)r->off_seg_table, &seg)) ||
-	    (err = mem__read_u64(r->mem, seg + 8 * (uint64_t)(index >> XP_INDEX_PAGE_SHIFT), &page)) ||
+	    (err = mem__read_u64(r->mem, seg + 8 * (uint64_t)(index >> XP_INDEX_PAGE_SHIFT),
+				 &page)) ||
 	    (err = mem__read_u64(r->mem, page + 8 * (uint64_t)(index & 1023u), &atom)) ||
 	    (err = mem__read(r->mem, atom + (uint64_t)r->off_len, &n, sizeof(n))) ||
 	    (err = mem__read_u64(r->mem, atom + (uint64_t)r->off_name, &name)))
@@ -73,7 +73,7 @@ int atom__text(const struct atom_reader *r, uint64_t term, char *buf, size_t len
 	return atom__text_by_index(r, (uint32_t)(term >> XP_ATOM_INDEX_SHIFT), buf, len);
 }
 
-#define SCAN_CHUNK (64u * 1024)
+#define SCAN_CHUNK	 (64u * 1024)
 #define SCAN_MAX_ENTRIES (1u << 26) /* atom indexes fit 26 bits on 64-bit */
 
 static bool plausible_table(const struct atom_reader *r, const uint8_t *p)
@@ -98,7 +98,8 @@ static bool is_atom_table(const struct atom_reader *tmpl, uint64_t addr)
 
 int atom__scan_table(const struct atom_reader *r, uint64_t start, uint64_t len, uint64_t *out)
 {
-	size_t span = (size_t)(r->off_seg_table > r->off_entries ? r->off_seg_table : r->off_entries) + 8;
+	size_t span =
+	    (size_t)(r->off_seg_table > r->off_entries ? r->off_seg_table : r->off_entries) + 8;
 	uint64_t found = 0, off;
 	uint8_t *buf;
 	int err = 0;

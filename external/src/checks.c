@@ -52,7 +52,8 @@ static int read_off(struct target *t, uint64_t base, enum xp_off_id id, uint64_t
 	return mem__read_u64(t->mem, base + (uint64_t)t->off[id].value, out);
 }
 
-/* The process the checks read: the agent's parked probe, else init (<0.0.0>, process table slot 0). */
+/* The process the checks read: the agent's parked probe, else init (<0.0.0>, process table slot 0).
+ */
 static int known_process(struct target *t, uint64_t *proc, uint64_t *pid, const char **who)
 {
 	const struct target_value *ptab = &t->addr[XP_ADDR_PROCESS_TABLE];
@@ -89,29 +90,34 @@ static void check_process(struct target *t)
 		return;
 	}
 	if (read_off(t, proc, XP_OFF_P_ID, &id) || id != want) {
-		target__add_check(t, "pid_word", CHECK_FAIL, "%s at 0x%" PRIx64 ": pid word 0x%" PRIx64
-				  ", expected 0x%" PRIx64, who, proc, id, want);
+		target__add_check(t, "pid_word", CHECK_FAIL,
+				  "%s at 0x%" PRIx64 ": pid word 0x%" PRIx64
+				  ", expected 0x%" PRIx64,
+				  who, proc, id, want);
 		return;
 	}
 	mark_verified(t, pid_ids, 1);
 	target__add_check(t, "pid_word", CHECK_PASS, "%s at 0x%" PRIx64 " has pid word 0x%" PRIx64,
 			  who, proc, id);
 	for (i = 0; i < RACY_TRIES; i++) {
-		if (read_off(t, proc, XP_OFF_P_HTOP, &htop) || read_off(t, proc, XP_OFF_P_STOP, &stop) ||
-		    read_off(t, proc, XP_OFF_P_HEAP, &heap) || read_off(t, proc, XP_OFF_P_HEND, &hend) ||
+		if (read_off(t, proc, XP_OFF_P_HTOP, &htop) ||
+		    read_off(t, proc, XP_OFF_P_STOP, &stop) ||
+		    read_off(t, proc, XP_OFF_P_HEAP, &heap) ||
+		    read_off(t, proc, XP_OFF_P_HEND, &hend) ||
 		    read_off(t, proc, XP_OFF_P_HEAP_SZ, &sz))
 			continue;
 		if (heap <= htop && htop <= stop && stop < hend && hend - heap == sz * 8)
 			break;
 	}
 	if (i == RACY_TRIES) {
-		target__add_check(t, "heap_bounds", CHECK_FAIL,
-				  "heap <= htop <= stop < hend, hend - heap == heap_sz * 8 did not hold");
+		target__add_check(
+		    t, "heap_bounds", CHECK_FAIL,
+		    "heap <= htop <= stop < hend, hend - heap == heap_sz * 8 did not hold");
 		return;
 	}
 	mark_verified(t, heap_ids, 5);
-	target__add_check(t, "heap_bounds", CHECK_PASS, "heap %" PRIu64 " words, stack %" PRIu64
-			  " words", sz, (hend - stop) / 8);
+	target__add_check(t, "heap_bounds", CHECK_PASS,
+			  "heap %" PRIu64 " words, stack %" PRIu64 " words", sz, (hend - stop) / 8);
 	if (!t->addr[XP_ADDR_NORMAL_EXIT].present ||
 	    mem__read(t->mem, hend - 16, bottom, sizeof(bottom))) {
 		target__add_check(t, "stack_bottom", CHECK_SKIP, "normal_exit unknown");
@@ -119,11 +125,13 @@ static void check_process(struct target *t)
 	}
 	if (bottom[1] == (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value &&
 	    (t->frame_layout != XP_LAYOUT_FP || bottom[0] == 0))
-		target__add_check(t, "stack_bottom", CHECK_PASS, "last word below hend is normal_exit");
+		target__add_check(t, "stack_bottom", CHECK_PASS,
+				  "last word below hend is normal_exit");
 	else
-		target__add_check(t, "stack_bottom", CHECK_FAIL,
-				  "last words below hend 0x%" PRIx64 " 0x%" PRIx64 ", normal_exit 0x%" PRIx64,
-				  bottom[0], bottom[1], (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value);
+		target__add_check(
+		    t, "stack_bottom", CHECK_FAIL,
+		    "last words below hend 0x%" PRIx64 " 0x%" PRIx64 ", normal_exit 0x%" PRIx64,
+		    bottom[0], bottom[1], (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value);
 }
 
 static void check_atoms(struct target *t)
@@ -153,13 +161,15 @@ static void check_atoms(struct target *t)
 	}
 	err = atom__text(&r, term, text, sizeof(text));
 	if (err || strcmp(text, want) != 0) {
-		target__add_check(t, "atom_roundtrip", CHECK_FAIL, "atom 0x%" PRIx64 " read as '%s' (%s), expected '%s'",
-				  term, text, err ? strerror(-err) : "ok", want);
+		target__add_check(t, "atom_roundtrip", CHECK_FAIL,
+				  "atom 0x%" PRIx64 " read as '%s' (%s), expected '%s'", term, text,
+				  err ? strerror(-err) : "ok", want);
 		return;
 	}
 	mark_verified(t, ids, 4);
 	t->addr[XP_ADDR_ATOM_TABLE].verified = true;
-	target__add_check(t, "atom_roundtrip", CHECK_PASS, "atom 0x%" PRIx64 " reads '%s'", term, text);
+	target__add_check(t, "atom_roundtrip", CHECK_PASS, "atom 0x%" PRIx64 " reads '%s'", term,
+			  text);
 }
 
 static void check_schedulers(struct target *t)
@@ -175,10 +185,12 @@ static void check_schedulers(struct target *t)
 		dirty += s->esdp_checked && s->type != XP_SCHED_NORMAL;
 	}
 	if (placed == 0)
-		target__add_check(t, "scheduler_data", CHECK_SKIP, "scheduler data addresses unknown");
+		target__add_check(t, "scheduler_data", CHECK_SKIP,
+				  "scheduler data addresses unknown");
 	else if (ok == placed)
 		target__add_check(t, "scheduler_data", CHECK_PASS,
-				  "%zu of %zu schedulers: type and number read back", ok, t->nsched);
+				  "%zu of %zu schedulers: type and number read back", ok,
+				  t->nsched);
 	else
 		target__add_check(t, "scheduler_data", CHECK_FAIL,
 				  "%zu of %zu scheduler data blocks have the wrong type or number",
@@ -199,25 +211,27 @@ static void check_jit(struct target *t)
 	const struct jitmap_stats *js;
 
 	if (!t->jit) {
-		target__add_check(t, "jit_map", t->flavor == XP_FLAVOR_EMU ? CHECK_SKIP : CHECK_FAIL,
+		target__add_check(t, "jit_map",
+				  t->flavor == XP_FLAVOR_EMU ? CHECK_SKIP : CHECK_FAIL,
 				  "no GDB JIT descriptor: %s", strerror(-t->jit_err));
 		return;
 	}
 	js = jitmap__stats(t->jit);
-	target__add_check(t, "jit_map", js->modules > 0 && js->emulator > 0 ? CHECK_PASS : CHECK_FAIL,
-			  "%" PRIu64 " modules, %" PRIu64 " functions, %" PRIu64 " unreadable entries",
-			  js->modules, js->functions, js->bad_entries);
+	target__add_check(
+	    t, "jit_map", js->modules > 0 && js->emulator > 0 ? CHECK_PASS : CHECK_FAIL,
+	    "%" PRIu64 " modules, %" PRIu64 " functions, %" PRIu64 " unreadable entries",
+	    js->modules, js->functions, js->bad_entries);
 	if (js->frame_layout >= 0 && t->frame_layout != XP_LAYOUT_UNKNOWN &&
 	    (uint32_t)js->frame_layout != t->frame_layout)
-		target__add_check(t, "frame_layout", CHECK_FAIL, "JIT emulator entry says %d, %s says %u",
-				  js->frame_layout, target__src_name(t->frame_layout_source),
-				  t->frame_layout);
+		target__add_check(t, "frame_layout", CHECK_FAIL,
+				  "JIT emulator entry says %d, %s says %u", js->frame_layout,
+				  target__src_name(t->frame_layout_source), t->frame_layout);
 	if (js->normal_exit && t->addr[XP_ADDR_NORMAL_EXIT].present &&
 	    js->normal_exit != (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value)
-		target__add_check(t, "normal_exit", CHECK_FAIL, "JIT emulator entry 0x%" PRIx64
-				  ", %s 0x%" PRIx64, js->normal_exit,
-				  target__src_name(t->addr[XP_ADDR_NORMAL_EXIT].source),
-				  (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value);
+		target__add_check(
+		    t, "normal_exit", CHECK_FAIL, "JIT emulator entry 0x%" PRIx64 ", %s 0x%" PRIx64,
+		    js->normal_exit, target__src_name(t->addr[XP_ADDR_NORMAL_EXIT].source),
+		    (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value);
 }
 
 /* Where the agent discovered an offset itself, it must agree with the table row. */
@@ -241,12 +255,13 @@ static void check_agent_vs_table(struct target *t)
 			continue;
 		mismatched++;
 		if (used < sizeof(bad))
-			used += (size_t)snprintf(bad + used, sizeof(bad) - used, " %s=%" PRId64 "(table %d)",
-						 layout__off_name((enum xp_off_id)i), v->value,
-						 t->layout->off[i]);
+			used += (size_t)snprintf(
+			    bad + used, sizeof(bad) - used, " %s=%" PRId64 "(table %d)",
+			    layout__off_name((enum xp_off_id)i), v->value, t->layout->off[i]);
 	}
 	target__add_check(t, "agent_vs_table", mismatched ? CHECK_FAIL : CHECK_PASS,
-			  "%d of %d calibrated offsets agree%s", compared - mismatched, compared, bad);
+			  "%d of %d calibrated offsets agree%s", compared - mismatched, compared,
+			  bad);
 }
 
 /* On OTP <= 27 the agent's addresses can be compared with .dynsym. */
@@ -272,8 +287,8 @@ static void check_agent_vs_dynsym(struct target *t)
 	}
 	if (compared)
 		target__add_check(t, "agent_vs_dynsym", bad ? CHECK_FAIL : CHECK_PASS,
-				  "%d of %d agent addresses equal the exported symbols", compared - bad,
-				  compared);
+				  "%d of %d agent addresses equal the exported symbols",
+				  compared - bad, compared);
 }
 
 void target__run_checks(struct target *t)

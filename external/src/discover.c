@@ -17,19 +17,19 @@ static const struct {
 	const char *symbol;
 	bool indirect;
 } addr_syms[] = {
-	{XP_ADDR_SCHED_DATA, "erts_aligned_scheduler_data", true},
-	{XP_ADDR_DIRTY_CPU_SCHED_DATA, "erts_aligned_dirty_cpu_scheduler_data", true},
-	{XP_ADDR_DIRTY_IO_SCHED_DATA, "erts_aligned_dirty_io_scheduler_data", true},
-	{XP_ADDR_ATOM_TABLE, "erts_atom_table", false},
-	{XP_ADDR_JIT_DESCRIPTOR, "__jit_debug_descriptor", false},
-	{XP_ADDR_NORMAL_EXIT, "beam_normal_exit", true},
-	{XP_ADDR_PROCESS_TABLE, "erts_proc", false},
+    {XP_ADDR_SCHED_DATA, "erts_aligned_scheduler_data", true},
+    {XP_ADDR_DIRTY_CPU_SCHED_DATA, "erts_aligned_dirty_cpu_scheduler_data", true},
+    {XP_ADDR_DIRTY_IO_SCHED_DATA, "erts_aligned_dirty_io_scheduler_data", true},
+    {XP_ADDR_ATOM_TABLE, "erts_atom_table", false},
+    {XP_ADDR_JIT_DESCRIPTOR, "__jit_debug_descriptor", false},
+    {XP_ADDR_NORMAL_EXIT, "beam_normal_exit", true},
+    {XP_ADDR_PROCESS_TABLE, "erts_proc", false},
 };
 
 static void set_addr(struct target *t, enum xp_addr_id id, uint64_t v, enum target_src src)
 {
 	t->addr[id] = (struct target_value){
-		.value = (int64_t)v, .source = src, .present = v != 0, .verified = false};
+	    .value = (int64_t)v, .source = src, .present = v != 0, .verified = false};
 }
 
 /* The value of an exported symbol in the target: its address, or the word stored there. */
@@ -61,7 +61,8 @@ static void addrs_from_agent_or_dynsym(struct target *t)
 			set_addr(t, id, v, TSRC_DYNSYM);
 	}
 	if (b && b->n_addrs > XP_ADDR_PROBE_PROCESS && b->addrs[XP_ADDR_PROBE_PROCESS].value)
-		set_addr(t, XP_ADDR_PROBE_PROCESS, b->addrs[XP_ADDR_PROBE_PROCESS].value, TSRC_AGENT);
+		set_addr(t, XP_ADDR_PROBE_PROCESS, b->addrs[XP_ADDR_PROBE_PROCESS].value,
+			 TSRC_AGENT);
 }
 
 /* Scan beam.smp's writable data for the GDB JIT descriptor (reference §0, §3.2). */
@@ -156,14 +157,15 @@ int target__discover(struct target *t)
 	load_jit(t);
 	js = t->jit ? jitmap__stats(t->jit) : NULL;
 	if (!t->addr[XP_ADDR_NORMAL_EXIT].present && js && js->normal_exit)
-		set_addr(t, XP_ADDR_NORMAL_EXIT, js->normal_exit, t->addr[XP_ADDR_JIT_DESCRIPTOR].source);
+		set_addr(t, XP_ADDR_NORMAL_EXIT, js->normal_exit,
+			 t->addr[XP_ADDR_JIT_DESCRIPTOR].source);
 	discover_flavor_and_layout(t);
 	return 0;
 }
 
 static enum xp_addr_id base_for_type(uint32_t type)
 {
-	return type == XP_SCHED_NORMAL	  ? XP_ADDR_SCHED_DATA
+	return type == XP_SCHED_NORMAL	    ? XP_ADDR_SCHED_DATA
 	       : type == XP_SCHED_DIRTY_CPU ? XP_ADDR_DIRTY_CPU_SCHED_DATA
 					    : XP_ADDR_DIRTY_IO_SCHED_DATA;
 }
@@ -185,7 +187,7 @@ static bool esdp_matches(struct target *t, uint64_t esdp, uint32_t type, uint32_
 {
 	const struct target_value *o_type = &t->off[XP_OFF_ESD_TYPE];
 	const struct target_value *o_no =
-		&t->off[type == XP_SCHED_NORMAL ? XP_OFF_ESD_NO : XP_OFF_ESD_DIRTY_NO];
+	    &t->off[type == XP_SCHED_NORMAL ? XP_OFF_ESD_NO : XP_OFF_ESD_DIRTY_NO];
 	uint32_t ty;
 	uint64_t no;
 
@@ -204,7 +206,8 @@ static void place_esdp(struct target *t, struct target_sched *s)
 
 	s->esdp = agent_esdp(t, s->type, s->number);
 	if (!s->esdp && base->present && stride->present) {
-		s->esdp = (uint64_t)base->value + (uint64_t)(s->number - 1) * (uint64_t)stride->value;
+		s->esdp =
+		    (uint64_t)base->value + (uint64_t)(s->number - 1) * (uint64_t)stride->value;
 		s->from_stride = s->number > 1;
 	}
 	if (s->esdp)
@@ -226,8 +229,8 @@ static void scan_atom_table(struct target *t)
 	struct atom_reader r = {.mem = t->mem};
 	uint64_t vaddr, size, a;
 
-	if (t->addr[XP_ADDR_ATOM_TABLE].present || !t->layout || !t->off[XP_OFF_ITAB_ENTRIES].present ||
-	    !t->off[XP_OFF_ITAB_SEG_TABLE].present ||
+	if (t->addr[XP_ADDR_ATOM_TABLE].present || !t->layout ||
+	    !t->off[XP_OFF_ITAB_ENTRIES].present || !t->off[XP_OFF_ITAB_SEG_TABLE].present ||
 	    elf_image__section(t->beam, ".bss", &vaddr, &size))
 		return;
 	r.off_entries = (int32_t)t->off[XP_OFF_ITAB_ENTRIES].value;

@@ -247,8 +247,8 @@ const char *elf_image__build_id(const struct elf_image *img)
 	return img->build_id;
 }
 
-int elf_image__bias(const struct elf_image *img, const struct proc_maps *maps,
-		    const char *map_path, uint64_t *bias)
+int elf_image__bias(const struct elf_image *img, const struct proc_maps *maps, const char *map_path,
+		    uint64_t *bias)
 {
 	size_t i, j;
 

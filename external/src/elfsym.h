@@ -1,6 +1,7 @@
 /* ELF images of the target's files (beam.smp, the agent NIF, libraries), read with libelf:
  * symbols (.symtab when present, else .dynsym), section ranges, build-id, and the load bias of a
- * mapped image. Does not own: finding which file to open (target.c), reading target memory (mem.h). */
+ * mapped image. Does not own: finding which file to open (target.c), reading target memory (mem.h).
+ */
 #ifndef XP_ELFSYM_H
 #define XP_ELFSYM_H
 
@@ -37,8 +38,8 @@ const char *elf_image__build_id(const struct elf_image *img);
 
 /* Load bias of the image as mapped in maps under map_path (the path as the target sees it):
  * runtime address = bias + link-time address. 0 or -ENOENT when not mapped. */
-int elf_image__bias(const struct elf_image *img, const struct proc_maps *maps,
-		    const char *map_path, uint64_t *bias);
+int elf_image__bias(const struct elf_image *img, const struct proc_maps *maps, const char *map_path,
+		    uint64_t *bias);
 
 void elf_image__free(struct elf_image *img);
 

@@ -21,9 +21,9 @@ static const char *layout_name(uint32_t l)
 
 /* The addresses reported under "sources" (and in the text table). */
 static const enum xp_addr_id key_addrs[] = {
-	XP_ADDR_JIT_DESCRIPTOR,	      XP_ADDR_ATOM_TABLE,	   XP_ADDR_SCHED_DATA,
-	XP_ADDR_DIRTY_CPU_SCHED_DATA, XP_ADDR_DIRTY_IO_SCHED_DATA, XP_ADDR_NORMAL_EXIT,
-	XP_ADDR_PROCESS_TABLE,	      XP_ADDR_PROBE_PROCESS,
+    XP_ADDR_JIT_DESCRIPTOR,	  XP_ADDR_ATOM_TABLE,	       XP_ADDR_SCHED_DATA,
+    XP_ADDR_DIRTY_CPU_SCHED_DATA, XP_ADDR_DIRTY_IO_SCHED_DATA, XP_ADDR_NORMAL_EXIT,
+    XP_ADDR_PROCESS_TABLE,	  XP_ADDR_PROBE_PROCESS,
 };
 #define NKEY_ADDRS (sizeof(key_addrs) / sizeof(key_addrs[0]))
 
@@ -63,9 +63,9 @@ static void json_agent(const struct target *t, struct json *j)
 	json__key(j, "checks_passed");
 	json__array(j);
 	for (i = 0; i < 32; i++) {
-		static const char *const bits[] = {"pid_word",	 "htop_stop",	    "heap_quad",
-						   "normal_exit", "esd_backptr",	    "atom_roundtrip",
-						   "jit_caller",	 "dynsym_agree"};
+		static const char *const bits[] = {"pid_word",	  "htop_stop",	 "heap_quad",
+						   "normal_exit", "esd_backptr", "atom_roundtrip",
+						   "jit_caller",  "dynsym_agree"};
 
 		if (i < sizeof(bits) / sizeof(bits[0]) && (b->checks_passed & (1u << i)))
 			json__string(j, bits[i]);
@@ -126,7 +126,8 @@ static void json_layout(const struct target *t, struct json *j)
 	json__key(j, "addresses");
 	json__object(j);
 	for (i = 0; i < NKEY_ADDRS; i++)
-		json__kv_addr(j, layout__addr_name(key_addrs[i]), (uint64_t)t->addr[key_addrs[i]].value);
+		json__kv_addr(j, layout__addr_name(key_addrs[i]),
+			      (uint64_t)t->addr[key_addrs[i]].value);
 	json__end_object(j);
 	json__key(j, "sources");
 	json__object(j);
@@ -203,16 +204,19 @@ static void text_header(const struct target *t, FILE *f)
 		target__src_name(t->flavor_source));
 	fprintf(f, "  frame layout  %s  [from %s]%s\n", layout_name(t->frame_layout),
 		target__src_name(t->frame_layout_source),
-		t->frame_layout == XP_LAYOUT_RA ? "  (return addresses; +JPperf map/fp gives fp)" : "");
+		t->frame_layout == XP_LAYOUT_RA ? "  (return addresses; +JPperf map/fp gives fp)"
+						: "");
 	if (js)
-		fprintf(f, "  JIT map       %" PRIu64 " modules, %" PRIu64 " functions\n", js->modules,
-			js->functions);
+		fprintf(f, "  JIT map       %" PRIu64 " modules, %" PRIu64 " functions\n",
+			js->modules, js->functions);
 	else
 		fprintf(f, "  JIT map       unavailable: %s\n", strerror(-t->jit_err));
 	if (t->layout)
-		fprintf(f, "  layout row    erts %s.x (%s)\n", t->layout->erts_series, t->layout->checked_on);
+		fprintf(f, "  layout row    erts %s.x (%s)\n", t->layout->erts_series,
+			t->layout->checked_on);
 	else
-		fprintf(f, "  layout row    none for this version: offsets come from the agent only\n");
+		fprintf(
+		    f, "  layout row    none for this version: offsets come from the agent only\n");
 	if (target__has_agent(t))
 		fprintf(f, "  agent         present: ABI %u, generation %" PRIu64 ", %s\n",
 			t->agent->block.abi_version, t->agent->block.generation, t->agent->path);
@@ -224,8 +228,8 @@ static void text_schedulers(const struct target *t, FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "\nSchedulers: %u normal, %u dirty cpu, %u dirty io\n",
-		t->nsched_by_type[0], t->nsched_by_type[1], t->nsched_by_type[2]);
+	fprintf(f, "\nSchedulers: %u normal, %u dirty cpu, %u dirty io\n", t->nsched_by_type[0],
+		t->nsched_by_type[1], t->nsched_by_type[2]);
 	fprintf(f, "  %-10s %4s %8s  %-16s %s\n", "TYPE", "NO", "TID", "THREAD", "SCHEDULER DATA");
 	for (i = 0; i < t->nsched; i++) {
 		const struct target_sched *s = &t->sched[i];
@@ -233,7 +237,8 @@ static void text_schedulers(const struct target *t, FILE *f)
 		fprintf(f, "  %-10s %4u %8d  %-16s ", sched_type_names[s->type], s->number,
 			(int)s->tid, s->comm);
 		if (s->esdp)
-			fprintf(f, "0x%" PRIx64 "%s\n", s->esdp, s->esdp_checked ? "" : " (unverified)");
+			fprintf(f, "0x%" PRIx64 "%s\n", s->esdp,
+				s->esdp_checked ? "" : " (unverified)");
 		else
 			fprintf(f, "unknown\n");
 	}
@@ -249,7 +254,8 @@ static void text_tables(const struct target *t, FILE *f)
 
 		fprintf(f, "  %-26s ", layout__addr_name(key_addrs[i]));
 		if (v->present)
-			fprintf(f, "0x%-16" PRIx64 " %s\n", (uint64_t)v->value, target__src_name(v->source));
+			fprintf(f, "0x%-16" PRIx64 " %s\n", (uint64_t)v->value,
+				target__src_name(v->source));
 		else
 			fprintf(f, "%-18s none\n", "unknown");
 	}
@@ -258,8 +264,9 @@ static void text_tables(const struct target *t, FILE *f)
 		const struct target_value *v = &t->off[i];
 
 		if (v->present)
-			fprintf(f, "  %-22s %7" PRId64 "  %-7s %s\n", layout__off_name((enum xp_off_id)i),
-				v->value, target__src_name(v->source), v->verified ? "yes" : "no");
+			fprintf(f, "  %-22s %7" PRId64 "  %-7s %s\n",
+				layout__off_name((enum xp_off_id)i), v->value,
+				target__src_name(v->source), v->verified ? "yes" : "no");
 	}
 	fprintf(f, "\nChecks\n");
 	for (i = 0; i < t->nchecks; i++)

@@ -10,7 +10,7 @@
 
 #include "mem.h"
 
-#define JIT_MAX_ENTRIES 200000u	  /* a walk stops here: a cycle or garbage */
+#define JIT_MAX_ENTRIES 200000u	    /* a walk stops here: a cycle or garbage */
 #define JIT_MAX_SYMFILE (64u << 20) /* a symfile larger than this is garbage */
 
 struct jit_descriptor {
@@ -21,29 +21,29 @@ struct jit_descriptor {
 };
 
 struct jit_range {
-	uint64_t start, end;	/* absolute addresses, [start, end) */
-	const char *name;	/* "mod:fun/2", "global::garbage_collect", "mod:f/1-CodeInfoPrologue" */
-	uint32_t module;	/* index into jitmap modules */
-	uint32_t generation;	/* position in the list: 0 = newest entry */
+	uint64_t start, end; /* absolute addresses, [start, end) */
+	const char *name; /* "mod:fun/2", "global::garbage_collect", "mod:f/1-CodeInfoPrologue" */
+	uint32_t module;  /* index into jitmap modules */
+	uint32_t generation; /* position in the list: 0 = newest entry */
 };
 
 struct jit_module_info {
-	const char *name;	/* "lists", "global", or "" for the emulator entry */
+	const char *name; /* "lists", "global", or "" for the emulator entry */
 	uint64_t base, code_size;
 	uint32_t nranges;
-	uint64_t entry_addr;	/* the jit_code_entry this came from */
+	uint64_t entry_addr; /* the jit_code_entry this came from */
 };
 
 struct jitmap_stats {
-	uint64_t entries;	/* entries walked */
-	uint64_t modules;	/* module entries parsed (header 1) */
-	uint64_t emulator;	/* emulator entries (header 0) */
-	uint64_t functions;	/* ranges that are Erlang functions (not prologues / header / footer) */
-	uint64_t ranges;	/* all ranges */
-	uint64_t bad_entries;	/* entries skipped: unreadable or unparseable */
-	uint64_t chain_broken;	/* 1 when the walk stopped early: bad link, cycle, too many */
-	int32_t frame_layout;	/* from the emulator entry, -1 when none */
-	uint64_t normal_exit;	/* from the emulator entry, 0 when none */
+	uint64_t entries;   /* entries walked */
+	uint64_t modules;   /* module entries parsed (header 1) */
+	uint64_t emulator;  /* emulator entries (header 0) */
+	uint64_t functions; /* ranges that are Erlang functions (not prologues / header / footer) */
+	uint64_t ranges;    /* all ranges */
+	uint64_t bad_entries;  /* entries skipped: unreadable or unparseable */
+	uint64_t chain_broken; /* 1 when the walk stopped early: bad link, cycle, too many */
+	int32_t frame_layout;  /* from the emulator entry, -1 when none */
+	uint64_t normal_exit;  /* from the emulator entry, 0 when none */
 };
 
 struct jitmap;
@@ -82,8 +82,7 @@ const struct jitmap_stats *jitmap__stats(const struct jitmap *map);
  * every 8-aligned candidate {version 1, action 0..2, relevant, first != 0} whose entry chain parses
  * with at least min_modules module entries. 0 with *addr set, -ENOENT, or -EEXIST when several
  * candidates validate (ambiguous: fail closed). */
-int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules,
-		 uint64_t *addr);
+int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules, uint64_t *addr);
 
 void jitmap__free(struct jitmap *map);
 

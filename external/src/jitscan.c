@@ -101,4 +101,3 @@ cleanup:
 	free(buf);
 	return err;
 }
-

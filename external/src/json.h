@@ -1,5 +1,6 @@
 /* A small streaming JSON writer: objects, arrays, strings (escaped), integers, booleans, null.
- * Does not own: what is written (the reports). Nesting is bounded; misuse is a programming error. */
+ * Does not own: what is written (the reports). Nesting is bounded; misuse is a programming error.
+ */
 #ifndef XP_JSON_H
 #define XP_JSON_H
 

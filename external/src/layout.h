@@ -12,18 +12,18 @@
 #define XP_ABSENT (-1)
 
 /* Term tags and table geometry, the same in OTP 25..29 (B/erl_term.h, B/index.h, B/atom.h). */
-#define XP_TAG_IMMED2_MASK 0x3fu /* atoms: (term & mask) == XP_TAG_ATOM */
-#define XP_TAG_ATOM 0x0bu
+#define XP_TAG_IMMED2_MASK  0x3fu /* atoms: (term & mask) == XP_TAG_ATOM */
+#define XP_TAG_ATOM	    0x0bu
 #define XP_ATOM_INDEX_SHIFT 6
 #define XP_INDEX_PAGE_SHIFT 10 /* IndexTable pages hold 1024 slots */
-#define XP_ATOM_MAX_BYTES (255 * 4)
-#define XP_TAG_IMMED1_MASK 0xfu /* internal pids: (term & mask) == XP_TAG_PID */
-#define XP_TAG_PID 0x3u
-#define XP_PID_DATA_SHIFT 4
-#define XP_CP_MASK 0x3u		 /* return addresses have the low two bits clear */
-#define XP_BITS_HDR_MASK 0x3fu	 /* OTP 28+ atom text bitstrings (B/erl_bits.h 29) */
-#define XP_BITS_HDR_HEAP 0x20u	 /* heap bits: size in bits @8, text @16 */
-#define XP_BITS_HDR_SUB 0x24u	 /* sub bits: base_flags @8, start @16, end @24 (bits) */
+#define XP_ATOM_MAX_BYTES   (255 * 4)
+#define XP_TAG_IMMED1_MASK  0xfu /* internal pids: (term & mask) == XP_TAG_PID */
+#define XP_TAG_PID	    0x3u
+#define XP_PID_DATA_SHIFT   4
+#define XP_CP_MASK	    0x3u  /* return addresses have the low two bits clear */
+#define XP_BITS_HDR_MASK    0x3fu /* OTP 28+ atom text bitstrings (B/erl_bits.h 29) */
+#define XP_BITS_HDR_HEAP    0x20u /* heap bits: size in bits @8, text @16 */
+#define XP_BITS_HDR_SUB	    0x24u /* sub bits: base_flags @8, start @16, end @24 (bits) */
 
 enum xp_atom_name_mode {
 	XP_ATOM_NAME_POINTER = 0, /* Atom.name is a byte * (OTP <= 27) */
@@ -37,12 +37,12 @@ struct xp_layout {
 	uint32_t flavor;	 /* enum xp_flavor */
 	const char *arch;	 /* "x86_64" */
 	int32_t off[XP_OFF_COUNT];
-	int32_t fcalls_bytes;		/* width of Process.fcalls */
+	int32_t fcalls_bytes; /* width of Process.fcalls */
 	enum xp_atom_name_mode atom_name_mode;
-	int32_t ptab_tab;		/* ErtsPTab.r.o.tab */
-	int32_t ptab_max;		/* ErtsPTab.r.o.max */
+	int32_t ptab_tab; /* ErtsPTab.r.o.tab */
+	int32_t ptab_max; /* ErtsPTab.r.o.max */
 	/* Thread names are erts_snprintf'd into 16 bytes: printf formats with one %u. */
-	const char *thread_fmt[3];	/* indexed by enum xp_sched_type */
+	const char *thread_fmt[3]; /* indexed by enum xp_sched_type */
 	/* Extra words after a trace-frame CP (reference §1.4). */
 	int32_t trace_words_return, trace_words_return_to, trace_words_time;
 };
@@ -57,8 +57,8 @@ const struct xp_layout *layout__rows(unsigned *count);
 const char *layout__off_name(enum xp_off_id id);
 const char *layout__addr_name(enum xp_addr_id id);
 
-/* Parse a thread name ("3_scheduler", "erts_dcpus_2") into type and 1-based number, for the given row.
- * With row == NULL, every known naming is tried. Returns 0 on a match, -1 otherwise. */
+/* Parse a thread name ("3_scheduler", "erts_dcpus_2") into type and 1-based number, for the given
+ * row. With row == NULL, every known naming is tried. Returns 0 on a match, -1 otherwise. */
 int layout__parse_thread_name(const struct xp_layout *row, const char *comm, uint32_t *type,
 			      uint32_t *number);
 

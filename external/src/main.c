@@ -49,9 +49,9 @@ static int exit_code_for(int err)
 static int run_info(const struct cli_opts *opts)
 {
 	struct target_opts topts = {
-		.no_agent = opts->no_agent,
-		.no_builtin_layout = getenv("EXTROSPECT_NO_BUILTIN_LAYOUT") &&
-				     strcmp(getenv("EXTROSPECT_NO_BUILTIN_LAYOUT"), "1") == 0,
+	    .no_agent = opts->no_agent,
+	    .no_builtin_layout = getenv("EXTROSPECT_NO_BUILTIN_LAYOUT") &&
+				 strcmp(getenv("EXTROSPECT_NO_BUILTIN_LAYOUT"), "1") == 0,
 	};
 	struct target *t = NULL;
 	int err, code = EXIT_OK;

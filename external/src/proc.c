@@ -206,7 +206,8 @@ int proc_maps__load(pid_t pid, struct proc_maps **out)
 	err = slurp(path, &text, &len);
 	if (err)
 		return err == -ESRCH ? -ENOENT : err;
-	/* Readable but empty: a kernel thread or a zombie (no memory at all), or not ours to see. */
+	/* Readable but empty: a kernel thread or a zombie (no memory at all), or not ours to see.
+	 */
 	if (len == 0) {
 		char exe[64], link[16];
 

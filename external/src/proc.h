@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PROC_PERM_R 0x1u
-#define PROC_PERM_W 0x2u
-#define PROC_PERM_X 0x4u
+#define PROC_PERM_R	 0x1u
+#define PROC_PERM_W	 0x2u
+#define PROC_PERM_X	 0x4u
 #define PROC_PERM_SHARED 0x8u
 
 struct proc_map {

@@ -13,12 +13,13 @@
 
 #define PERM_HINT                                                                                  \
 	"run as root, or give the sampler CAP_SYS_PTRACE (process_vm_readv needs ptrace read "     \
-	"access: same user, kernel.yama.ptrace_scope=0; in a container add --cap-add SYS_PTRACE); " \
+	"access: same user, kernel.yama.ptrace_scope=0; in a container add --cap-add "             \
+	"SYS_PTRACE); "                                                                            \
 	"sampling will also need kernel.perf_event_paranoid <= 1 or CAP_PERFMON"
 
 static const char *const src_names[] = {
-	[TSRC_NONE] = "none",	  [TSRC_DYNSYM] = "dynsym", [TSRC_AGENT] = "agent",
-	[TSRC_SCAN] = "scan",	  [TSRC_TABLE] = "table",   [TSRC_INSTALL] = "install",
+    [TSRC_NONE] = "none", [TSRC_DYNSYM] = "dynsym", [TSRC_AGENT] = "agent",
+    [TSRC_SCAN] = "scan", [TSRC_TABLE] = "table",   [TSRC_INSTALL] = "install",
 };
 
 const char *target__src_name(enum target_src src)
@@ -27,7 +28,7 @@ const char *target__src_name(enum target_src src)
 }
 
 static int fail(struct target *t, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct target *t, int code, const char *fmt, ...)
 {
@@ -55,9 +56,8 @@ static bool is_beam_name(const char *path)
 
 	base = base ? base + 1 : path;
 	/* beam.smp (jit, the default), beam.emu.smp, beam.debug.smp, and the old plain "beam". */
-	return strcmp(base, "beam") == 0 ||
-	       (strncmp(base, "beam.", 5) == 0 && strlen(base) >= 8 &&
-		strcmp(base + strlen(base) - 4, ".smp") == 0);
+	return strcmp(base, "beam") == 0 || (strncmp(base, "beam.", 5) == 0 && strlen(base) >= 8 &&
+					     strcmp(base + strlen(base) - 4, ".smp") == 0);
 }
 
 static int find_beam(struct target *t)
@@ -174,8 +174,8 @@ static void read_versions(struct target *t)
 		snprintf(t->erts_version, sizeof(t->erts_version), "%s",
 			 t->agent->block.erts_version);
 		t->version_source = TSRC_AGENT;
-	} else if (read_sym_string(t, "etp_otp_release", t->otp_release,
-				   sizeof(t->otp_release)) == 0 &&
+	} else if (read_sym_string(t, "etp_otp_release", t->otp_release, sizeof(t->otp_release)) ==
+		       0 &&
 		   read_sym_string(t, "etp_erts_version", t->erts_version,
 				   sizeof(t->erts_version)) == 0) {
 		t->version_source = TSRC_DYNSYM;
@@ -203,7 +203,8 @@ static void resolve_offsets(struct target *t)
 			v->present = true;
 			v->verified = b->offsets[i].flags & XP_VAL_VERIFIED;
 			/* The agent relays the table for what it cannot discover: say so. */
-			v->source = (b->offsets[i].flags & XP_VAL_FROM_TABLE) ? TSRC_TABLE : TSRC_AGENT;
+			v->source =
+			    (b->offsets[i].flags & XP_VAL_FROM_TABLE) ? TSRC_TABLE : TSRC_AGENT;
 		} else if (t->layout && t->layout->off[i] != XP_ABSENT) {
 			v->value = t->layout->off[i];
 			v->present = true;
@@ -219,13 +220,15 @@ static int select_layout(struct target *t, const struct target_opts *opts)
 	resolve_offsets(t);
 	if (t->layout || target__has_agent(t))
 		return 0;
-	return fail(t, TARGET_EUNSUPPORTED,
-		    "no built-in layout for erts %s (OTP %s, %s) and no extrospect agent in pid %d: "
-		    "add the extrospect application to the node",
-		    t->erts_version[0] ? t->erts_version : "?",
-		    t->otp_release[0] ? t->otp_release : "?",
-		    t->flavor == XP_FLAVOR_JIT ? "jit" : t->flavor == XP_FLAVOR_EMU ? "emu" : "unknown flavour",
-		    (int)t->pid);
+	return fail(
+	    t, TARGET_EUNSUPPORTED,
+	    "no built-in layout for erts %s (OTP %s, %s) and no extrospect agent in pid %d: "
+	    "add the extrospect application to the node",
+	    t->erts_version[0] ? t->erts_version : "?", t->otp_release[0] ? t->otp_release : "?",
+	    t->flavor == XP_FLAVOR_JIT	 ? "jit"
+	    : t->flavor == XP_FLAVOR_EMU ? "emu"
+					 : "unknown flavour",
+	    (int)t->pid);
 }
 
 int target__attach(pid_t pid, const struct target_opts *opts, struct target **out)
@@ -245,8 +248,10 @@ int target__attach(pid_t pid, const struct target_opts *opts, struct target **ou
 		return map_errno(t, err, "/proc");
 	err = proc_maps__load(pid, &t->maps);
 	if (err == -ENODATA)
-		return fail(t, TARGET_ENOTBEAM, "pid %d is not a BEAM VM: it has no user memory "
-			    "(a kernel thread or a zombie)", (int)pid);
+		return fail(t, TARGET_ENOTBEAM,
+			    "pid %d is not a BEAM VM: it has no user memory "
+			    "(a kernel thread or a zombie)",
+			    (int)pid);
 	if (err)
 		return map_errno(t, err, "/proc/PID/maps");
 	if ((err = find_beam(t)))

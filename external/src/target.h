@@ -54,11 +54,11 @@ struct target_check {
 #define TARGET_MAX_CHECKS 16
 
 /* What target__attach returns besides 0 (main maps them to exit codes). */
-#define TARGET_ENOPROC (-1001)	  /* no such process */
-#define TARGET_ENOTBEAM (-1002)	  /* the process is not a BEAM VM */
-#define TARGET_EPERM (-1003)	  /* not allowed to read it */
+#define TARGET_ENOPROC	    (-1001) /* no such process */
+#define TARGET_ENOTBEAM	    (-1002) /* the process is not a BEAM VM */
+#define TARGET_EPERM	    (-1003) /* not allowed to read it */
 #define TARGET_EUNSUPPORTED (-1004) /* no built-in layout and no agent */
-#define TARGET_EGONE (-1005)	  /* it exited while we attached */
+#define TARGET_EGONE	    (-1005) /* it exited while we attached */
 
 struct target_opts {
 	bool no_builtin_layout; /* pretend no row matches (tests of the fail-closed path) */
@@ -69,7 +69,7 @@ struct target {
 	pid_t pid;
 	struct proc_maps *maps;
 	struct mem *mem;
-	char exe[PATH_MAX];	     /* beam.smp as the target sees it */
+	char exe[PATH_MAX];	      /* beam.smp as the target sees it */
 	char exe_host[PATH_MAX + 32]; /* and as we open it: /proc/PID/root/... */
 	struct elf_image *beam;
 	uint64_t bias;

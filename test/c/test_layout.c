@@ -17,7 +17,8 @@ static void test_find(void)
 	CHECK_STR("erts 17.1.1 is OTP 29", "29", r ? r->otp_release : NULL);
 	CHECK_INT("OTP 29 atoms are bitstrings", XP_ATOM_NAME_BITSTRING,
 		  r ? (int)r->atom_name_mode : -2);
-	CHECK("first release of a minor matches", layout__find("17.1", XP_FLAVOR_JIT, "x86_64") != NULL);
+	CHECK("first release of a minor matches",
+	      layout__find("17.1", XP_FLAVOR_JIT, "x86_64") != NULL);
 	CHECK("13.1x is not 13.1", layout__find("13.15", XP_FLAVOR_JIT, "x86_64") == NULL);
 	CHECK("unknown erts has no row", layout__find("99.0.1", XP_FLAVOR_JIT, "x86_64") == NULL);
 	CHECK("erts 13.10 is not 13.1", layout__find("13.10.0", XP_FLAVOR_JIT, "x86_64") == NULL);
@@ -37,11 +38,12 @@ static void test_rows_complete(void)
 		for (id = 0; id < XP_OFF_COUNT; id++) {
 			char name[80];
 
-			/* Every field is set on purpose: 0 only where the field really sits at 0. */
+			/* Every field is set on purpose: 0 only where the field really sits at 0.
+			 */
 			snprintf(name, sizeof(name), "OTP %s %s set", rows[i].otp_release,
 				 layout__off_name((enum xp_off_id)id));
 			CHECK(name, rows[i].off[id] != 0 || id == XP_OFF_P_ID ||
-					    id == XP_OFF_ESD_REGISTERS);
+					id == XP_OFF_ESD_REGISTERS);
 		}
 	}
 }
@@ -58,23 +60,28 @@ static void test_threads(void)
 	CHECK_INT("25 dirty cpu (cut at 15)", 0,
 		  layout__parse_thread_name(r25, "1_dirty_cpu_sch", &type, &no));
 	CHECK_INT("25 dirty cpu type", XP_SCHED_DIRTY_CPU, type);
-	CHECK_INT("25 dirty io 10", 0, layout__parse_thread_name(r25, "10_dirty_io_sch", &type, &no));
+	CHECK_INT("25 dirty io 10", 0,
+		  layout__parse_thread_name(r25, "10_dirty_io_sch", &type, &no));
 	CHECK_INT("25 dirty io 10 number", 10, no);
-	CHECK_INT("25 dirty io 3", 0, layout__parse_thread_name(r25, "3_dirty_io_sche", &type, &no));
+	CHECK_INT("25 dirty io 3", 0,
+		  layout__parse_thread_name(r25, "3_dirty_io_sche", &type, &no));
 	CHECK_INT("25 dirty io type", XP_SCHED_DIRTY_IO, type);
 	CHECK_INT("27 scheduler", 0, layout__parse_thread_name(r27, "erts_sched_12", &type, &no));
 	CHECK_INT("27 scheduler number", 12, no);
 	CHECK_INT("27 dirty io", 0, layout__parse_thread_name(r27, "erts_dios_7", &type, &no));
 	CHECK_INT("27 dirty io type", XP_SCHED_DIRTY_IO, type);
-	CHECK_INT("27 name is not 25's", -1, layout__parse_thread_name(r25, "erts_sched_1", &type, &no));
+	CHECK_INT("27 name is not 25's", -1,
+		  layout__parse_thread_name(r25, "erts_sched_1", &type, &no));
 	CHECK_INT("any row", 0, layout__parse_thread_name(NULL, "erts_dcpus_2", &type, &no));
 	CHECK_INT("aux is no scheduler", -1, layout__parse_thread_name(NULL, "1_aux", &type, &no));
 	CHECK_INT("poller is no scheduler", -1,
 		  layout__parse_thread_name(NULL, "erts_poll_0", &type, &no));
-	CHECK_INT("number 0 refused", -1, layout__parse_thread_name(NULL, "0_scheduler", &type, &no));
+	CHECK_INT("number 0 refused", -1,
+		  layout__parse_thread_name(NULL, "0_scheduler", &type, &no));
 	CHECK_INT("trailing junk refused", -1,
 		  layout__parse_thread_name(NULL, "1_schedulerX", &type, &no));
-	CHECK_INT("short cut refused", -1, layout__parse_thread_name(NULL, "1_dirty_io", &type, &no));
+	CHECK_INT("short cut refused", -1,
+		  layout__parse_thread_name(NULL, "1_dirty_io", &type, &no));
 }
 
 int main(void)

@@ -9,18 +9,18 @@
 #include "proc.h"
 
 static const char sample[] =
-	"55d0c0a00000-55d0c0a4b000 r--p 00000000 fe:01 1835231                    "
-	"/usr/lib/erlang/erts-13.1.5/bin/beam.smp\n"
-	"55d0c0a4b000-55d0c0d4f000 r-xp 0004b000 fe:01 1835231                    "
-	"/usr/lib/erlang/erts-13.1.5/bin/beam.smp\n"
-	"7f2a2d800000-7f2a31800000 r-xs 00000000 00:01 5121                       "
-	"/memfd:vmem (deleted)\n"
-	"7f2a31800000-7f2a35800000 rw-s 00000000 00:01 5121                       "
-	"/memfd:vmem (deleted)\n"
-	"7f2a35800000-7f2a35900000 rw-p 00000000 00:00 0 \n"
-	"7ffd1e7c0000-7ffd1e7e1000 rw-p 00000000 00:00 0                          [stack]\n"
-	"7ffd1e7f0000-7ffd1e7f2000 r-xp 00000000 00:00 0                          "
-	"/opt/with space/lib.so\n";
+    "55d0c0a00000-55d0c0a4b000 r--p 00000000 fe:01 1835231                    "
+    "/usr/lib/erlang/erts-13.1.5/bin/beam.smp\n"
+    "55d0c0a4b000-55d0c0d4f000 r-xp 0004b000 fe:01 1835231                    "
+    "/usr/lib/erlang/erts-13.1.5/bin/beam.smp\n"
+    "7f2a2d800000-7f2a31800000 r-xs 00000000 00:01 5121                       "
+    "/memfd:vmem (deleted)\n"
+    "7f2a31800000-7f2a35800000 rw-s 00000000 00:01 5121                       "
+    "/memfd:vmem (deleted)\n"
+    "7f2a35800000-7f2a35900000 rw-p 00000000 00:00 0 \n"
+    "7ffd1e7c0000-7ffd1e7e1000 rw-p 00000000 00:00 0                          [stack]\n"
+    "7ffd1e7f0000-7ffd1e7f2000 r-xp 00000000 00:00 0                          "
+    "/opt/with space/lib.so\n";
 
 static void test_sample(void)
 {
@@ -56,12 +56,12 @@ static void test_sample(void)
 static void test_malformed(void)
 {
 	static const char *const bad[] = {
-		"zz-10 r--p 00000000 fe:01 1 /x\n",
-		"1000-2000 rwzp 00000000 fe:01 1 /x\n",
-		"1000-2000 r--p 00000000 fe:01\n",
-		"2000-1000 r--p 00000000 fe:01 1 /x\n",
-		"1000 r--p 00000000 fe:01 1 /x\n",
-		"1000-3000 r--p 0 fe:01 1 /a\n2000-4000 r--p 0 fe:01 1 /b\n", /* overlap */
+	    "zz-10 r--p 00000000 fe:01 1 /x\n",
+	    "1000-2000 rwzp 00000000 fe:01 1 /x\n",
+	    "1000-2000 r--p 00000000 fe:01\n",
+	    "2000-1000 r--p 00000000 fe:01 1 /x\n",
+	    "1000 r--p 00000000 fe:01 1 /x\n",
+	    "1000-3000 r--p 0 fe:01 1 /a\n2000-4000 r--p 0 fe:01 1 /b\n", /* overlap */
 	};
 	size_t i;
 
@@ -77,7 +77,8 @@ static void test_malformed(void)
 		static const char nul[] = "1000-2000 r--p 0 fe:01 1 /a\0b\n";
 		struct proc_maps *maps;
 
-		CHECK_INT("embedded NUL rejected", -EPROTO, proc_maps__parse(nul, sizeof(nul) - 1, &maps));
+		CHECK_INT("embedded NUL rejected", -EPROTO,
+			  proc_maps__parse(nul, sizeof(nul) - 1, &maps));
 	}
 	{
 		struct proc_maps *maps = NULL;
@@ -112,7 +113,8 @@ static void test_self(void)
 	free(tasks);
 	CHECK_INT("root path", 0, proc__root_path(42, "/usr/lib", path, sizeof(path)));
 	CHECK_STR("root path text", "/proc/42/root/usr/lib", path);
-	CHECK_INT("root path relative refused", -EINVAL, proc__root_path(42, "usr", path, sizeof(path)));
+	CHECK_INT("root path relative refused", -EINVAL,
+		  proc__root_path(42, "usr", path, sizeof(path)));
 	CHECK_INT("root path too long", -ENAMETOOLONG, proc__root_path(42, "/usr/lib", path, 8));
 }
 
