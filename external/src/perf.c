@@ -1,0 +1,477 @@
+/* perf_event_open sampling of chosen threads of another process: one event per thread, one mmap
+ * ring buffer per event, drained with the data_head/data_tail protocol into struct perf_sample.
+ * Owns the fds, the mappings, the record parser and the counters. Does not own: choosing the
+ * threads (proc.c) or what a sample means (unwinding, Erlang stacks). Never ptraces, signals or
+ * writes the target: the kernel does all the reading. */
+#include "perf.h"
+
+#include <asm/perf_regs.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PERF_DEFAULT_PAGES 16
+#define PERF_MAX_PAGES	   (1u << 16)
+#define PERF_MAX_STACK	   65528u /* the kernel wants sample_stack_user < USHRT_MAX, 8-aligned */
+#define PERF_MAX_RECORD	   65536u /* perf_event_header.size is a u16 */
+#define PERF_SAMPLE_FIXED  512u	  /* a sample without its stack copy: ids, 17 registers, sizes */
+
+#define PERF_SAMPLE_LAYOUT                                                                         \
+	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |                   \
+	 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+
+/* enum perf_reg (compact) -> the kernel's PERF_REG_X86_* bit. The kernel writes the registers in
+ * ascending bit order of sample_regs_user; this table ascends too, so record order == our order. */
+static const uint8_t perf_reg_bit[PERF_R_COUNT] = {
+    [PERF_R_AX] = PERF_REG_X86_AX,   [PERF_R_BX] = PERF_REG_X86_BX,
+    [PERF_R_CX] = PERF_REG_X86_CX,   [PERF_R_DX] = PERF_REG_X86_DX,
+    [PERF_R_SI] = PERF_REG_X86_SI,   [PERF_R_DI] = PERF_REG_X86_DI,
+    [PERF_R_BP] = PERF_REG_X86_BP,   [PERF_R_SP] = PERF_REG_X86_SP,
+    [PERF_R_IP] = PERF_REG_X86_IP,   [PERF_R_R8] = PERF_REG_X86_R8,
+    [PERF_R_R9] = PERF_REG_X86_R9,   [PERF_R_R10] = PERF_REG_X86_R10,
+    [PERF_R_R11] = PERF_REG_X86_R11, [PERF_R_R12] = PERF_REG_X86_R12,
+    [PERF_R_R13] = PERF_REG_X86_R13, [PERF_R_R14] = PERF_REG_X86_R14,
+    [PERF_R_R15] = PERF_REG_X86_R15,
+};
+
+struct perf_thread {
+	pid_t tid;
+	int fd;
+	uint8_t *map; /* the metadata page, then 2^n data pages */
+	size_t map_len;
+};
+
+struct perf_session {
+	struct perf_opts opts;
+	struct perf_thread *threads;
+	struct pollfd *pfds; /* parallel to threads, same capacity */
+	size_t n, cap;
+	size_t page_size;
+	uint64_t regs_mask;
+	struct perf_stats stats;
+	uint8_t scratch[PERF_MAX_RECORD]; /* a record that wraps the ring's end, made contiguous */
+};
+
+/* A bounded little-endian reader over one record body. */
+struct cursor {
+	const uint8_t *p, *end;
+};
+
+static bool cursor__u64(struct cursor *c, uint64_t *v)
+{
+	if ((size_t)(c->end - c->p) < sizeof(*v))
+		return false;
+	memcpy(v, c->p, sizeof(*v));
+	c->p += sizeof(*v);
+	return true;
+}
+
+static uint64_t perf__regs_mask(void)
+{
+	uint64_t mask = 0;
+
+	for (int i = 0; i < PERF_R_COUNT; i++)
+		mask |= 1ull << perf_reg_bit[i];
+	return mask;
+}
+
+/* abi, then one u64 per mask bit unless abi is NONE (a kernel thread had no user context). */
+static bool parse__regs(struct cursor *c, struct perf_sample *out, bool *present)
+{
+	uint64_t abi;
+
+	*present = false;
+	if (!cursor__u64(c, &abi))
+		return false;
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE)
+		return true;
+	if (abi != PERF_SAMPLE_REGS_ABI_32 && abi != PERF_SAMPLE_REGS_ABI_64)
+		return false;
+	for (int i = 0; i < PERF_R_COUNT; i++) {
+		if (!cursor__u64(c, &out->regs[i]))
+			return false;
+	}
+	*present = true;
+	/* A 32-bit task's registers do not describe an x86-64 BEAM. */
+	out->regs_valid = abi == PERF_SAMPLE_REGS_ABI_64;
+	return true;
+}
+
+/* size, then (when size != 0) size bytes and dyn_size, the bytes the kernel actually copied. */
+static bool parse__stack(struct cursor *c, struct perf_sample *out, bool had_regs)
+{
+	uint64_t size, dyn;
+	const uint8_t *data;
+
+	if (!cursor__u64(c, &size))
+		return false;
+	if (size == 0)
+		return true;
+	/* Without user registers the kernel writes size 0 and nothing else. */
+	if (!had_regs || size % 8 || size > (size_t)(c->end - c->p))
+		return false;
+	data = c->p;
+	c->p += size;
+	if (!cursor__u64(c, &dyn) || dyn > size)
+		return false;
+	out->stack = data;
+	out->stack_size = dyn;
+	return true;
+}
+
+/* rec: the bytes after struct perf_event_header; len: header.size - sizeof(header). The stack
+ * pointer in out points into rec. */
+int perf__parse_sample(const uint8_t *rec, size_t len, struct perf_sample *out)
+{
+	struct cursor c = {rec, rec + len};
+	uint32_t ids[2];
+	uint64_t w;
+	bool regs;
+
+	if (!out)
+		return -EPROTO;
+	memset(out, 0, sizeof(*out));
+	if (!rec)
+		return -EPROTO;
+	if (!cursor__u64(&c, &out->ip) || !cursor__u64(&c, &w))
+		goto bad;
+	memcpy(ids, &w, sizeof(ids));
+	out->pid = ids[0];
+	out->tid = ids[1];
+	if (!cursor__u64(&c, &out->time) || !cursor__u64(&c, &w))
+		goto bad;
+	memcpy(ids, &w, sizeof(ids));
+	out->cpu = ids[0];
+	if (!parse__regs(&c, out, &regs) || !parse__stack(&c, out, regs))
+		goto bad;
+	if (c.p != c.end) /* trailing bytes: not the layout we asked for */
+		goto bad;
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -EPROTO;
+}
+
+static int perf__check_opts(const struct perf_opts *o, size_t page_size, struct perf_opts *out)
+{
+	*out = *o;
+	if (out->event != PERF_EV_CPU_CLOCK && out->event != PERF_EV_CYCLES)
+		return -EINVAL;
+	if (out->freq_hz == 0 || out->freq_hz > INT_MAX)
+		return -EINVAL;
+	if (out->stack_bytes == 0 || out->stack_bytes > PERF_MAX_STACK || out->stack_bytes % 8)
+		return -EINVAL;
+	if (out->mmap_pages == 0)
+		out->mmap_pages = PERF_DEFAULT_PAGES;
+	if (out->mmap_pages > PERF_MAX_PAGES || (out->mmap_pages & (out->mmap_pages - 1)))
+		return -EINVAL;
+	/* Room for two samples, or the kernel drops nearly everything while one waits. */
+	if ((uint64_t)out->mmap_pages * page_size < 2ull * (out->stack_bytes + PERF_SAMPLE_FIXED))
+		return -EINVAL;
+	return 0;
+}
+
+static int perf__event_open(const struct perf_session *s, pid_t tid)
+{
+	struct perf_event_attr a;
+	long fd;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	if (s->opts.event == PERF_EV_CYCLES) {
+		a.type = PERF_TYPE_HARDWARE;
+		a.config = PERF_COUNT_HW_CPU_CYCLES;
+	} else {
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_CPU_CLOCK;
+	}
+	a.freq = 1;
+	a.sample_freq = s->opts.freq_hz;
+	a.sample_type = PERF_SAMPLE_LAYOUT;
+	a.sample_regs_user = s->regs_mask;
+	a.sample_stack_user = s->opts.stack_bytes;
+	a.disabled = 1;	      /* enabled once its ring buffer exists */
+	a.exclude_kernel = 1; /* what perf_event_paranoid 2 allows without CAP_PERFMON */
+	a.exclude_hv = 1;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC; /* comparable with the target's own clock_gettime */
+	fd = syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0)
+		return (int)fd;
+	/* No PMU for the generic hardware event (typical in VMs): say so in one way. */
+	if (s->opts.event == PERF_EV_CYCLES &&
+	    (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV))
+		return -ENOENT;
+	return -errno;
+}
+
+/* One fd per thread: thousands of threads can pass the soft limit; raise it to the hard one. */
+static int perf__raise_nofile(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r))
+		return -errno;
+	if (r.rlim_cur >= r.rlim_max)
+		return -EMFILE;
+	r.rlim_cur = r.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &r) ? -errno : 0;
+}
+
+static int session__reserve(struct perf_session *s)
+{
+	struct perf_thread *t;
+	struct pollfd *p;
+	size_t cap;
+
+	if (s->n < s->cap)
+		return 0;
+	cap = s->cap ? 2 * s->cap : 16;
+	t = realloc(s->threads, cap * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	s->threads = t;
+	p = realloc(s->pfds, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	s->pfds = p;
+	s->cap = cap;
+	return 0;
+}
+
+/* 0, -ESRCH (the thread is gone), -EEXIST, or the error of the open/mmap/enable. */
+static int session__attach(struct perf_session *s, pid_t tid)
+{
+	struct perf_thread t = {.tid = tid, .fd = -1, .map = MAP_FAILED};
+	int err;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->threads[i].tid == tid)
+			return -EEXIST;
+	}
+	err = session__reserve(s);
+	if (err)
+		return err;
+	t.fd = perf__event_open(s, tid);
+	if (t.fd == -EMFILE && perf__raise_nofile() == 0)
+		t.fd = perf__event_open(s, tid);
+	if (t.fd < 0)
+		return t.fd;
+	t.map_len = (1 + (size_t)s->opts.mmap_pages) * s->page_size;
+	t.map = mmap(NULL, t.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, t.fd, 0);
+	if (t.map == MAP_FAILED) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (ioctl(t.fd, PERF_EVENT_IOC_ENABLE, 0)) {
+		err = -errno;
+		goto cleanup;
+	}
+	s->threads[s->n++] = t;
+	return 0;
+cleanup:
+	if (t.map != MAP_FAILED)
+		munmap(t.map, t.map_len);
+	close(t.fd);
+	return err;
+}
+
+int perf_session__add_thread(struct perf_session *s, pid_t tid)
+{
+	int err;
+
+	if (!s || tid <= 0)
+		return -EINVAL;
+	err = session__attach(s, tid);
+	if (err == -ESRCH)
+		s->stats.threads_gone++;
+	return err;
+}
+
+int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntids,
+		       const struct perf_opts *opts)
+{
+	struct perf_session *s;
+	long page = sysconf(_SC_PAGESIZE);
+	int err;
+
+	if (!out || !tids || !ntids || !opts || page <= 0)
+		return -EINVAL;
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->page_size = (size_t)page;
+	s->regs_mask = perf__regs_mask();
+	err = perf__check_opts(opts, s->page_size, &s->opts);
+	if (err)
+		goto cleanup;
+	for (size_t i = 0; i < ntids; i++) {
+		err = perf_session__add_thread(s, tids[i]);
+		if (err && err != -ESRCH && err != -EEXIST)
+			goto cleanup;
+	}
+	err = s->n ? 0 : -ESRCH;
+	if (err)
+		goto cleanup;
+	*out = s;
+	return 0;
+cleanup:
+	perf_session__free(s);
+	return err;
+}
+
+/* Copy len bytes at ring offset off (data_size is a power of two). */
+static void ring__copy(const uint8_t *data, uint64_t size, uint64_t off, void *dst, size_t len)
+{
+	uint64_t pos = off & (size - 1);
+	size_t first = len < size - pos ? len : (size_t)(size - pos);
+
+	memcpy(dst, data + pos, first);
+	memcpy((uint8_t *)dst + first, data, len - first);
+}
+
+/* One record: 1 if a sample was delivered, else 0. */
+static int session__record(struct perf_session *s, const struct perf_event_header *h,
+			   const uint8_t *rec, perf_sample_fn fn, void *ctx)
+{
+	const uint8_t *body = rec + sizeof(*h);
+	size_t len = h->size - sizeof(*h);
+	struct perf_sample smp;
+	uint64_t lost[2]; /* id, lost */
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		if (perf__parse_sample(body, len, &smp)) {
+			s->stats.malformed++;
+			return 0;
+		}
+		s->stats.samples++;
+		fn(&smp, ctx);
+		return 1;
+	case PERF_RECORD_LOST:
+		if (len < sizeof(lost)) {
+			s->stats.malformed++;
+			return 0;
+		}
+		memcpy(lost, body, sizeof(lost));
+		s->stats.lost += lost[1];
+		return 0;
+	case PERF_RECORD_THROTTLE:
+		s->stats.throttled++;
+		return 0;
+	default: /* UNTHROTTLE and anything we did not ask for */
+		return 0;
+	}
+}
+
+/* Deliver every complete record between data_tail and data_head, releasing space as we go. */
+static int session__drain(struct perf_session *s, struct perf_thread *t, perf_sample_fn fn,
+			  void *ctx)
+{
+	struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *)t->map;
+	const uint8_t *data = t->map + (meta->data_offset ? meta->data_offset : s->page_size);
+	uint64_t size = meta->data_size ? meta->data_size : t->map_len - s->page_size;
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = meta->data_tail; /* only we write it */
+	struct perf_event_header h;
+	int delivered = 0;
+
+	while (head - tail >= sizeof(h)) {
+		const uint8_t *rec;
+		uint64_t pos = tail & (size - 1);
+
+		ring__copy(data, size, tail, &h, sizeof(h));
+		if (h.size < sizeof(h) || h.size > head - tail) {
+			/* A record cannot be framed: nothing after it can be either. */
+			s->stats.malformed++;
+			tail = head;
+			break;
+		}
+		if (pos + h.size <= size) {
+			rec = data + pos;
+		} else {
+			ring__copy(data, size, tail, s->scratch, h.size);
+			rec = s->scratch;
+		}
+		if (session__record(s, &h, rec, fn, ctx) && delivered < INT_MAX)
+			delivered++;
+		tail += h.size;
+		__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	return delivered;
+}
+
+static void perf_thread__close(struct perf_thread *t)
+{
+	if (t->map && t->map != MAP_FAILED)
+		munmap(t->map, t->map_len);
+	if (t->fd >= 0)
+		close(t->fd);
+}
+
+/* Drop thread i (its fd reported hang-up: the thread exited). Keeps pfds parallel. */
+static void session__drop(struct perf_session *s, size_t i)
+{
+	perf_thread__close(&s->threads[i]);
+	s->n--;
+	s->threads[i] = s->threads[s->n];
+	s->pfds[i] = s->pfds[s->n];
+	s->stats.threads_gone++;
+}
+
+int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn, void *ctx)
+{
+	int rc, delivered = 0;
+
+	if (!s || !fn)
+		return -EINVAL;
+	for (size_t i = 0; i < s->n; i++)
+		s->pfds[i] = (struct pollfd){.fd = s->threads[i].fd, .events = POLLIN};
+	rc = poll(s->pfds, s->n, timeout_ms);
+	if (rc < 0 && errno != EINTR)
+		return -errno;
+	for (size_t i = 0; i < s->n;) {
+		int d = session__drain(s, &s->threads[i], fn, ctx);
+
+		delivered = d > INT_MAX - delivered ? INT_MAX : delivered + d;
+		/* Drained first: an exited thread's last samples are still in its buffer. */
+		if (rc > 0 && (s->pfds[i].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+			session__drop(s, i);
+			continue;
+		}
+		i++;
+	}
+	return delivered;
+}
+
+const struct perf_stats *perf_session__stats(const struct perf_session *s)
+{
+	return s ? &s->stats : NULL;
+}
+
+size_t perf_session__nthreads(const struct perf_session *s)
+{
+	return s ? s->n : 0;
+}
+
+void perf_session__free(struct perf_session *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		perf_thread__close(&s->threads[i]);
+	free(s->pfds);
+	free(s->threads);
+	free(s);
+}

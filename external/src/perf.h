@@ -1,0 +1,68 @@
+/* perf_event_open sampling of a target's threads: one event per thread (software cpu-clock by
+ * default, hardware cycles on request), each sample carrying IP, TID, TIME, CPU, the user
+ * registers and a copy of the user stack, read from mmap ring buffers. Lost records and malformed
+ * records are counted. Does not own: what the samples mean (unwinding, Erlang stacks). */
+#ifndef XP_PERF_H
+#define XP_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The user registers captured with every sample (PERF_REG_X86_* numbering, asm/perf_regs.h). */
+enum perf_reg {
+	PERF_R_AX = 0, PERF_R_BX, PERF_R_CX, PERF_R_DX, PERF_R_SI, PERF_R_DI, PERF_R_BP, PERF_R_SP,
+	PERF_R_IP, PERF_R_R8, PERF_R_R9, PERF_R_R10, PERF_R_R11, PERF_R_R12, PERF_R_R13, PERF_R_R14,
+	PERF_R_R15, PERF_R_COUNT
+};
+
+enum perf_event_kind { PERF_EV_CPU_CLOCK = 0, PERF_EV_CYCLES };
+
+struct perf_opts {
+	enum perf_event_kind event;
+	uint32_t freq_hz;	 /* samples per second per thread, e.g. 997 */
+	uint32_t stack_bytes;	 /* user stack copied per sample (<= 65528, multiple of 8) */
+	uint32_t mmap_pages;	 /* ring buffer data pages per thread, a power of two */
+};
+
+struct perf_sample {
+	uint64_t ip, time;
+	uint32_t pid, tid, cpu;
+	uint64_t regs[PERF_R_COUNT];	/* valid when regs_valid */
+	bool regs_valid;		/* false for samples taken in kernel mode with no user regs */
+	const uint8_t *stack;		/* copy of [regs[SP], regs[SP] + stack_size) */
+	uint64_t stack_size;		/* bytes actually copied (dyn_size) */
+};
+
+struct perf_stats {
+	uint64_t samples;	/* delivered to the callback */
+	uint64_t lost;		/* PERF_RECORD_LOST: records the kernel dropped */
+	uint64_t throttled;	/* PERF_RECORD_THROTTLE */
+	uint64_t malformed;	/* records skipped because they did not parse */
+	uint64_t threads_gone;	/* threads that exited while sampled */
+};
+
+struct perf_session;
+
+typedef void (*perf_sample_fn)(const struct perf_sample *s, void *ctx);
+
+/* Open one event per tid. 0, -EACCES/-EPERM (perf_event_paranoid, CAP_PERFMON), -ENOENT (cycles
+ * not available here), -ESRCH (a thread vanished before any opened), or another -errno. Threads that
+ * exit during open are skipped and counted. */
+int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntids,
+		       const struct perf_opts *opts);
+/* Add a thread later (a scheduler thread that appeared). */
+int perf_session__add_thread(struct perf_session *s, pid_t tid);
+/* Wait up to timeout_ms for data, then deliver every complete sample. Returns the number
+ * delivered, or a negative errno. */
+int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn, void *ctx);
+const struct perf_stats *perf_session__stats(const struct perf_session *s);
+size_t perf_session__nthreads(const struct perf_session *s);
+void perf_session__free(struct perf_session *s);
+
+/* Parse one PERF_RECORD_SAMPLE body laid out for the session's sample_type (exposed for tests on
+ * captured bytes). 0 or -EPROTO. */
+int perf__parse_sample(const uint8_t *rec, size_t len, struct perf_sample *out);
+
+#endif /* XP_PERF_H */
