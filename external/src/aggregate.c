@@ -1,0 +1,412 @@
+/* Aggregated stacks (see aggregate.h): frame and group names interned through open-addressing hash
+ * tables, distinct (group, frames) stacks counted in a third, all in amortised O(1) per call.
+ * Iteration is sorted lazily by names, so the order does not depend on insertion order.
+ * Does not own: unwinding, formatting, or bounding memory (the caller decides what to add). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+
+#define AGG_MAX_IDS (UINT32_MAX - 1)
+
+/* Interned names (frames or groups), each with a kind (always 0 for groups). */
+struct itab {
+	char **names;
+	uint8_t *kinds;
+	uint32_t *rank; /* rank[id]: position of id in the (name, kind) order */
+	uint32_t *perm; /* scratch for computing rank */
+	size_t n, cap;
+	uint32_t *slots; /* id + 1, 0 = empty */
+	size_t nslots;	 /* power of two */
+};
+
+struct stk {
+	uint32_t group, nframes;
+	size_t off; /* into pool */
+	uint64_t count;
+	uint64_t hash;
+};
+
+struct agg {
+	struct itab frames, groups;
+	struct stk *stk;
+	size_t nstk, capstk;
+	uint32_t *pool;
+	size_t npool, cappool;
+	uint32_t *slots; /* stack index + 1 */
+	size_t nslots;
+	size_t *order; /* stack indexes, sorted when sorted is true */
+	bool sorted;
+	uint64_t total;
+};
+
+/* FNV-1a, 64 bit. */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	while (n--)
+		h = (h ^ *c++) * 0x100000001b3ull;
+	return h;
+}
+
+#define HASH_INIT 0xcbf29ce484222325ull
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* ---- interning ----------------------------------------------------------------------------- */
+
+static uint64_t itab_hash(const char *name, uint8_t kind)
+{
+	return hash_bytes(hash_bytes(HASH_INIT, &kind, 1), name, strlen(name));
+}
+
+static int itab_rehash(struct itab *t)
+{
+	size_t n = t->nslots ? t->nslots * 2 : 64, i, j;
+	uint32_t *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < t->n; i++) {
+		j = itab_hash(t->names[i], t->kinds[i]) & (n - 1);
+		while (s[j])
+			j = (j + 1) & (n - 1);
+		s[j] = (uint32_t)i + 1;
+	}
+	free(t->slots);
+	t->slots = s;
+	t->nslots = n;
+	return 0;
+}
+
+static int itab_grow(struct itab *t)
+{
+	size_t cap = t->cap, need = t->n + 1;
+	int err;
+
+	if ((err = grow((void **)&t->names, &cap, need, sizeof(*t->names))))
+		return err;
+	cap = t->cap;
+	if ((err = grow((void **)&t->kinds, &cap, need, sizeof(*t->kinds))))
+		return err;
+	cap = t->cap;
+	if ((err = grow((void **)&t->rank, &cap, need, sizeof(*t->rank))))
+		return err;
+	cap = t->cap;
+	if ((err = grow((void **)&t->perm, &cap, need, sizeof(*t->perm))))
+		return err;
+	t->cap = cap;
+	return 0;
+}
+
+static int itab_intern(struct itab *t, const char *name, uint8_t kind, uint32_t *id)
+{
+	size_t j;
+	int err;
+
+	if ((t->n + 1) * 2 > t->nslots && (err = itab_rehash(t)))
+		return err;
+	j = itab_hash(name, kind) & (t->nslots - 1);
+	for (; t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		uint32_t i = t->slots[j] - 1;
+
+		if (t->kinds[i] == kind && !strcmp(t->names[i], name)) {
+			*id = i;
+			return 0;
+		}
+	}
+	if (t->n >= AGG_MAX_IDS)
+		return -E2BIG;
+	if ((err = itab_grow(t)))
+		return err;
+	t->names[t->n] = strdup(name);
+	if (!t->names[t->n])
+		return -ENOMEM;
+	t->kinds[t->n] = kind;
+	t->slots[j] = (uint32_t)t->n + 1;
+	*id = (uint32_t)t->n++;
+	return 0;
+}
+
+static void itab_free(struct itab *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->kinds);
+	free(t->rank);
+	free(t->perm);
+	free(t->slots);
+}
+
+int agg__new(struct agg **out)
+{
+	struct agg *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->sorted = true;
+	*out = a;
+	return 0;
+}
+
+int agg__frame(struct agg *a, const char *name, enum frame_kind kind, uint32_t *id)
+{
+	if (!a || !name || !id || (unsigned)kind > FRAME_LABEL)
+		return -EINVAL;
+	/* A new name does not reorder existing stacks: ranks are recomputed at the next sort. */
+	return itab_intern(&a->frames, name, (uint8_t)kind, id);
+}
+
+int agg__group(struct agg *a, const char *name, uint32_t *id)
+{
+	if (!a || !name || !id)
+		return -EINVAL;
+	return itab_intern(&a->groups, name, 0, id);
+}
+
+/* ---- stacks -------------------------------------------------------------------------------- */
+
+static uint64_t stack_hash(uint32_t group, const uint32_t *frames, uint32_t nframes)
+{
+	uint64_t h = hash_bytes(HASH_INIT, &group, sizeof(group));
+
+	h = hash_bytes(h, &nframes, sizeof(nframes));
+	return hash_bytes(h, frames, nframes * sizeof(*frames));
+}
+
+static int stacks_rehash(struct agg *a)
+{
+	size_t n = a->nslots ? a->nslots * 2 : 256, i, j;
+	uint32_t *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < a->nstk; i++) {
+		j = a->stk[i].hash & (n - 1);
+		while (s[j])
+			j = (j + 1) & (n - 1);
+		s[j] = (uint32_t)i + 1;
+	}
+	free(a->slots);
+	a->slots = s;
+	a->nslots = n;
+	return 0;
+}
+
+static int stacks_append(struct agg *a, size_t slot, uint32_t group, const uint32_t *frames,
+			 uint32_t nframes, uint64_t h)
+{
+	size_t cap = a->capstk;
+	struct stk *s;
+	int err;
+
+	if (a->nstk >= AGG_MAX_IDS)
+		return -E2BIG;
+	if ((err = grow((void **)&a->stk, &cap, a->nstk + 1, sizeof(*a->stk))))
+		return err;
+	cap = a->capstk;
+	if ((err = grow((void **)&a->order, &cap, a->nstk + 1, sizeof(*a->order))))
+		return err;
+	a->capstk = cap;
+	if ((err = grow((void **)&a->pool, &a->cappool, a->npool + nframes, sizeof(*a->pool))))
+		return err;
+	s = &a->stk[a->nstk];
+	s->group = group;
+	s->nframes = nframes;
+	s->off = a->npool;
+	s->count = 0;
+	s->hash = h;
+	if (nframes)
+		memcpy(a->pool + a->npool, frames, nframes * sizeof(*frames));
+	a->npool += nframes;
+	a->order[a->nstk] = a->nstk;
+	a->slots[slot] = (uint32_t)a->nstk + 1;
+	a->nstk++;
+	a->sorted = false;
+	return 0;
+}
+
+static bool stack_eq(const struct agg *a, const struct stk *s, uint32_t group,
+		     const uint32_t *frames, uint32_t nframes, uint64_t h)
+{
+	return s->hash == h && s->group == group && s->nframes == nframes &&
+	       (!nframes || !memcmp(a->pool + s->off, frames, nframes * sizeof(*frames)));
+}
+
+int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nframes,
+	     uint64_t count)
+{
+	uint64_t h;
+	size_t j;
+	uint32_t i;
+	int err;
+
+	if (!a || group >= a->groups.n || (nframes && !frames))
+		return -EINVAL;
+	for (i = 0; i < nframes; i++) {
+		if (frames[i] >= a->frames.n)
+			return -EINVAL;
+	}
+	if (count == 0)
+		return 0;
+	if (count > UINT64_MAX - a->total)
+		return -EOVERFLOW;
+	if ((a->nstk + 1) * 2 > a->nslots && (err = stacks_rehash(a)))
+		return err;
+	h = stack_hash(group, frames, nframes);
+	for (j = h & (a->nslots - 1); a->slots[j]; j = (j + 1) & (a->nslots - 1)) {
+		if (stack_eq(a, &a->stk[a->slots[j] - 1], group, frames, nframes, h))
+			break;
+	}
+	if (!a->slots[j] && (err = stacks_append(a, j, group, frames, nframes, h)))
+		return err;
+	a->stk[a->slots[j] - 1].count += count;
+	a->total += count;
+	return 0;
+}
+
+/* ---- sorted iteration ---------------------------------------------------------------------- */
+
+static int cmp_names(const void *x, const void *y, void *arg)
+{
+	const struct itab *t = arg;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	int c = strcmp(t->names[i], t->names[j]);
+
+	if (c)
+		return c;
+	return t->kinds[i] < t->kinds[j] ? -1 : t->kinds[i] > t->kinds[j];
+}
+
+/* rank[id] = position of id when sorted by (name, kind), so stacks compare as integer arrays. */
+static void itab_rank(struct itab *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		t->perm[i] = (uint32_t)i;
+	qsort_r(t->perm, t->n, sizeof(*t->perm), cmp_names, t);
+	for (i = 0; i < t->n; i++)
+		t->rank[t->perm[i]] = (uint32_t)i;
+}
+
+static int cmp_stacks(const void *x, const void *y, void *arg)
+{
+	const struct agg *a = arg;
+	const struct stk *s = &a->stk[*(const size_t *)x], *u = &a->stk[*(const size_t *)y];
+	const uint32_t *fr = a->frames.rank, *gr = a->groups.rank;
+	uint32_t i, n = s->nframes < u->nframes ? s->nframes : u->nframes;
+
+	if (s->group != u->group)
+		return gr[s->group] < gr[u->group] ? -1 : 1;
+	for (i = 0; i < n; i++) {
+		uint32_t p = a->pool[s->off + i], q = a->pool[u->off + i];
+
+		if (p != q)
+			return fr[p] < fr[q] ? -1 : 1;
+	}
+	return s->nframes < u->nframes ? -1 : s->nframes > u->nframes;
+}
+
+/* Iteration is const for callers; the sorted order is a cache all of whose memory was allocated
+ * by the mutating calls, so sorting here cannot fail. */
+static void ensure_sorted(const struct agg *ca)
+{
+	struct agg *a = (struct agg *)ca;
+
+	if (a->sorted || !a->nstk)
+		return;
+	itab_rank(&a->frames);
+	itab_rank(&a->groups);
+	qsort_r(a->order, a->nstk, sizeof(*a->order), cmp_stacks, a);
+	a->sorted = true;
+}
+
+size_t agg__nstacks(const struct agg *a)
+{
+	if (!a)
+		return 0;
+	ensure_sorted(a);
+	return a->nstk;
+}
+
+void agg__stack(const struct agg *a, size_t i, struct agg_stack *out)
+{
+	const struct stk *s;
+
+	memset(out, 0, sizeof(*out));
+	if (!a || i >= a->nstk)
+		return;
+	ensure_sorted(a);
+	s = &a->stk[a->order[i]];
+	out->frames = a->pool + s->off;
+	out->nframes = s->nframes;
+	out->group = s->group;
+	out->count = s->count;
+}
+
+/* ---- accessors ----------------------------------------------------------------------------- */
+
+const char *agg__frame_name(const struct agg *a, uint32_t id)
+{
+	return a && id < a->frames.n ? a->frames.names[id] : NULL;
+}
+
+enum frame_kind agg__frame_kind(const struct agg *a, uint32_t id)
+{
+	return a && id < a->frames.n ? (enum frame_kind)a->frames.kinds[id] : FRAME_LABEL;
+}
+
+const char *agg__group_name(const struct agg *a, uint32_t id)
+{
+	return a && id < a->groups.n ? a->groups.names[id] : NULL;
+}
+
+size_t agg__nframes(const struct agg *a)
+{
+	return a ? a->frames.n : 0;
+}
+
+size_t agg__ngroups(const struct agg *a)
+{
+	return a ? a->groups.n : 0;
+}
+
+uint64_t agg__total(const struct agg *a)
+{
+	return a ? a->total : 0;
+}
+
+void agg__free(struct agg *a)
+{
+	if (!a)
+		return;
+	itab_free(&a->frames);
+	itab_free(&a->groups);
+	free(a->stk);
+	free(a->pool);
+	free(a->slots);
+	free(a->order);
+	free(a);
+}

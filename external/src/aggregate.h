@@ -1,0 +1,42 @@
+/* Aggregated stacks: interned frame names, and stack -> count per group (an Erlang process, or a
+ * label such as "scheduler idle"). The reports (external/src/report/) read it; the sampler
+ * fills it.
+ * Does not own: producing frames (unwinding) or formatting. */
+#ifndef XP_AGGREGATE_H
+#define XP_AGGREGATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum frame_kind { FRAME_ERLANG = 0, FRAME_NATIVE, FRAME_JIT_GLOBAL, FRAME_LABEL };
+
+struct agg;
+
+struct agg_stack {
+	const uint32_t *frames; /* frame ids, root first */
+	uint32_t nframes;
+	uint32_t group; /* group id */
+	uint64_t count;
+};
+
+int agg__new(struct agg **out);
+/* Intern a frame name with its kind: the same (name, kind) always gives the same id. */
+int agg__frame(struct agg *a, const char *name, enum frame_kind kind, uint32_t *id);
+/* Intern a group name ("<0.123.0> rabbit_channel"). */
+int agg__group(struct agg *a, const char *name, uint32_t *id);
+/* Add count samples of this stack (root first) in this group. */
+int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nframes,
+	     uint64_t count);
+
+const char *agg__frame_name(const struct agg *a, uint32_t id);
+enum frame_kind agg__frame_kind(const struct agg *a, uint32_t id);
+const char *agg__group_name(const struct agg *a, uint32_t id);
+size_t agg__nframes(const struct agg *a);
+size_t agg__ngroups(const struct agg *a);
+uint64_t agg__total(const struct agg *a);
+/* Iterate distinct (group, stack) pairs in a stable order (group, then stack). */
+size_t agg__nstacks(const struct agg *a);
+void agg__stack(const struct agg *a, size_t i, struct agg_stack *out);
+void agg__free(struct agg *a);
+
+#endif /* XP_AGGREGATE_H */

@@ -1,0 +1,65 @@
+/* Text helpers shared by the report formats: strict UTF-8 validation (names come from the VM and
+ * are untrusted bytes) and the final flush / error check. Does not own: any format. */
+#include <errno.h>
+
+#include "report.h"
+
+/* Allowed range of the second byte after each lead byte (RFC 3629, section 4). */
+static int second_ok(unsigned char c0, unsigned char c1)
+{
+	if (c0 == 0xe0)
+		return c1 >= 0xa0 && c1 <= 0xbf;
+	if (c0 == 0xed)
+		return c1 >= 0x80 && c1 <= 0x9f;
+	if (c0 == 0xf0)
+		return c1 >= 0x90 && c1 <= 0xbf;
+	if (c0 == 0xf4)
+		return c1 >= 0x80 && c1 <= 0x8f;
+	return c1 >= 0x80 && c1 <= 0xbf;
+}
+
+size_t report__utf8_len(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n, i;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (!second_ok(p[0], p[1]))
+		return 0;
+	for (i = 2; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	return n;
+}
+
+unsigned report__utf8_cp(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	static const unsigned char lead_mask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+	unsigned cp;
+	size_t i;
+
+	if (n < 1 || n > 4)
+		return 0xfffd;
+	cp = p[0] & lead_mask[n];
+	for (i = 1; i < n; i++)
+		cp = (cp << 6) | (p[i] & 0x3f);
+	return cp;
+}
+
+int report__finish(FILE *f)
+{
+	if (fflush(f) || ferror(f))
+		return -EIO;
+	return 0;
+}

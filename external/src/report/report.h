@@ -1,0 +1,28 @@
+/* The output formats of `extrospect record`: each writes one aggregate to an open stream and
+ * returns 0 or -errno (-EIO when the stream reports a write error), plus the text helpers they
+ * share (report.c). Does not own: aggregation (aggregate.c), opening or closing the stream. */
+#ifndef XP_REPORT_H
+#define XP_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "aggregate.h"
+
+/* Folded stacks for flamegraph.pl / speedscope: "group;frame;frame count", see collapsed.c for the
+ * escaping of ';'. */
+int report__collapsed(const struct agg *a, FILE *f);
+/* speedscope's JSON file format: one sampled profile for all processes, then one per group. */
+int report__speedscope(const struct agg *a, FILE *f, const char *title);
+/* A self-contained interactive flame graph (no external resources). */
+int report__svg(const struct agg *a, FILE *f, const char *title);
+
+/* Length (1..4) of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, surrogates or
+ * code points above U+10FFFF), 0 when *p starts none. An ASCII byte, NUL included, gives 1. */
+size_t report__utf8_len(const char *p);
+/* Code point of a sequence report__utf8_len accepted with length n. */
+unsigned report__utf8_cp(const char *p, size_t n);
+/* Flushes f: 0, or -EIO when any write failed. */
+int report__finish(FILE *f);
+
+#endif /* XP_REPORT_H */

@@ -1,0 +1,204 @@
+/* Unit tests for the stack aggregate (aggregate.c): interning by (name, kind), counting, argument
+ * checks, iteration sorted by names whatever the insertion order, and linear-ish growth on a
+ * large input. */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "aggregate.h"
+#include "check.h"
+
+static void test_intern(void)
+{
+	uint32_t a, b, c, d, g1, g2;
+	struct agg *ag = NULL;
+
+	CHECK_INT("new", 0, agg__new(&ag));
+	CHECK_INT("frame a", 0, agg__frame(ag, "lists:foldl/3", FRAME_ERLANG, &a));
+	CHECK_INT("frame a again", 0, agg__frame(ag, "lists:foldl/3", FRAME_ERLANG, &b));
+	CHECK_INT("same name+kind, same id", a, b);
+	CHECK_INT("frame same name, other kind", 0,
+		  agg__frame(ag, "lists:foldl/3", FRAME_NATIVE, &c));
+	CHECK("other kind, other id", c != a);
+	CHECK_INT("frame d", 0, agg__frame(ag, "", FRAME_LABEL, &d));
+	CHECK_INT("three frames", 3, agg__nframes(ag));
+	CHECK_STR("name of c", "lists:foldl/3", agg__frame_name(ag, c));
+	CHECK_INT("kind of c", FRAME_NATIVE, agg__frame_kind(ag, c));
+	CHECK_INT("kind of d", FRAME_LABEL, agg__frame_kind(ag, d));
+	CHECK("unknown frame id has no name", agg__frame_name(ag, 99) == NULL);
+	CHECK_INT("group 1", 0, agg__group(ag, "<0.1.0> init", &g1));
+	CHECK_INT("group 2", 0, agg__group(ag, "scheduler idle", &g2));
+	CHECK_INT("group 1 again", 0, agg__group(ag, "<0.1.0> init", &b));
+	CHECK_INT("same group, same id", g1, b);
+	CHECK("groups differ", g1 != g2);
+	CHECK_INT("two groups", 2, agg__ngroups(ag));
+	CHECK_STR("group name", "scheduler idle", agg__group_name(ag, g2));
+	CHECK("unknown group id has no name", agg__group_name(ag, 7) == NULL);
+	CHECK_INT("bad kind", -EINVAL, agg__frame(ag, "x", (enum frame_kind)9, &b));
+	CHECK_INT("NULL name", -EINVAL, agg__frame(ag, NULL, FRAME_ERLANG, &b));
+	CHECK_INT("NULL group name", -EINVAL, agg__group(ag, NULL, &b));
+	agg__free(ag);
+	agg__free(NULL);
+	CHECK("agg__free(NULL) is a no-op", 1);
+}
+
+static void test_add(void)
+{
+	struct agg *ag = NULL;
+	struct agg_stack s;
+	uint32_t g, f[3];
+
+	agg__new(&ag);
+	agg__group(ag, "g", &g);
+	agg__frame(ag, "root", FRAME_ERLANG, &f[0]);
+	agg__frame(ag, "leaf", FRAME_ERLANG, &f[1]);
+	CHECK_INT("add", 0, agg__add(ag, g, f, 2, 3));
+	CHECK_INT("add same stack", 0, agg__add(ag, g, f, 2, 4));
+	CHECK_INT("add prefix", 0, agg__add(ag, g, f, 1, 1));
+	CHECK_INT("add empty stack", 0, agg__add(ag, g, NULL, 0, 2));
+	CHECK_INT("count 0 adds nothing", 0, agg__add(ag, g, f, 2, 0));
+	f[2] = 42;
+	CHECK_INT("unknown frame id", -EINVAL, agg__add(ag, g, f, 3, 1));
+	CHECK_INT("unknown group id", -EINVAL, agg__add(ag, g + 1, f, 1, 1));
+	CHECK_INT("NULL frames", -EINVAL, agg__add(ag, g, NULL, 1, 1));
+	CHECK_INT("overflow", -EOVERFLOW, agg__add(ag, g, f, 1, UINT64_MAX));
+	CHECK_INT("three stacks", 3, agg__nstacks(ag));
+	CHECK_U64("total", 10, agg__total(ag));
+	agg__stack(ag, 0, &s);
+	CHECK_INT("first: empty stack", 0, s.nframes);
+	CHECK_U64("first count", 2, s.count);
+	agg__stack(ag, 2, &s);
+	CHECK_INT("last: deepest", 2, s.nframes);
+	CHECK_U64("merged count", 7, s.count);
+	CHECK_INT("root first", f[0], s.nframes ? s.frames[0] : 99);
+	agg__stack(ag, 3, &s);
+	CHECK("out of range gives an empty stack", s.frames == NULL && s.count == 0);
+	agg__free(ag);
+	CHECK_INT("NULL agg has no stacks", 0, agg__nstacks(NULL));
+}
+
+/* Adds the same stacks in the given order; returns the iteration as "group:frame,frame=count|". */
+static void build_order(const int *order, char *out, size_t len)
+{
+	static const char *const names[] = {"b", "a", "c"};
+	static const uint32_t stacks[][4] = {
+	    /* group, nframes, frame indexes into names */
+	    {0, 2, 0, 1}, {0, 1, 1, 0}, {1, 2, 1, 2}, {0, 2, 0, 2}, {1, 0, 0, 0}, {0, 2, 1, 0},
+	};
+	struct agg *ag = NULL;
+	struct agg_stack s;
+	uint32_t g[2], f[3], fr[2];
+	size_t i, o = 0;
+	uint32_t k;
+
+	agg__new(&ag);
+	for (i = 0; i < 6; i++) {
+		const uint32_t *st = stacks[order[i]];
+
+		/* intern lazily, so ids depend on the order too */
+		agg__group(ag, st[0] ? "g1" : "g0", &g[st[0]]);
+		for (k = 0; k < st[1]; k++) {
+			agg__frame(ag, names[st[2 + k]], FRAME_ERLANG, &f[st[2 + k]]);
+			fr[k] = f[st[2 + k]];
+		}
+		agg__add(ag, g[st[0]], fr, st[1], (uint64_t)order[i] + 1);
+	}
+	out[0] = 0;
+	for (i = 0; i < agg__nstacks(ag); i++) {
+		agg__stack(ag, i, &s);
+		o += snprintf(out + o, len - o, "%s:", agg__group_name(ag, s.group));
+		for (k = 0; k < s.nframes; k++)
+			o += snprintf(out + o, len - o, "%s%s", k ? "," : "",
+				      agg__frame_name(ag, s.frames[k]));
+		o += snprintf(out + o, len - o, "=%llu|", (unsigned long long)s.count);
+	}
+	agg__free(ag);
+}
+
+static void test_order(void)
+{
+	static const int fwd[] = {0, 1, 2, 3, 4, 5}, rev[] = {5, 4, 3, 2, 1, 0},
+			 mix[] = {3, 0, 5, 2, 4, 1};
+	const char *expect = "g0:a=2|g0:a,b=6|g0:b,a=1|g0:b,c=4|g1:=5|g1:a,c=3|";
+	char out[256];
+
+	build_order(fwd, out, sizeof(out));
+	CHECK_STR("sorted by group name, then frame names, shorter first", expect, out);
+	build_order(rev, out, sizeof(out));
+	CHECK_STR("reverse insertion, same order", expect, out);
+	build_order(mix, out, sizeof(out));
+	CHECK_STR("mixed insertion, same order", expect, out);
+}
+
+/* Sorting stays right after more adds, and kinds break ties between equal names. */
+static void test_resort(void)
+{
+	struct agg *ag = NULL;
+	struct agg_stack s;
+	uint32_t g, z, a, an;
+
+	agg__new(&ag);
+	agg__group(ag, "g", &g);
+	agg__frame(ag, "z", FRAME_ERLANG, &z);
+	agg__add(ag, g, &z, 1, 1);
+	CHECK_INT("one stack", 1, agg__nstacks(ag));
+	agg__frame(ag, "a", FRAME_NATIVE, &an);
+	agg__frame(ag, "a", FRAME_ERLANG, &a);
+	agg__add(ag, g, &an, 1, 1);
+	agg__add(ag, g, &a, 1, 1);
+	CHECK_INT("three stacks", 3, agg__nstacks(ag));
+	agg__stack(ag, 0, &s);
+	CHECK("a (Erlang) first", s.frames[0] == a);
+	agg__stack(ag, 1, &s);
+	CHECK("a (native) second", s.frames[0] == an);
+	agg__stack(ag, 2, &s);
+	CHECK("z last", s.frames[0] == z);
+	agg__free(ag);
+}
+
+/* 200k distinct stacks over 2000 frames in 50 groups: must stay fast (hash tables, one sort). */
+static void test_large(void)
+{
+	struct agg *ag = NULL;
+	struct agg_stack s, prev;
+	uint32_t g, f[4], i, bad = 0;
+	char name[32];
+	clock_t t0 = clock();
+	size_t k;
+
+	agg__new(&ag);
+	for (i = 0; i < 200000; i++) {
+		snprintf(name, sizeof(name), "<0.%u.0>", i % 50);
+		agg__group(ag, name, &g);
+		snprintf(name, sizeof(name), "m%u:f/%u", (i * 7919u) % 2000, i % 3);
+		agg__frame(ag, name, FRAME_ERLANG, &f[0]);
+		snprintf(name, sizeof(name), "leaf%u", i % 97);
+		agg__frame(ag, name, FRAME_NATIVE, &f[1]);
+		snprintf(name, sizeof(name), "x%u", i);
+		agg__frame(ag, name, FRAME_LABEL, &f[2]);
+		if (agg__add(ag, g, f, 3, 1) || agg__add(ag, g, f, 2, 1))
+			bad++;
+	}
+	CHECK_INT("all adds succeed", 0, bad);
+	CHECK_U64("total", 400000, agg__total(ag));
+	CHECK("distinct stacks", agg__nstacks(ag) > 200000 && agg__nstacks(ag) <= 400000);
+	for (k = 1, bad = 0; k < agg__nstacks(ag); k++) {
+		agg__stack(ag, k - 1, &prev);
+		agg__stack(ag, k, &s);
+		if (strcmp(agg__group_name(ag, prev.group), agg__group_name(ag, s.group)) > 0)
+			bad++;
+	}
+	CHECK_INT("groups in order", 0, bad);
+	CHECK("under 10 s of CPU", (double)(clock() - t0) / CLOCKS_PER_SEC < 10.0);
+	agg__free(ag);
+}
+
+int main(void)
+{
+	test_intern();
+	test_add();
+	test_order();
+	test_resort();
+	test_large();
+	return check_done();
+}
