@@ -1,0 +1,40 @@
+# Thin wrappers over tools/, cmake, ctest and rebar3; the build lives in build/.
+#   make deps | build | test | demo | fmt | fmt-check | bench | clean
+# CI=true turns warnings into errors.
+BUILD ?= build
+MAKEFLAGS += --no-print-directory
+JOBS ?= $(shell nproc)
+WERROR := $(if $(filter true,$(CI)),ON,OFF)
+C_FILES = $(shell find c_src external test -name '*.[ch]' 2>/dev/null)
+SH_FILES = $(wildcard tools/*.sh test/e2e/*.sh .ci/run bench/run)
+
+.PHONY: all deps build test demo fmt fmt-check bench clean
+
+all: build
+
+deps:
+	tools/install-deps.sh
+
+build:
+	cmake -S . -B $(BUILD) -DXP_WERROR=$(WERROR) && cmake --build $(BUILD) -j$(JOBS)
+
+# Chroot provisioning failures do not stop the run: the tests that need them SKIP with the reason.
+test: deps build
+	test/e2e/provision.sh || echo "make test: provisioning failed; OTP 27/29 tests will be skipped"
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+demo: deps build
+	test/e2e/start_vm.sh 25 agent xp_demo -- $(BUILD)/extrospect info %PID%
+
+fmt:
+	clang-format -i $(C_FILES)
+
+fmt-check:
+	clang-format --dry-run --Werror $(C_FILES)
+	if command -v shellcheck >/dev/null; then shellcheck -x $(SH_FILES); fi
+
+bench: build
+	if [ -x bench/run ]; then bench/run; else echo "bench: no bench/run yet (see bench/README.md)"; fi
+
+clean:
+	rm -rf $(BUILD) _build priv/*.so

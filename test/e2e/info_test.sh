@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# ctest e2e.info.OTP.MODE: `extrospect info [--json] PID` against a live idle VM on OTP 25|27|29,
+# with the agent (MODE agent) or without (noagent). Every value is compared EXACTLY with what the
+# VM wrote about itself in its ready file or with /proc; in agent mode a second VM started with
+# `+JPperf map` must report the frame-pointer layout. Exit 0 pass, 1 fail, 77 skip (reason printed).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+otp=${1:?usage: info_test.sh 25|27|29 agent|noagent}
+mode=${2:?usage: info_test.sh 25|27|29 agent|noagent}
+
+# The 15-character thread name ERTS gives scheduler NUMBER of TYPE (B/erl_process.c; reference §5).
+sched_comm() {
+	local type=$1 n=$2 name
+	case $otp:$type in
+	25:normal) name=${n}_scheduler ;;
+	25:dirty_cpu) name=${n}_dirty_cpu_scheduler ;;
+	25:dirty_io) name=${n}_dirty_io_scheduler ;;
+	*:normal) name=erts_sched_$n ;;
+	*:dirty_cpu) name=erts_dcpus_$n ;;
+	*:dirty_io) name=erts_dios_$n ;;
+	*) name="?unknown type $type" ;;
+	esac
+	echo "${name:0:15}"
+}
+
+check_schedulers() {
+	local json=$1 pid=$2 type key n numbers type_ tid comm
+	for type in normal dirty_cpu dirty_io; do
+		case $type in
+		normal) key=schedulers ;;
+		*) key=$type ;;
+		esac
+		n=$(xp_ready_get "$key")
+		xp_expect "number of $type schedulers" "$n" \
+			"$(jq -r "[.schedulers[] | select(.type == \"$type\")] | length" "$json")"
+		numbers=$(seq -s ' ' 1 "$n")
+		xp_expect "$type scheduler numbers" "$numbers" \
+			"$(jq -r "[.schedulers[] | select(.type == \"$type\") | .number] | sort | map(tostring) | join(\" \")" "$json")"
+	done
+	xp_expect "scheduler tids are distinct" "$(jq -r '.schedulers | length' "$json")" \
+		"$(jq -r '[.schedulers[].tid] | unique | length' "$json")"
+	while read -r type_ n tid; do
+		comm=$(cat "/proc/$pid/task/$tid/comm" 2>/dev/null || echo "<not a thread of $pid>")
+		xp_expect "$type_ scheduler $n: name of thread $tid" "$(sched_comm "$type_" "$n")" "$comm"
+	done < <(jq -r '.schedulers[] | "\(.type) \(.number) \(.tid)"' "$json")
+}
+
+check_sources() {
+	local json=$1
+	if [[ "$mode" == agent ]]; then
+		xp_expect ".agent != null" true "$(jq -r '.agent != null' "$json")"
+		xp_expect ".agent.abi_version" 1 "$(jq -r '.agent.abi_version' "$json")"
+		xp_expect ".sources.atom_table" agent "$(jq -r '.sources.atom_table' "$json")"
+	else
+		xp_expect ".agent" null "$(jq -r 'if has("agent") then .agent else "<missing>" end' "$json")"
+		if [[ "$otp" == 29 ]]; then
+			# OTP 28+ builds erts with -fvisibility=hidden: nothing to find by name (reference §0).
+			xp_expect ".sources.jit_descriptor" scan "$(jq -r '.sources.jit_descriptor' "$json")"
+		else
+			xp_expect ".sources.jit_descriptor" dynsym "$(jq -r '.sources.jit_descriptor' "$json")"
+			xp_expect ".sources.atom_table" dynsym "$(jq -r '.sources.atom_table' "$json")"
+		fi
+	fi
+}
+
+# `info --json` of the current VM, checked against its ready file and /proc.
+check_json() {
+	local pid=$XP_VM_PID json=$XP_VM_DIR/info.json err=$XP_VM_DIR/info.err rc=0 failed
+	xp_sampler info --json "$pid" >"$json" 2>"$err" || rc=$?
+	xp_expect "exit status of 'info --json $pid'" 0 "$rc"
+	if ! jq -e 'type == "object"' "$json" >/dev/null 2>&1; then
+		xp_fail "'info --json' did not print a JSON object; stdout:"
+		head -c 2000 "$json"
+		echo "stderr:"
+		head -c 2000 "$err"
+		return 0
+	fi
+	xp_expect ".pid" "$pid" "$(jq -r .pid "$json")"
+	xp_expect ".exe" "$(readlink "/proc/$pid/exe")" "$(jq -r .exe "$json")"
+	xp_expect ".otp_release" "$(xp_ready_get otp_release)" "$(jq -r .otp_release "$json")"
+	xp_expect ".erts_version" "$(xp_ready_get erts_version)" "$(jq -r .erts_version "$json")"
+	xp_expect ".flavor (the VM's emu_flavor)" "$(xp_ready_get emu_flavor)" "$(jq -r .flavor "$json")"
+	xp_expect ".flavor (the tests run JIT VMs only)" jit "$(jq -r .flavor "$json")"
+	xp_expect ".frame_layout" "$(xp_ready_get frame_layout)" "$(jq -r .frame_layout "$json")"
+	xp_expect ".word_size" 8 "$(jq -r .word_size "$json")"
+	xp_expect ".jit_modules ($(jq -c .jit_modules "$json")) is an integer > 20" true \
+		"$(jq -r '.jit_modules | type == "number" and . == floor and . > 20' "$json")"
+	check_schedulers "$json" "$pid"
+	check_sources "$json"
+	failed=$(jq -r '[.checks[]? | select(.result == "fail") | "\(.name): \(.detail)"] | join("; ")' "$json")
+	if [[ -z "$failed" ]]; then
+		xp_pass "no check failed ($(jq -r '[.checks[]?] | length' "$json") checks)"
+	else
+		xp_fail "checks failed: $failed"
+	fi
+}
+
+# Human output: exit 0, names the OTP release and the erts version.
+check_human() {
+	local pid=$XP_VM_PID out=$XP_VM_DIR/info.txt rc=0 rel erts
+	rel=$(xp_ready_get otp_release)
+	erts=$(xp_ready_get erts_version)
+	xp_sampler info "$pid" >"$out" 2>&1 || rc=$?
+	xp_expect "exit status of 'info $pid'" 0 "$rc"
+	if grep -qiE "OTP[^0-9]{0,16}$rel([^0-9]|\$)" "$out" && grep -qF "$erts" "$out"; then
+		xp_pass "'info' mentions OTP $rel and erts $erts"
+	else
+		xp_fail "'info' does not mention OTP $rel and erts $erts; it printed:"
+		head -n 40 "$out"
+	fi
+}
+
+xp_require_sampler
+xp_start_vm "$otp" "$mode" xp_idle
+check_json
+check_human
+xp_stop_vm
+
+if [[ "$mode" == agent ]]; then
+	# Frame pointers: +JPperf map turns them on in 25 (with the map) and 27/29 (reference §1.3).
+	xp_start_vm "$otp" agent xp_idle +JPperf map
+	xp_expect "ready file frame_layout under +JPperf map" fp "$(xp_ready_get frame_layout)"
+	check_json
+	xp_stop_vm
+fi
+xp_summary

@@ -1,0 +1,313 @@
+# shellcheck shell=bash
+# Sourced by the end-to-end tests: where each OTP lives (host 25, chroots for 27 / 29), starting a
+# target VM in agent or noagent mode and waiting for the ready file it writes, stopping it, PASS /
+# FAIL bookkeeping, and an EXIT trap so no VM outlives its test. Exit codes: 0 pass, 1 fail, 77 skip.
+# Does not own: what is asserted (the *_test.sh scripts) or building the chroots (provision.sh).
+
+XP_REPO=${XP_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+XP_SAMPLER=${XP_SAMPLER:-$XP_REPO/build/extrospect}
+XP_NIF=${XP_NIF:-$XP_REPO/priv/extrospect_nif.so}
+XP_OTP_CACHE=${XP_OTP_CACHE:-/var/cache/extrospect}
+XP_READY_TIMEOUT=${XP_READY_TIMEOUT:-60}
+XP_STOP_TIMEOUT=${XP_STOP_TIMEOUT:-10}
+
+XP_PASSED=0
+XP_FAILED=0
+XP_VMS=()     # "pid|host work dir|root" of every VM still running
+XP_DEFERRED=() # commands xp_cleanup runs (eval'd) after stopping the VMs
+
+xp_log() { echo "[$(date +%T)] $*" >&2; }
+xp_skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+xp_die() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# ---- OTP installations ---------------------------------------------------------------------------
+
+# Sets XP_OTP_ROOT ("/" for the host) or XP_OTP_WHY, without a subshell so both survive.
+xp_otp_lookup() {
+	local otp=$1 suite dir rel
+	XP_OTP_ROOT=
+	XP_OTP_WHY=
+	case $otp in
+	25)
+		if ! command -v erl >/dev/null; then
+			XP_OTP_WHY="host OTP 25: no erl in PATH (tools/install-deps.sh)"
+			return 1
+		fi
+		rel=$(erl -noshell -eval 'io:put_chars(erlang:system_info(otp_release)), halt().' </dev/null)
+		if [[ "$rel" != 25 ]]; then
+			XP_OTP_WHY="host erl is OTP ${rel:-?}, not 25"
+			return 1
+		fi
+		XP_OTP_ROOT=/
+		return 0
+		;;
+	27) suite=trixie ;;
+	29) suite=sid ;;
+	*)
+		XP_OTP_WHY="unknown OTP '$otp' (expected 25, 27 or 29)"
+		return 1
+		;;
+	esac
+	dir=$XP_OTP_CACHE/otp-$suite
+	if [[ -f "$dir.failed" ]]; then
+		XP_OTP_WHY="OTP $otp chroot $dir: provisioning failed: $(head -n 1 "$dir.failed")"
+		return 1
+	fi
+	if [[ ! -f "$dir.stamp" || ! -x "$dir/usr/bin/erl" ]]; then
+		XP_OTP_WHY="OTP $otp chroot $dir not provisioned (run test/e2e/provision.sh as root)"
+		return 1
+	fi
+	rel=$(sed -n 's/^otp_release=//p' "$dir.stamp")
+	if [[ "$rel" != "$otp" ]]; then
+		XP_OTP_WHY="chroot $dir holds OTP ${rel:-?}, not $otp"
+		return 1
+	fi
+	if [[ $(id -u) -ne 0 ]]; then
+		XP_OTP_WHY="OTP $otp runs in a chroot, which needs root"
+		return 1
+	fi
+	XP_OTP_ROOT=$dir
+}
+
+# Prints the root of OTP 25|27|29, or the reason it is unavailable on stderr (status 1).
+xp_otp_root() {
+	if xp_otp_lookup "$1"; then
+		echo "$XP_OTP_ROOT"
+	else
+		echo "$XP_OTP_WHY" >&2
+		return 1
+	fi
+}
+
+# A chroot gets /proc, as every real system has one (the agent and the watchdog read it).
+# Mounted once and left mounted; provision.sh unmounts it before removing a chroot.
+xp_chroot_proc() {
+	local root=$1
+	[[ "$root" == / ]] && return 0
+	mountpoint -q "$root/proc" && return 0
+	(
+		flock 8
+		mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
+	) 8>"$XP_OTP_CACHE/.mount.lock" || xp_log "warning: could not mount /proc in $root"
+}
+
+# ---- target VMs ----------------------------------------------------------------------------------
+
+xp_alive() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[[ "${stat%% *}" != Z ]]
+}
+
+xp_ready_get() { sed -n "s/^$1=//p" "${2:-$XP_VM_READY}"; }
+
+# Runs a command with OTP's root as / (directly for the host).
+xp_in_root() {
+	local root=$1
+	shift
+	if [[ "$root" == / ]]; then "$@"; else chroot "$root" "$@"; fi
+}
+
+# Copies and compiles the targets (and in agent mode the extrospect app + NIF) with that OTP's erlc.
+xp_stage() {
+	local root=$1 dir=$2 mode=$3 inner=$4 app=$2/lib/extrospect src f
+	mkdir -p "$dir/targets"
+	cp "$XP_REPO"/test/targets/*.erl "$dir/targets/"
+	src=()
+	for f in "$dir"/targets/*.erl; do src+=("$inner/targets/${f##*/}"); done
+	xp_in_root "$root" erlc +warnings_as_errors -o "$inner/targets" "${src[@]}" \
+		>"$dir/erlc.log" 2>&1 || { cat "$dir/erlc.log" >&2; xp_die "compiling test/targets failed"; }
+	[[ "$mode" == agent ]] || return 0
+	mkdir -p "$app/src" "$app/ebin" "$app/priv" "$app/include"
+	cp "$XP_REPO"/src/*.erl "$app/src/"
+	if compgen -G "$XP_REPO/include/*.hrl" >/dev/null; then cp "$XP_REPO"/include/*.hrl "$app/include/"; fi
+	sed 's/{vsn, *git}/{vsn, "0.0.0-e2e"}/' "$XP_REPO/src/extrospect.app.src" >"$app/ebin/extrospect.app"
+	cp "$XP_NIF" "$app/priv/"
+	src=()
+	for f in "$app"/src/*.erl; do src+=("$inner/lib/extrospect/src/${f##*/}"); done
+	xp_in_root "$root" erlc -I "$inner/lib/extrospect/include" -o "$inner/lib/extrospect/ebin" \
+		"${src[@]}" >"$dir/erlc.log" 2>&1 ||
+		{ cat "$dir/erlc.log" >&2; xp_die "compiling src/ with OTP's erlc failed"; }
+}
+
+# Removes work dirs left by harnesses that were killed before their EXIT trap could run.
+xp_sweep() {
+	local d h
+	for d in "$1"/xp-e2e-*; do
+		[[ -f "$d/.harness" ]] || continue
+		h=$(cat "$d/.harness")
+		[[ -d "/proc/$h" ]] || rm -rf "$d"
+	done
+}
+
+# Waits for the ready file (never a sleep as readiness); dies loudly if the VM exits or times out.
+xp_wait_ready() {
+	local pid=$1 dir=$2 deadline=$((SECONDS + XP_READY_TIMEOUT)) rc=0
+	while [[ ! -f "$dir/ready" ]]; do
+		if ! xp_alive "$pid"; then
+			wait "$pid" 2>/dev/null || rc=$?
+			echo "---- VM log ($dir/vm.log) ----" >&2
+			cat "$dir/vm.log" >&2
+			xp_die "VM $pid exited (status $rc) before writing its ready file"
+		fi
+		if ((SECONDS >= deadline)); then
+			echo "---- VM log ($dir/vm.log) ----" >&2
+			cat "$dir/vm.log" >&2
+			xp_die "VM $pid wrote no ready file within ${XP_READY_TIMEOUT}s"
+		fi
+		sleep 0.1
+	done
+}
+
+# Records a VM (pid 0: none yet) and its work dir for xp_stop_vm / the EXIT trap.
+xp_track_vm() {
+	local i
+	for i in "${!XP_VMS[@]}"; do
+		if [[ "${XP_VMS[$i]}" == *"|$2|"* ]]; then
+			XP_VMS[i]="$1|$2|$3"
+			return 0
+		fi
+	done
+	XP_VMS+=("$1|$2|$3")
+}
+
+# xp_adopt_vm PID DIR ROOT: tracks a VM started in the background whose target writes DIR/ready,
+# waits for that file and checks it names PID. Sets XP_VM_PID, XP_VM_DIR, XP_VM_ROOT, XP_VM_READY.
+xp_adopt_vm() {
+	local pid=$1 dir=$2 root=$3
+	xp_track_vm "$pid" "$dir" "$root"
+	xp_wait_ready "$pid" "$dir"
+	# shellcheck disable=SC2034 # read by the tests
+	XP_VM_PID=$pid XP_VM_DIR=$dir XP_VM_ROOT=$root XP_VM_READY=$dir/ready
+	[[ "$(xp_ready_get os_pid)" == "$pid" ]] ||
+		xp_die "ready file says os_pid=$(xp_ready_get os_pid) but the VM started is $pid"
+}
+
+# xp_start_vm OTP MODE TARGET [erl args...]: starts `TARGET:start/1` (xp_idle, xp_demo) on OTP
+# 25|27|29, MODE agent|noagent. Sets XP_VM_PID (beam.smp), XP_VM_READY, XP_VM_DIR, XP_VM_ROOT.
+# Skips (77) when that OTP or the agent is unavailable.
+xp_start_vm() {
+	local otp=$1 mode=$2 target=$3 root dir inner base pid
+	shift 3
+	case $mode in
+	agent)
+		[[ -f "$XP_NIF" ]] || xp_skip "agent NIF not built: $XP_NIF missing"
+		[[ -f "$XP_REPO/src/extrospect.app.src" ]] || xp_skip "agent app missing: src/extrospect.app.src"
+		;;
+	noagent) ;;
+	*) xp_die "xp_start_vm: MODE must be agent or noagent, not '$mode'" ;;
+	esac
+	xp_otp_lookup "$otp" || xp_skip "$XP_OTP_WHY"
+	root=$XP_OTP_ROOT
+	base=${TMPDIR:-/tmp}
+	[[ "$root" == / ]] || base=$root/tmp
+	xp_sweep "$base"
+	dir=$(mktemp -d "$base/xp-e2e-XXXXXX")
+	chmod 755 "$dir"
+	echo "$$" >"$dir/.harness"
+	inner=${dir#"${root%/}"}
+	xp_track_vm 0 "$dir" "$root" # the work dir is removed even if the VM never starts
+	xp_chroot_proc "$root"
+	xp_stage "$root" "$dir" "$mode" "$inner"
+
+	local -a cmd=(erl -noshell -pa "$inner/targets")
+	[[ "$mode" == agent ]] && cmd+=(-pa "$inner/lib/extrospect/ebin")
+	cmd+=("$@" -run "$target" start "$inner/ready" "$mode" "$$")
+	[[ "$root" == / ]] || cmd=(chroot "$root" "${cmd[@]}")
+	# A subshell that execs: $! is the pid chroot, erl and erlexec all exec into, i.e. beam.smp.
+	(cd "$dir" && export ERL_CRASH_DUMP="$inner/erl_crash.dump" && exec "${cmd[@]}") \
+		</dev/null >"$dir/vm.log" 2>&1 &
+	pid=$!
+	xp_adopt_vm "$pid" "$dir" "$root"
+	if [[ "$mode" == agent && "$(xp_ready_get agent)" != true ]]; then
+		cat "$dir/vm.log" >&2
+		xp_die "agent did not start on OTP $otp: $(xp_ready_get agent_error)"
+	fi
+	xp_log "OTP $otp $mode VM $pid ready ($(xp_ready_get system_version))"
+	[[ "$mode" != agent ]] || xp_log "agent calibration: $(xp_ready_get agent_result)"
+}
+
+# Stops one VM (default: the last started): SIGTERM, then SIGKILL; removes its work dir.
+# Only the harness signals the VMs it started; the sampler never does.
+xp_stop_vm() {
+	local pid=${1:-$XP_VM_PID} i entry dir root deadline
+	for i in "${!XP_VMS[@]}"; do
+		entry=${XP_VMS[$i]}
+		[[ "${entry%%|*}" == "$pid" ]] || continue
+		dir=${entry#*|}
+		root=${dir#*|}
+		dir=${dir%|*}
+		if [[ "$pid" != 0 ]] && xp_alive "$pid"; then
+			kill -TERM "$pid" 2>/dev/null || true
+			deadline=$((SECONDS + XP_STOP_TIMEOUT))
+			while xp_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+			if xp_alive "$pid"; then
+				xp_log "VM $pid ignored SIGTERM for ${XP_STOP_TIMEOUT}s; SIGKILL"
+				kill -KILL "$pid" 2>/dev/null || true
+			fi
+		fi
+		[[ "$pid" != 0 ]] && { wait "$pid" 2>/dev/null || true; }
+		[[ "$pid" != 0 ]] && rm -f "${root%/}/tmp/perf-$pid.map"
+		if [[ -n "${XP_KEEP_WORK:-}" ]]; then
+			xp_log "kept work dir $dir"
+		else
+			rm -rf "$dir"
+		fi
+		unset "XP_VMS[$i]"
+	done
+	return 0
+}
+
+xp_defer() { XP_DEFERRED+=("$1"); }
+
+xp_cleanup() {
+	local entry cmd
+	for entry in "${XP_VMS[@]}"; do xp_stop_vm "${entry%%|*}"; done
+	for cmd in "${XP_DEFERRED[@]}"; do eval "$cmd" || true; done
+	XP_DEFERRED=()
+}
+
+trap xp_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- the sampler and assertions ------------------------------------------------------------------
+
+xp_require_sampler() {
+	[[ -x "$XP_SAMPLER" ]] || xp_skip "sampler not built: $XP_SAMPLER missing"
+	command -v jq >/dev/null || xp_skip "jq not installed (tools/install-deps.sh)"
+}
+
+# Runs the sampler with a time limit so a hang fails the test instead of the ctest timeout.
+xp_sampler() { timeout --kill-after=5 "${XP_SAMPLER_TIMEOUT:-60}" "$XP_SAMPLER" "$@"; }
+
+xp_pass() {
+	XP_PASSED=$((XP_PASSED + 1))
+	echo "PASS: $*"
+}
+xp_fail() {
+	XP_FAILED=$((XP_FAILED + 1))
+	echo "FAIL: $*"
+}
+
+# xp_expect WHAT EXPECTED ACTUAL
+xp_expect() {
+	if [[ "$2" == "$3" ]]; then
+		xp_pass "$1 == $2"
+	else
+		xp_fail "$1: expected '$2', got '$3'"
+	fi
+}
+
+# Prints "N passed, M failed"; status 1 when anything failed.
+xp_summary() {
+	echo "$XP_PASSED passed, $XP_FAILED failed"
+	[[ $XP_FAILED -eq 0 ]]
+}
