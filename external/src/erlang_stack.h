@@ -1,0 +1,69 @@
+/* Walking one Erlang process stack, out of process (reference §1.3-1.5): RA layout by scanning
+ * [E, hend) for return addresses, FP layout by following the rbp chain, with the trace-frame
+ * rules, ending at normal_exit. The caller supplies the stack words (perf's copy, or reads up to
+ * hend). Does not own: choosing E (sampler.c), reading memory, naming frames beyond the JIT map. */
+#ifndef XP_ERLANG_STACK_H
+#define XP_ERLANG_STACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jitmap.h"
+#include "layout.h"
+
+#define ESTACK_MAX_FRAMES 256
+
+/* Trace frames: a CP that is one of these is followed by extra words to skip (reference §1.4). */
+enum estack_trace {
+	ESTACK_TRACE_RETURN = 0,
+	ESTACK_TRACE_EXCEPTION,
+	ESTACK_TRACE_RETURN_TO,
+	ESTACK_TRACE_TIME_OR_CALL,
+	ESTACK_TRACE_COUNT
+};
+
+struct estack_cfg {
+	const struct jitmap *jit;
+	uint32_t frame_layout; /* XP_LAYOUT_RA or XP_LAYOUT_FP */
+	uint64_t normal_exit;
+	uint64_t trace_cp[ESTACK_TRACE_COUNT]; /* 0 when unknown */
+	uint32_t trace_words[ESTACK_TRACE_COUNT];
+};
+
+enum estack_end {
+	ESTACK_END_BOTTOM = 0, /* reached normal_exit at the stack bottom: a validated full stack */
+	ESTACK_END_TRUNCATED,  /* the words given stop before hend, or ESTACK_MAX_FRAMES reached */
+	ESTACK_END_UNRESOLVED, /* an aligned word is no known return address */
+	ESTACK_END_BAD_CHAIN,  /* FP layout: a frame pointer outside (previous, hend) */
+	ESTACK_END_NO_BOTTOM,  /* the words end without normal_exit */
+	ESTACK_END_COUNT
+};
+
+struct estack_frame {
+	uint64_t ra;
+	const struct jit_range *fn; /* the function the RA returns into */
+};
+
+struct estack_result {
+	struct estack_frame frames[ESTACK_MAX_FRAMES]; /* innermost first */
+	size_t nframes;
+	enum estack_end end;
+	uint32_t unresolved; /* aligned words that named no function */
+};
+
+/* The trace CPs are JIT code in module erts_beamasm (return_trace/0 ...); the extra word counts
+ * come from the layout row. */
+void erlang_stack__cfg(struct estack_cfg *c, const struct jitmap *jit, uint32_t frame_layout,
+		       uint64_t normal_exit, const struct xp_layout *row);
+
+/* Walk words[0..nwords) = the stack from E up; complete is true when the words reach hend.
+ * fp is the frame pointer (FP layout only; 0 otherwise). */
+void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_t nwords,
+			uint64_t e, uint64_t fp, bool complete, struct estack_result *out);
+
+/* Is this range an Erlang function body (not a prologue, header or footer)? */
+bool erlang_stack__is_function(const struct jit_range *r);
+const char *erlang_stack__end_name(enum estack_end end);
+
+#endif /* XP_ERLANG_STACK_H */
