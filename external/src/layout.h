@@ -20,6 +20,7 @@
 #define XP_TAG_IMMED1_MASK  0xfu /* internal pids: (term & mask) == XP_TAG_PID */
 #define XP_TAG_PID	    0x3u
 #define XP_PID_DATA_SHIFT   4
+#define XP_PID_NUM_BITS	    28	  /* 64-bit: <0.NUM.SER>, NUM the low 28 bits of the pid data */
 #define XP_CP_MASK	    0x3u  /* return addresses have the low two bits clear */
 #define XP_BITS_HDR_MASK    0x3fu /* OTP 28+ atom text bitstrings (B/erl_bits.h 29) */
 #define XP_BITS_HDR_HEAP    0x20u /* heap bits: size in bits @8, text @16 */

@@ -1,0 +1,138 @@
+/* Process structs read from outside. See process.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "process.h"
+
+static bool have(const struct target_value *off, enum xp_off_id id)
+{
+	return off[id].present && off[id].value >= 0 && off[id].value < 4096;
+}
+
+int process__reader(struct process_reader *r, const struct target *t)
+{
+	static const enum xp_off_id need[] = {XP_OFF_P_ID,   XP_OFF_P_HTOP, XP_OFF_P_STOP,
+					      XP_OFF_P_HEAP, XP_OFF_P_HEND, XP_OFF_P_HEAP_SZ};
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->mem = t->mem;
+	r->off = t->off;
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (!have(t->off, need[i]))
+			return -ENOTSUP;
+	}
+	if (t->addr[XP_ADDR_ATOM_TABLE].present && t->layout && have(t->off, XP_OFF_ATOM_LEN) &&
+	    have(t->off, XP_OFF_ATOM_NAME) && have(t->off, XP_OFF_ITAB_ENTRIES) &&
+	    have(t->off, XP_OFF_ITAB_SEG_TABLE)) {
+		r->atoms = (struct atom_reader){
+		    .mem = t->mem,
+		    .table = (uint64_t)t->addr[XP_ADDR_ATOM_TABLE].value,
+		    .off_entries = (int32_t)t->off[XP_OFF_ITAB_ENTRIES].value,
+		    .off_seg_table = (int32_t)t->off[XP_OFF_ITAB_SEG_TABLE].value,
+		    .off_len = (int32_t)t->off[XP_OFF_ATOM_LEN].value,
+		    .off_name = (int32_t)t->off[XP_OFF_ATOM_NAME].value,
+		    .mode = t->layout->atom_name_mode};
+		r->have_atoms = true;
+	}
+	return 0;
+}
+
+static int word(const struct process_reader *r, uint64_t addr, enum xp_off_id id, uint64_t *out)
+{
+	return mem__read_u64(r->mem, addr + (uint64_t)r->off[id].value, out);
+}
+
+int process__read_bounds(const struct process_reader *r, uint64_t addr, struct process_view *p)
+{
+	uint64_t sz;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	p->addr = addr;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if ((err = word(r, addr, XP_OFF_P_ID, &p->pid)) ||
+	    (err = word(r, addr, XP_OFF_P_HEAP, &p->heap)) ||
+	    (err = word(r, addr, XP_OFF_P_HEND, &p->hend)) ||
+	    (err = word(r, addr, XP_OFF_P_HEAP_SZ, &sz)) ||
+	    (err = word(r, addr, XP_OFF_P_HTOP, &p->htop)) ||
+	    (err = word(r, addr, XP_OFF_P_STOP, &p->stop)))
+		return err;
+	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
+	    p->hend - p->heap != sz * 8 || sz * 8 > PROCESS_MAX_HEAP || (p->hend & 7))
+		return -EINVAL;
+	if (have(r->off, XP_OFF_P_FRAME_POINTER))
+		word(r, addr, XP_OFF_P_FRAME_POINTER, &p->frame_pointer);
+	return 0;
+}
+
+void process__pid_text(uint64_t pid, char *buf, size_t len)
+{
+	uint64_t data = pid >> XP_PID_DATA_SHIFT;
+
+	snprintf(buf, len, "<0.%" PRIu64 ".%" PRIu64 ">",
+		 data & (((uint64_t)1 << XP_PID_NUM_BITS) - 1), data >> XP_PID_NUM_BITS);
+}
+
+void process__atom_quoted(const char *text, char *buf, size_t len)
+{
+	bool plain = islower((unsigned char)text[0]);
+	const char *p;
+	size_t o = 0;
+
+	for (p = text; *p && plain; p++)
+		plain = isalnum((unsigned char)*p) || *p == '_' || *p == '@';
+	if (plain) {
+		snprintf(buf, len, "%s", text);
+		return;
+	}
+	if (len < 3) {
+		if (len)
+			buf[0] = '\0';
+		return;
+	}
+	buf[o++] = '\'';
+	for (p = text; *p && o + 3 < len; p++) {
+		if (*p == '\'' || *p == '\\')
+			buf[o++] = '\\';
+		buf[o++] = *p;
+	}
+	buf[o++] = '\'';
+	buf[o] = '\0';
+}
+
+static void atom_text(const struct process_reader *r, uint64_t term, char *buf, size_t len)
+{
+	char raw[XP_ATOM_MAX_BYTES + 1];
+
+	buf[0] = '\0';
+	if (atom__text(&r->atoms, term, raw, sizeof(raw)) == 0)
+		process__atom_quoted(raw, buf, len);
+}
+
+void process__read_identity(const struct process_reader *r, struct process_view *p)
+{
+	uint64_t reg, name, mfa[3];
+	char m[XP_ATOM_MAX_BYTES + 3], f[XP_ATOM_MAX_BYTES + 3];
+
+	p->name[0] = p->initial[0] = '\0';
+	if (!r->have_atoms)
+		return;
+	if (have(r->off, XP_OFF_P_REG) && have(r->off, XP_OFF_REGPROC_NAME) &&
+	    word(r, p->addr, XP_OFF_P_REG, &reg) == 0 && reg &&
+	    mem__read_u64(r->mem, reg + (uint64_t)r->off[XP_OFF_REGPROC_NAME].value, &name) == 0)
+		atom_text(r, name, p->name, sizeof(p->name));
+	if (!have(r->off, XP_OFF_P_INITIAL) ||
+	    mem__read(r->mem, p->addr + (uint64_t)r->off[XP_OFF_P_INITIAL].value, mfa,
+		      sizeof(mfa)) ||
+	    mfa[2] > 255)
+		return;
+	atom_text(r, mfa[0], m, sizeof(m));
+	atom_text(r, mfa[1], f, sizeof(f));
+	if (m[0] && f[0])
+		snprintf(p->initial, sizeof(p->initial), "%s:%s/%" PRIu64, m, f, mfa[2]);
+}

@@ -1,0 +1,45 @@
+/* An Erlang process read from outside through its Process struct: identity (pid, registered
+ * name, initial call) and stack bounds, every field bounds-checked because the process may be
+ * running, exiting or mid-GC while we read. Does not own: walking the stack (erlang_stack.c). */
+#ifndef XP_PROCESS_H
+#define XP_PROCESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atom.h"
+#include "target.h"
+
+#define PROCESS_MAX_HEAP (1ULL << 34) /* a heap larger than 16 GiB is garbage */
+
+struct process_view {
+	uint64_t addr;
+	uint64_t pid; /* pid Eterm */
+	uint64_t htop, stop, heap, hend, frame_pointer;
+	char name[XP_ATOM_MAX_BYTES + 1];	  /* registered name, "" when none */
+	char initial[2 * XP_ATOM_MAX_BYTES + 32]; /* "mod:fun/2", "" when unreadable */
+};
+
+struct process_reader {
+	struct mem *mem;
+	const struct target_value *off; /* target->off */
+	struct atom_reader atoms;
+	bool have_atoms;
+};
+
+/* Prepare a reader from an attached target. -ENOTSUP when the Process offsets it needs are not
+ * known (no layout row and no agent). */
+int process__reader(struct process_reader *r, const struct target *t);
+
+/* Read the stack bounds and pid of the Process at addr: 0, -EINVAL when the fields are not a
+ * plausible process (not a pid, heap bounds inconsistent), or a read error. */
+int process__read_bounds(const struct process_reader *r, uint64_t addr, struct process_view *out);
+/* Fill name and initial (after read_bounds). Unreadable parts are left empty. */
+void process__read_identity(const struct process_reader *r, struct process_view *p);
+
+/* "<0.123.0>" */
+void process__pid_text(uint64_t pid, char *buf, size_t len);
+/* Write an atom as Erlang prints it: quoted when it is not a plain lowercase atom. */
+void process__atom_quoted(const char *text, char *buf, size_t len);
+
+#endif /* XP_PROCESS_H */

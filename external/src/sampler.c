@@ -1,0 +1,470 @@
+/* The per-sample algorithm. See sampler.h.
+ *  1. IP in JIT code: c_p = r13, E = rsp, frame pointer = rbp (exact, reference §1.1).
+ *  2. IP in native code: unwind with CFI until a return address lands in JIT code; c_p is the
+ *     scheduler's current_process (authoritative) or the CFI-recovered r13; E is c_p->stop (FP
+ *     layout, or an eStack call site) or the recovered rbp (a plain call site), told apart from
+ *     the call site's code bytes (reference §2).
+ *  3. No process: the sample is scheduler time, labelled, excluded unless --include-idle. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "process.h"
+#include "sampler.h"
+
+#define STACK_CAP_BYTES (256u * 1024) /* deeper stacks are walked from the top, marked truncated   \
+				       */
+#define IDENT_SLOTS 4096	      /* process identity cache (open addressing) */
+#define SITE_SLOTS  4096	      /* call-site classification cache */
+#define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
+
+enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
+
+struct ident {
+	uint64_t addr, pid;
+	uint32_t group;
+	bool used;
+};
+
+struct site {
+	uint64_t ra;
+	enum site_kind kind;
+};
+
+struct sampler {
+	struct target *t;
+	struct sampler_opts opts;
+	struct agg *agg;
+	struct perf_session *perf;
+	struct unwinder *unw;
+	struct process_reader pr;
+	struct estack_cfg ecfg;
+	struct sampler_stats st;
+	struct ident ident[IDENT_SLOTS];
+	struct site sites[SITE_SLOTS];
+	uint64_t *words; /* STACK_CAP_BYTES scratch */
+	uint32_t frames[MAX_FRAMES];
+	uint8_t lea_disp; /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
+	char filter_pid[32];
+};
+
+static const char *const drop_names[DROP_COUNT] = {
+    [DROP_NO_USER_REGS] = "no user registers",
+    [DROP_UNKNOWN_THREAD] = "unknown thread",
+    [DROP_PROCESS_UNREADABLE] = "process unreadable",
+    [DROP_STACK_UNREADABLE] = "stack unreadable",
+};
+
+const char *sampler__drop_name(enum sampler_drop d)
+{
+	return (unsigned)d < DROP_COUNT ? drop_names[d] : "?";
+}
+
+static const struct target_sched *find_sched(const struct sampler *s, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < s->t->nsched; i++) {
+		if (s->t->sched[i].tid == tid)
+			return &s->t->sched[i];
+	}
+	return NULL;
+}
+
+static bool is_jit(uint64_t pc, void *ctx)
+{
+	const struct sampler *s = ctx;
+
+	return jitmap__lookup(s->t->jit, pc) != NULL;
+}
+
+/* RA layout, native sample: does the call site at ra keep E in rbp (plain) or in c_p->stop
+ * (eStack)? A plain site is `mov rbp,rsp` [+ an fcalls store] + `lea rsp,[rbx-X]` + call. */
+static enum site_kind classify_site(struct sampler *s, uint64_t ra)
+{
+	struct site *slot = &s->sites[(ra >> 2) % SITE_SLOTS];
+	uint8_t code[64];
+	int i;
+
+	if (slot->ra == ra)
+		return slot->kind;
+	slot->ra = ra;
+	slot->kind = SITE_UNKNOWN;
+	if (mem__read(s->t->mem, ra - sizeof(code), code, sizeof(code)))
+		return SITE_UNKNOWN;
+	for (i = (int)sizeof(code) - 4; i >= 0; i--) {
+		int j = i;
+
+		if (code[i] != 0x48 || code[i + 1] != 0x8d || code[i + 2] != 0x63 ||
+		    code[i + 3] != s->lea_disp)
+			continue;
+		/* mov [r13+disp8], r14 / r14d: the optional reductions store. */
+		if (j >= 4 && (code[j - 4] == 0x4d || code[j - 4] == 0x45) && code[j - 3] == 0x89 &&
+		    code[j - 2] == 0x75)
+			j -= 4;
+		slot->kind =
+		    j >= 3 && code[j - 3] == 0x48 && code[j - 2] == 0x89 && code[j - 1] == 0xe5
+			? SITE_PLAIN
+			: SITE_ESTACK;
+		break;
+	}
+	return slot->kind;
+}
+
+static int intern_label(struct sampler *s, const char *label, uint32_t *group)
+{
+	return agg__group(s->agg, label, group);
+}
+
+static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
+{
+	struct ident *slot = &s->ident[(p->addr >> 3) % IDENT_SLOTS];
+	char pid[32], name[sizeof(p->initial) + 64];
+
+	if (slot->used && slot->addr == p->addr && slot->pid == p->pid) {
+		*group = slot->group;
+		return 0;
+	}
+	process__read_identity(&s->pr, p);
+	process__pid_text(p->pid, pid, sizeof(pid));
+	snprintf(name, sizeof(name), "%s %s", pid, p->name[0] ? p->name : p->initial);
+	if (agg__group(s->agg, name, group))
+		return -ENOMEM;
+	*slot = (struct ident){.addr = p->addr, .pid = p->pid, .group = *group, .used = true};
+	return 0;
+}
+
+static bool filtered_out(struct sampler *s, struct process_view *p)
+{
+	char pid[32];
+
+	if (!s->opts.erlang_pid && !s->opts.name)
+		return false;
+	if (s->opts.erlang_pid) {
+		process__pid_text(p->pid, pid, sizeof(pid));
+		if (strcmp(pid, s->filter_pid) != 0)
+			return true;
+	}
+	if (s->opts.name) {
+		if (!p->name[0])
+			process__read_identity(&s->pr, p);
+		if (strcmp(p->name, s->opts.name) != 0)
+			return true;
+	}
+	return false;
+}
+
+static int jit_frame(struct sampler *s, const struct jit_range *r, uint32_t *id)
+{
+	static const char prologue[] = "-CodeInfoPrologue";
+	size_t n = strlen(r->name), p = sizeof(prologue) - 1;
+	char name[1024];
+	enum frame_kind kind = FRAME_ERLANG;
+
+	/* An IP in a function's prologue (its breakpoint area) is that function. */
+	if (n > p && strcmp(r->name + n - p, prologue) == 0)
+		n -= p;
+	snprintf(name, sizeof(name), "%.*s", (int)n, r->name);
+	if (strncmp(name, "global::", 8) == 0 || strncmp(name, "erts_beamasm:", 13) == 0)
+		kind = FRAME_JIT_GLOBAL;
+	return agg__frame(s->agg, name, kind, id);
+}
+
+/* Native frames, outermost first, appended to s->frames. */
+static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur, uint32_t n)
+{
+	size_t i;
+
+	if (s->opts.only_erlang)
+		return n;
+	for (i = ur->nframes; i-- > 0 && n < MAX_FRAMES;) {
+		char name[512];
+		uint32_t id;
+
+		if (unwinder__name_frame(s->unw, &ur->frames[i], false, name, sizeof(name)))
+			snprintf(name, sizeof(name), "[unknown]");
+		if (agg__frame(s->agg, name, FRAME_NATIVE, &id) == 0)
+			s->frames[n++] = id;
+	}
+	return n;
+}
+
+static void add_label_sample(struct sampler *s, const struct target_sched *sch,
+			     const struct jit_range *leaf, const struct unwind_result *ur)
+{
+	static const char *const labels[] = {"[normal scheduler: no process]",
+					     "[dirty cpu scheduler: no process]",
+					     "[dirty io scheduler: no process]"};
+	uint32_t group, n = 0, id;
+
+	if (!s->opts.include_idle) {
+		s->st.excluded_idle++;
+		return;
+	}
+	if (intern_label(s, sch ? labels[sch->type] : "[other thread]", &group))
+		return;
+	if (leaf && !s->opts.only_erlang && jit_frame(s, leaf, &id) == 0)
+		s->frames[n++] = id;
+	if (ur)
+		n = native_frames(s, ur, n);
+	if (agg__add(s->agg, group, s->frames, n, 1) == 0)
+		s->st.kept++;
+}
+
+/* [e, hend) as words: from the sample's stack copy where it covers, the rest read live. */
+static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t e, uint64_t hend,
+		      size_t *nwords, bool *complete)
+{
+	uint64_t want = hend - e, sp = ps->regs[PERF_R_SP], have = 0;
+
+	*complete = want <= STACK_CAP_BYTES;
+	if (want > STACK_CAP_BYTES)
+		want = STACK_CAP_BYTES;
+	if (e >= sp && e < sp + ps->stack_size) {
+		have = sp + ps->stack_size - e;
+		if (have > want)
+			have = want;
+		memcpy(s->words, ps->stack + (e - sp), have);
+	}
+	if (have < want && mem__read(s->t->mem, e + have, (uint8_t *)s->words + have, want - have))
+		return -EFAULT;
+	*nwords = want / 8;
+	return 0;
+}
+
+/* Where E is for a sample taken in native code below a JIT call. */
+static uint64_t native_e(struct sampler *s, const struct unwind_result *ur,
+			 const struct process_view *p)
+{
+	if (s->t->frame_layout == XP_LAYOUT_FP)
+		return p->stop;
+	switch (classify_site(s, ur->jit_pc)) {
+	case SITE_PLAIN:
+		return ur->jit_bp;
+	case SITE_ESTACK:
+		return p->stop;
+	default:
+		/* rbp is zeroed at every context switch: a plausible rbp is E_saved. */
+		return ur->jit_bp_valid && ur->jit_bp > p->heap && ur->jit_bp < p->hend ? ur->jit_bp
+											: p->stop;
+	}
+}
+
+static uint64_t current_process(struct sampler *s, const struct target_sched *sch, bool *known)
+{
+	const struct target_value *o = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
+	uint64_t cp = 0;
+
+	*known = sch && sch->esdp && sch->esdp_checked && o->present &&
+		 mem__read_u64(s->t->mem, sch->esdp + (uint64_t)o->value, &cp) == 0;
+	return cp;
+}
+
+/* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
+static void add_erlang_sample(struct sampler *s, struct process_view *p,
+			      const struct estack_result *er, const struct jit_range *leaf,
+			      const struct unwind_result *ur)
+{
+	uint32_t group, n = 0, id;
+	size_t i;
+
+	if (group_for(s, p, &group))
+		return;
+	for (i = er->nframes; i-- > 0 && n < MAX_FRAMES;) {
+		if (jit_frame(s, er->frames[i].fn, &id) == 0)
+			s->frames[n++] = id;
+	}
+	if (leaf && n < MAX_FRAMES && jit_frame(s, leaf, &id) == 0 &&
+	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
+		s->frames[n++] = id;
+	if (ur)
+		n = native_frames(s, ur, n);
+	if (agg__add(s->agg, group, s->frames, n, 1) == 0)
+		s->st.kept++;
+}
+
+static void resolve(struct sampler *s, const struct perf_sample *ps)
+{
+	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
+	struct unwind_result ur, *urp = NULL;
+	const struct jit_range *leaf;
+	struct process_view p;
+	struct estack_result er;
+	uint64_t cp, e, fp;
+	size_t nwords;
+	bool known, complete;
+
+	s->st.samples++;
+	if (!ps->regs_valid) {
+		s->st.dropped[DROP_NO_USER_REGS]++;
+		return;
+	}
+	if (!sch && !s->opts.all_threads) {
+		s->st.dropped[DROP_UNKNOWN_THREAD]++;
+		return;
+	}
+	cp = current_process(s, sch, &known);
+	leaf = jitmap__lookup(s->t->jit, ps->ip);
+	if (leaf) {
+		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
+		cp = ps->regs[PERF_R_R13];
+		e = ps->regs[PERF_R_SP];
+		fp = ps->regs[PERF_R_BP];
+	} else {
+		urp = &ur;
+		unwinder__unwind(s->unw, ps, is_jit, s, &ur);
+		if (ur.stop != UNWIND_STOP_JIT) {
+			s->st.native_stopped++;
+			add_label_sample(s, sch, NULL, urp);
+			return;
+		}
+		s->st.native_reached_jit++;
+		leaf = jitmap__lookup(s->t->jit, ur.jit_pc - 1);
+		if (!known)
+			cp = ur.jit_r13_valid ? ur.jit_r13 : 0;
+		fp = ur.jit_bp;
+		e = 0;
+	}
+	if (!cp) {
+		add_label_sample(s, sch, leaf, urp);
+		return;
+	}
+	if (process__read_bounds(&s->pr, cp, &p)) {
+		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
+		return;
+	}
+	if (!e)
+		e = native_e(s, &ur, &p);
+	if (e <= p.heap || e >= p.hend || (e & 7) ||
+	    read_stack(s, ps, e, p.hend, &nwords, &complete)) {
+		s->st.dropped[DROP_STACK_UNREADABLE]++;
+		return;
+	}
+	if (filtered_out(s, &p)) {
+		s->st.excluded_filter++;
+		return;
+	}
+	erlang_stack__walk(&s->ecfg, s->words, nwords, e, fp, complete, &er);
+	s->st.erlang++;
+	s->st.estack_end[er.end]++;
+	add_erlang_sample(s, &p, &er, leaf, urp);
+}
+
+static void on_sample(const struct perf_sample *ps, void *ctx)
+{
+	resolve(ctx, ps);
+}
+
+static int open_perf(struct sampler *s, char *err, size_t errlen)
+{
+	struct perf_opts po = {.event = s->opts.event,
+			       .freq_hz = s->opts.freq_hz,
+			       .stack_bytes = 16384,
+			       .mmap_pages = 64};
+	struct proc_task *tasks = NULL;
+	pid_t *tids;
+	size_t ntasks = 0, n = 0, i;
+	int rc;
+
+	if (s->opts.all_threads && proc__tasks(s->t->pid, &tasks, &ntasks) == 0) {
+		tids = calloc(ntasks ? ntasks : 1, sizeof(*tids));
+		for (i = 0; tids && i < ntasks; i++)
+			tids[n++] = tasks[i].tid;
+	} else {
+		tids = calloc(s->t->nsched ? s->t->nsched : 1, sizeof(*tids));
+		for (i = 0; tids && i < s->t->nsched; i++)
+			tids[n++] = s->t->sched[i].tid;
+	}
+	free(tasks);
+	if (!tids)
+		return -ENOMEM;
+	rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
+	free(tids);
+	if (rc == -EACCES || rc == -EPERM)
+		snprintf(err, errlen,
+			 "perf_event_open refused: run as root, or set "
+			 "kernel.perf_event_paranoid <= 1, or grant CAP_PERFMON");
+	else if (rc == -ENOENT)
+		snprintf(err, errlen,
+			 "hardware cycles are not available on this machine: "
+			 "use the default cpu-clock event");
+	else if (rc)
+		snprintf(err, errlen, "perf_event_open failed: %s", strerror(-rc));
+	return rc;
+}
+
+int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *agg,
+		 struct sampler **out, char *err, size_t errlen)
+{
+	const struct target_value *xr = &t->off[XP_OFF_REGS_X_REG_ARRAY];
+	struct sampler *s;
+	int rc;
+
+	*out = NULL;
+	if (!t->jit) {
+		snprintf(err, errlen, "no JIT map: cannot name Erlang code (%s)",
+			 strerror(-t->jit_err));
+		return -ENOTSUP;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->t = t;
+	s->opts = *opts;
+	s->agg = agg;
+	s->lea_disp = (uint8_t)(-(xr->present ? (int)xr->value : 0));
+	if (opts->erlang_pid)
+		snprintf(s->filter_pid, sizeof(s->filter_pid), "%s", opts->erlang_pid);
+	s->words = malloc(STACK_CAP_BYTES);
+	if (!s->words) {
+		rc = -ENOMEM;
+		goto cleanup;
+	}
+	if ((rc = process__reader(&s->pr, t))) {
+		snprintf(err, errlen, "the Process layout of this VM is unknown");
+		goto cleanup;
+	}
+	erlang_stack__cfg(&s->ecfg, t->jit, t->frame_layout,
+			  (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value, t->layout);
+	if ((rc = unwinder__new(&s->unw, t->pid, t->maps, t->mem))) {
+		snprintf(err, errlen, "cannot set up native unwinding: %s", strerror(-rc));
+		goto cleanup;
+	}
+	if ((rc = open_perf(s, err, errlen)))
+		goto cleanup;
+	*out = s;
+	return 0;
+cleanup:
+	sampler__free(s);
+	return rc;
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	int rc = perf_session__poll(s->perf, timeout_ms, on_sample, s);
+
+	if (rc < 0)
+		return rc;
+	return perf_session__nthreads(s->perf) == 0 ? -ESRCH : 0;
+}
+
+const struct sampler_stats *sampler__stats(const struct sampler *s)
+{
+	return &s->st;
+}
+
+const struct perf_stats *sampler__perf_stats(const struct sampler *s)
+{
+	return perf_session__stats(s->perf);
+}
+
+void sampler__free(struct sampler *s)
+{
+	if (!s)
+		return;
+	perf_session__free(s->perf);
+	unwinder__free(s->unw);
+	free(s->words);
+	free(s);
+}

@@ -1,0 +1,59 @@
+/* Sampling a VM: perf events on its scheduler threads, and each sample resolved into the Erlang
+ * process it belongs to and its mixed native + Erlang stack (reference "Design implications",
+ * per-sample algorithm), added to an aggregate. Every sample is either kept, excluded by a filter
+ * or idle rule, or dropped with a counted reason. Does not own: reports, the command line. */
+#ifndef XP_SAMPLER_H
+#define XP_SAMPLER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aggregate.h"
+#include "erlang_stack.h"
+#include "perf.h"
+#include "target.h"
+#include "unwind.h"
+
+enum sampler_drop {
+	DROP_NO_USER_REGS = 0,	 /* sampled with no user registers */
+	DROP_UNKNOWN_THREAD,	 /* not a thread we sampled on purpose */
+	DROP_PROCESS_UNREADABLE, /* the current Process could not be read or did not validate */
+	DROP_STACK_UNREADABLE,	 /* the Erlang stack could not be read */
+	DROP_COUNT
+};
+
+struct sampler_opts {
+	uint32_t freq_hz;
+	double duration_s; /* 0: until stopped */
+	enum perf_event_kind event;
+	bool all_threads;	/* every thread of the VM, not just schedulers */
+	bool include_idle;	/* keep samples with no Erlang process */
+	bool only_erlang;	/* drop native frames */
+	bool lines;		/* reserved: file:line in frame names */
+	const char *erlang_pid; /* "<0.123.0>" or NULL */
+	const char *name;	/* registered name or NULL */
+};
+
+struct sampler_stats {
+	uint64_t samples, kept, excluded_idle, excluded_filter;
+	uint64_t dropped[DROP_COUNT];
+	uint64_t erlang;			     /* samples with an Erlang stack walked */
+	uint64_t estack_end[ESTACK_END_COUNT];	     /* how those walks ended */
+	uint64_t native_reached_jit, native_stopped; /* native samples: unwound into JIT or not */
+	uint64_t jit_refreshes;
+	double elapsed_s;
+};
+
+struct sampler;
+
+int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *agg,
+		 struct sampler **out, char *err, size_t errlen);
+/* Poll once (up to timeout_ms) and resolve what arrived. 0, or -ESRCH when the VM is gone. */
+int sampler__poll(struct sampler *s, int timeout_ms);
+const struct sampler_stats *sampler__stats(const struct sampler *s);
+const struct perf_stats *sampler__perf_stats(const struct sampler *s);
+const char *sampler__drop_name(enum sampler_drop d);
+void sampler__free(struct sampler *s);
+
+#endif /* XP_SAMPLER_H */
