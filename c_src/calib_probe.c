@@ -1,0 +1,214 @@
+/* Fields that only a parked process shows, read from the agent's long-lived probe process while
+ * it waits in receive: i (its resume address, inside the probe function's JIT range), u.initial,
+ * reg (through its RegProc), the message-queue length (changed between snapshots by sending it
+ * messages it does not match) and state. P's struct is only ever read through saferead.
+ * Does not own: finding the JIT range (calib_scan.c) or driving the stages (extrospect_agent). */
+#include <errno.h>
+#include <string.h>
+
+#include "agent.h"
+#include "calib_self.h"
+#include "saferead.h"
+
+#define NOT_FOUND	   (-1)
+#define AMBIGUOUS	   (-2)
+#define REGPROC_SCAN_WORDS 8
+
+int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, int64_t expect)
+{
+	struct probe_snap *s;
+	int32_t id_off;
+	int err = 0;
+
+	if (stage >= PROBE_STAGES)
+		return -EINVAL;
+	s = enif_alloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	memset(s, 0, sizeof(*s));
+	s->nwords = saferead__prefix(proc, s->w, calib__scan_bytes(a->row), 256) / 8;
+	s->expect_len = expect;
+	s->valid = s->nwords > 0;
+	enif_mutex_lock(a->lock);
+	id_off = calib__off(&a->calib, a->row, XP_OFF_P_ID);
+	if (!s->valid)
+		err = -EFAULT;
+	else if (id_off < 0 || (size_t)id_off / 8 >= s->nwords || s->w[id_off / 8] != pid)
+		err = -ESRCH; /* not the probe's struct (stale address?) */
+	if (!err) {
+		a->calib.snap[stage] = *s;
+		a->calib.probe_proc = proc;
+		a->calib.probe_pid = pid;
+	}
+	enif_mutex_unlock(a->lock);
+	enif_free(s);
+	return err;
+}
+
+static void hit(int *slot, int k)
+{
+	*slot = *slot == NOT_FOUND ? k : AMBIGUOUS;
+}
+
+static void record(struct calib *c, enum xp_off_id id, int k, int64_t value, const char *note)
+{
+	if (k >= 0)
+		calib__found(c, id, value, note);
+	else
+		calib__fail(c, id, k == AMBIGUOUS ? XP_WHY_AMBIGUOUS : XP_WHY_NOT_FOUND, note);
+}
+
+static size_t common_words(const struct calib *c, unsigned *nvalid)
+{
+	size_t n = PROC_SCAN_WORDS;
+	unsigned i;
+
+	*nvalid = 0;
+	for (i = 0; i < PROBE_STAGES; i++) {
+		if (!c->snap[i].valid)
+			continue;
+		(*nvalid)++;
+		if (c->snap[i].nwords < n)
+			n = c->snap[i].nwords;
+	}
+	return *nvalid ? n : 0;
+}
+
+/* i: the same word in every snapshot, inside the probe function's code. */
+static void find_i(struct calib *c, size_t nw, uint64_t lo, uint64_t hi)
+{
+	const struct probe_snap *s0 = NULL;
+	int k_hit = NOT_FOUND;
+	unsigned i;
+	size_t k;
+
+	for (i = 0; i < PROBE_STAGES && !s0; i++)
+		if (c->snap[i].valid)
+			s0 = &c->snap[i];
+	for (k = 0; s0 && lo && k < nw; k++) {
+		int all = s0->w[k] >= lo && s0->w[k] < hi;
+
+		for (i = 0; i < PROBE_STAGES && all; i++)
+			all = !c->snap[i].valid || c->snap[i].w[k] == s0->w[k];
+		if (all)
+			hit(&k_hit, (int)k);
+	}
+	record(c, XP_OFF_P_I, k_hit, k_hit * 8,
+	       lo ? "the word inside the parked probe's receive function (GDB JIT map range)"
+		  : "the probe function's range is not in the GDB JIT map");
+}
+
+static void find_initial_reg(struct calib *c, const struct probe_snap *s, uint64_t mod,
+			     uint64_t fun, uint64_t name)
+{
+	uint64_t t[REGPROC_SCAN_WORDS];
+	int k_init = NOT_FOUND, k_reg = NOT_FOUND, j_name = 0;
+	size_t k, j, m, n;
+
+	for (k = 0; k + 2 < s->nwords; k++)
+		if (s->w[k] == mod && s->w[k + 1] == fun && s->w[k + 2] == 0)
+			hit(&k_init, (int)k);
+	for (k = 0; k < s->nwords; k++) {
+		uint64_t p = s->w[k];
+
+		if ((p & 7) || !saferead__plausible(p) || p == c->probe_proc)
+			continue;
+		n = saferead__prefix(p, t, sizeof(t), sizeof(t)) / 8;
+		for (j = 0; j < n && t[j] != name; j++)
+			;
+		for (m = 0; m < n && t[m] != c->probe_proc; m++)
+			;
+		if (j < n && m < n) {
+			hit(&k_reg, (int)k);
+			j_name = (int)j;
+		}
+	}
+	record(c, XP_OFF_P_INITIAL, k_init, k_init * 8,
+	       "the {module, function, 0} triple of the probe's spawn call");
+	record(c, XP_OFF_P_REG, k_reg, k_reg * 8,
+	       "the pointer to a RegProc holding the probe's name and Process*");
+	record(c, XP_OFF_REGPROC_NAME, k_reg, j_name * 8, "the name atom inside the RegProc");
+}
+
+static void find_msg_len(struct calib *c, const struct xp_layout *row, size_t nw)
+{
+	int k_hit = NOT_FOUND;
+	unsigned i, nstages = 0;
+	size_t k;
+
+	for (k = 0; k < nw; k++) {
+		int all = 1;
+
+		for (i = 0; i < PROBE_STAGES && all; i++)
+			all =
+			    !c->snap[i].valid || c->snap[i].w[k] == (uint64_t)c->snap[i].expect_len;
+		if (all)
+			hit(&k_hit, (int)k);
+	}
+	for (i = 0; i < PROBE_STAGES; i++)
+		nstages += c->snap[i].valid;
+	if (nstages < 3)
+		k_hit = NOT_FOUND;
+	c->msg_len_candidate = k_hit >= 0 ? k_hit * 8 : k_hit;
+	if (row && row->off[XP_OFF_P_MSG_LEN] == XP_ABSENT) {
+		calib__fail(c, XP_OFF_P_MSG_LEN, XP_WHY_UNSUPPORTED,
+			    k_hit >= 0
+				? "absent in the table for this release, though a word tracked "
+				  "the queue length in the probe"
+				: "absent in the table for this release");
+		return;
+	}
+	record(c, XP_OFF_P_MSG_LEN, k_hit, k_hit * 8,
+	       "the word tracking the probe's queue length over 3+ snapshots");
+}
+
+/* state: a 32-bit slot with normal priority, RUNNING in the calling process and not RUNNING in
+ * the parked probe; neither FREE nor EXITING. */
+static void find_state(struct calib *c, const struct xp_layout *row, size_t nw)
+{
+	uint64_t bits[STATE_SLOTS / 64];
+	unsigned slot, i;
+
+	memcpy(bits, c->state_bits, sizeof(bits));
+	if (!c->state_bits_init)
+		memset(bits, 0, sizeof(bits));
+	for (slot = 0; slot < STATE_SLOTS; slot++) {
+		int ok = slot < nw * 2;
+
+		for (i = 0; i < PROBE_STAGES && ok; i++) {
+			uint32_t v;
+
+			if (!c->snap[i].valid)
+				continue;
+			memcpy(&v, (const char *)c->snap[i].w + slot * 4, 4);
+			ok = (v & PSFLG_PRIO_MASK) == PSFLG_PRIO_NORMAL &&
+			     !(v & (PSFLG_RUNNING | PSFLG_FREE | PSFLG_EXITING));
+		}
+		if (!ok)
+			bits[slot / 64] &= ~(1ull << (slot % 64));
+	}
+	calib__from_bits(
+	    c, row, XP_OFF_P_STATE, bits, STATE_SLOTS, 4,
+	    "priority bits of a normal process, RUNNING set in ours, clear in the probe");
+}
+
+void calib__probe_analyze(const struct agent *a, struct calib *c, uint64_t i_lo, uint64_t i_hi,
+			  uint64_t mod, uint64_t fun, uint64_t reg_name)
+{
+	unsigned nvalid, i;
+	size_t nw = common_words(c, &nvalid);
+
+	if (nvalid < 2) {
+		calib__fail(c, XP_OFF_P_I, XP_WHY_NOT_FOUND, "fewer than two probe snapshots");
+		return;
+	}
+	find_i(c, nw, i_lo, i_hi);
+	for (i = 0; i < PROBE_STAGES; i++) {
+		if (c->snap[i].valid) {
+			find_initial_reg(c, &c->snap[i], mod, fun, reg_name);
+			break;
+		}
+	}
+	find_msg_len(c, a->row, nw);
+	find_state(c, a->row, nw);
+}

@@ -1,0 +1,68 @@
+%% Loader of the agent NIF (priv/extrospect_nif.so) and its stubs. Model: jiffy's jiffy.erl.
+%%
+%% The load info hands the NIF the facts it publishes (releases, schedulers, flavour) and a
+%% VM-wide monotonic generation, so a reloaded library never republishes an old generation.
+%% After a fresh load the agent (if running) is told, so it recalibrates.
+-module(extrospect_nif).
+
+-export([self_proc/0, calib_begin/0, calib_self/1, calib_dirty_cpu/2, calib_dirty_io/2,
+         calib_probe/4, calib_scan/1, calib_finish/1, info/0]).
+-export([load_info/0, nif_path/0]).
+
+-on_load(init/0).
+
+-define(LIB, "extrospect_nif").
+
+init() ->
+    Path = nif_path(),
+    case erlang:load_nif(Path, load_info()) of
+        ok ->
+            case whereis(extrospect_agent) of
+                undefined -> ok;
+                Agent -> Agent ! {extrospect_nif, loaded}
+            end,
+            ok;
+        {error, {Reason, Text}} ->
+            logger:error("extrospect: cannot load ~ts: ~p ~ts", [Path, Reason, Text]),
+            {error, Reason}
+    end.
+
+%% code:priv_dir/1 in an OTP application or release; next to the ebin directory otherwise
+%% (a plain `-pa dir/ebin`).
+nif_path() ->
+    Beside = filename:join([filename:dirname(filename:dirname(code:which(?MODULE))), "priv"]),
+    Dirs = case code:priv_dir(extrospect) of
+               {error, _} -> [Beside];
+               Priv -> [Priv, Beside]
+           end,
+    Found = [D || D <- Dirs, filelib:is_regular(filename:join(D, ?LIB ".so"))],
+    filename:join(hd(Found ++ Dirs), ?LIB).
+
+load_info() ->
+    #{otp_release => list_to_binary(erlang:system_info(otp_release)),
+      erts_version => list_to_binary(erlang:system_info(version)),
+      system_version => list_to_binary(erlang:system_info(system_version)),
+      emu_flavor => atom_to_binary(emu_flavor(), latin1),
+      schedulers => erlang:system_info(schedulers),
+      dirty_cpu_schedulers => erlang:system_info(dirty_cpu_schedulers),
+      dirty_io_schedulers => erlang:system_info(dirty_io_schedulers),
+      generation => erlang:unique_integer([positive, monotonic])}.
+
+emu_flavor() ->
+    try erlang:system_info(emu_flavor) catch error:badarg -> emu end.
+
+%% The Process* of the caller, as an integer (normal scheduler).
+self_proc() -> erlang:nif_error(nif_not_loaded).
+calib_begin() -> erlang:nif_error(nif_not_loaded).
+%% Calibrate from the caller's own struct; Sched is erlang:system_info(scheduler_id).
+calib_self(_Sched) -> erlang:nif_error(nif_not_loaded).
+%% Find this dirty scheduler's ErtsSchedulerData; Proc is the caller's self_proc().
+calib_dirty_cpu(_Proc, _SleepUs) -> erlang:nif_error(nif_not_loaded).
+calib_dirty_io(_Proc, _SleepUs) -> erlang:nif_error(nif_not_loaded).
+%% Snapshot the parked probe process.
+calib_probe(_Proc, _Pid, _Stage, _ExpectedQueueLen) -> erlang:nif_error(nif_not_loaded).
+%% The dirty scans (atom table, JIT descriptor, process table) and what they make checkable.
+calib_scan(_Args) -> erlang:nif_error(nif_not_loaded).
+%% Compose and publish the block.
+calib_finish(_Args) -> erlang:nif_error(nif_not_loaded).
+info() -> erlang:nif_error(nif_not_loaded).

@@ -1,0 +1,217 @@
+%% EUnit tests of the agent in this VM: the published facts, exact calibrated offsets for the
+%% running release (25, 27 or 29), the load-time checks, the scheduler table against
+%% /proc/self/task, the time budget, and 100 NIF unload/reload cycles without a leak.
+-module(extrospect_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-export([expected_offsets/1, thread_name/2]).
+
+agent_test_() ->
+    {setup, fun start/0, fun stop/1,
+     fun(_) ->
+             [{"facts", fun facts/0},
+              {"offsets: exact values, all verified", fun offsets/0},
+              {"load-time checks", fun checks/0},
+              {"scheduler table", fun schedulers/0},
+              {"addresses", fun addresses/0},
+              {"block header", fun block/0},
+              {"normal-scheduler time budget", fun budget/0},
+              {timeout, 600, {"100 unload/reload cycles", fun reload_cycles/0}},
+              {timeout, 120, {"application restart", fun app_restart/0}}]
+     end}.
+
+start() ->
+    {ok, _} = application:ensure_all_started(extrospect),
+    ok = extrospect:recalibrate().
+
+stop(_) ->
+    application:stop(extrospect).
+
+release() ->
+    erlang:system_info(otp_release).
+
+fp() ->
+    string:find(erlang:system_info(system_version), ":fp]") =/= nomatch.
+
+%% The Debian builds' Process/ErtsSchedulerData/Atom/IndexTable offsets (reference §4-§6).
+expected_offsets(Release) ->
+    Common = #{p_id => 0, p_htop => 80, p_stop => 88, p_frame_pointer => 96,
+               esd_registers => 0, esd_current_process => 168, esd_type => 176,
+               esd_no => 184, esd_dirty_no => 192, regproc_name => 32, atom_len => 24,
+               atom_name => 32, itab_entries => 116, itab_seg_table => 120},
+    maps:merge(Common, per_release(Release)).
+
+per_release("25") ->
+    #{p_heap => 128, p_hend => 136, p_heap_sz => 152, p_i => 256, p_current => 472,
+      p_initial => 448, p_reg => 48, p_state => 640, p_scheduler_data => 760,
+      p_fcalls => 104, p_msg_len => undefined, esd_stride => 41728,
+      regs_x_reg_array => 128, p_sizeof => 776};
+per_release(R) when R =:= "27"; R =:= "29" ->
+    #{p_heap => 192, p_hend => 200, p_heap_sz => 216, p_i => 248, p_current => 464,
+      p_initial => 440, p_reg => 32, p_state => 624, p_scheduler_data => 744,
+      p_fcalls => 120, p_msg_len => 336, esd_stride => 41792, regs_x_reg_array => 64,
+      p_sizeof => case R of "27" -> 760; "29" -> 768 end}.
+
+%% Scheduler thread names (reference §5), cut to the kernel's 15 characters.
+thread_name(Type, N) ->
+    Fmt = case {release(), Type} of
+              {"25", normal} -> "~b_scheduler";
+              {"25", dirty_cpu} -> "~b_dirty_cpu_scheduler";
+              {"25", dirty_io} -> "~b_dirty_io_scheduler";
+              {_, normal} -> "erts_sched_~b";
+              {_, dirty_cpu} -> "erts_dcpus_~b";
+              {_, dirty_io} -> "erts_dios_~b"
+          end,
+    string:slice(lists:flatten(io_lib:format(Fmt, [N])), 0, 15).
+
+facts() ->
+    I = extrospect:info(),
+    ?assertEqual(erlang:system_info(otp_release), maps:get(otp_release, I)),
+    ?assertEqual(erlang:system_info(version), maps:get(erts_version, I)),
+    ?assertEqual(erlang:system_info(system_version), maps:get(system_version, I)),
+    ?assertEqual(jit, maps:get(flavor, I)),
+    ?assertEqual(case fp() of true -> fp; false -> ra end, maps:get(frame_layout, I)),
+    ?assertEqual(list_to_integer(os:getpid()), maps:get(os_pid, I)),
+    ?assertEqual(8, maps:get(word_size, I)),
+    ?assertEqual(true, maps:get(calibrated, I)),
+    ?assertEqual("extrospect_probe", maps:get(atom_text, maps:get(probe, I))),
+    ?assertMatch(#{atom_word := W} when W band 16#3f =:= 16#0b, maps:get(probe, I)).
+
+offsets() ->
+    Offs = maps:get(offsets, extrospect:info()),
+    Expected = expected_offsets(release()),
+    ?assertEqual(lists:sort(maps:keys(Expected)), lists:sort(maps:keys(Offs))),
+    [check_offset(Name, Value, maps:get(Name, Offs)) || {Name, Value} <- maps:to_list(Expected)].
+
+check_offset(p_msg_len, undefined, E) ->
+    ?assertMatch(#{value := undefined, verified := false, reason := unsupported}, E);
+check_offset(p_frame_pointer, V, E) ->
+    case fp() of
+        true -> ?assertMatch(#{value := V, verified := true, mismatch := false}, E);
+        false -> ?assertMatch(#{value := V, verified := false, reason := uncheckable,
+                                source := table}, E)
+    end;
+check_offset(Name, V, E) ->
+    ?assertEqual({Name, V, true, false, V, none},
+                 {Name, maps:get(value, E), maps:get(verified, E), maps:get(mismatch, E),
+                  maps:get(table, E), maps:get(reason, E)}).
+
+checks() ->
+    Checks = maps:get(checks, extrospect:info()),
+    Dynsym = case release() of "29" -> not_run; _ -> pass end,
+    ?assertEqual(#{pid_word => pass, htop_stop => pass, heap_quad => pass,
+                   normal_exit => pass, esd_backptr => pass, atom_roundtrip => pass,
+                   jit_caller => pass, dynsym_agree => Dynsym}, Checks).
+
+schedulers() ->
+    I = extrospect:info(),
+    Scheds = maps:get(schedulers, I),
+    Stride = maps:get(value, maps:get(esd_stride, maps:get(offsets, I))),
+    Expect = [{normal, erlang:system_info(schedulers)},
+              {dirty_cpu, erlang:system_info(dirty_cpu_schedulers)},
+              {dirty_io, erlang:system_info(dirty_io_schedulers)}],
+    ?assertEqual(lists:sum([N || {_, N} <- Expect]), length(Scheds)),
+    Addrs = maps:get(addresses, I),
+    Bases = #{normal => scheduler_data, dirty_cpu => dirty_cpu_scheduler_data,
+              dirty_io => dirty_io_scheduler_data},
+    [begin
+         Of = [S || #{type := T} = S <- Scheds, T =:= Type],
+         ?assertEqual(lists:seq(1, Count), [N || #{number := N} <- Of]),
+         Base = maps:get(value, maps:get(maps:get(Type, Bases), Addrs)),
+         [begin
+              ?assertEqual({Type, N, true}, {Type, N, V}),
+              ?assertEqual(Base + (N - 1) * Stride, E),
+              ?assertEqual(thread_name(Type, N), comm(Tid))
+          end || #{number := N, tid := Tid, esdp := E, verified := V} <- Of]
+     end || {Type, Count} <- Expect],
+    ok.
+
+comm(Tid) ->
+    {ok, B} = file:read_file("/proc/self/task/" ++ integer_to_list(Tid) ++ "/comm"),
+    string:trim(binary_to_list(B)).
+
+addresses() ->
+    Addrs = maps:get(addresses, extrospect:info()),
+    Dynsym = release() =/= "29",
+    Sources = #{scheduler_data => runtime, dirty_cpu_scheduler_data => runtime,
+                dirty_io_scheduler_data => runtime, atom_table => scan,
+                jit_descriptor => scan, normal_exit => runtime,
+                process_table => case Dynsym of true -> dynsym; false -> scan end,
+                probe_process => runtime},
+    ?assertEqual(lists:sort(maps:keys(Sources)), lists:sort(maps:keys(Addrs))),
+    [begin
+         #{value := V, source := S, verified := Ver, dynsym := D} = maps:get(Name, Addrs),
+         ?assertEqual({Name, Src, true}, {Name, S, Ver}),
+         ?assert(V > 16#10000),
+         case Dynsym andalso Name =/= probe_process of
+             true -> ?assertEqual({Name, V}, {Name, D});
+             false -> ?assertEqual({Name, undefined}, {Name, D})
+         end
+     end || {Name, Src} <- maps:to_list(Sources)],
+    ok.
+
+block() ->
+    #{block := B} = extrospect:info(),
+    ?assertMatch(#{magic_ok := true, abi_version := 1, size := 27496}, B),
+    ?assert(maps:get(generation, B) > 0),
+    ?assertEqual(0, maps:get(seq, B) band 1).
+
+budget() ->
+    I = extrospect:info(),
+    Us = maps:get(max_normal_nif_us, I),
+    ?debugFmt("longest normal-scheduler NIF call: ~b us; per NIF: ~p",
+              [Us, maps:get(max_nif_us, maps:get(timing, I))]),
+    ?assert(Us < 1000).
+
+%% Alternately a fresh load (delete + purge: the library is dlclose'd and dlopen'ed again) and
+%% an upgrade (purge + load: the new instance inherits the old one's calibration).
+reload_cycles() ->
+    lists:foldl(fun reload_once/2, 0, lists:seq(1, 10)), % warm-up: first loads allocate code areas
+    idle(),
+    #{block := #{generation := G0}} = extrospect:info(),
+    {M0, R0} = footprint(),
+    Last = lists:foldl(fun reload_once/2, G0, lists:seq(1, 100)),
+    ?assert(Last > G0),
+    idle(),
+    {M1, R1} = footprint(),
+    ?debugFmt("100 reloads: erlang:memory(total) ~w bytes, RSS ~w KiB", [M1 - M0, R1 - R0]),
+    ?assert(M1 - M0 < 2 * 1024 * 1024),
+    ?assert(R1 - R0 < 16 * 1024),
+    offsets(),
+    checks().
+
+reload_once(I, Prev) ->
+    _ = code:purge(extrospect_nif),
+    I rem 2 =:= 0 andalso code:delete(extrospect_nif) andalso code:purge(extrospect_nif),
+    {module, extrospect_nif} = code:load_file(extrospect_nif),
+    #{block := #{generation := G, magic_ok := Magic}} = extrospect:info(),
+    ?assertEqual({I, true}, {I, Magic}),
+    ?assert(G > Prev),
+    G.
+
+%% Until no calibration runs or is pending (recalibrate replies after the pending run).
+idle() ->
+    ok = extrospect:recalibrate(),
+    #{running := false} = extrospect:status(),
+    ok.
+
+footprint() ->
+    [erlang:garbage_collect(P) || P <- processes()],
+    {erlang:memory(total), rss_kb()}.
+
+rss_kb() ->
+    {ok, B} = file:read_file("/proc/self/status"),
+    [Line] = [L || L <- string:split(binary_to_list(B), "\n", all),
+                   lists:prefix("VmRSS:", L)],
+    [_, Kb | _] = string:lexemes(Line, " \t"),
+    list_to_integer(Kb).
+
+app_restart() ->
+    [begin
+         ok = application:stop(extrospect),
+         {ok, _} = application:ensure_all_started(extrospect),
+         ok = extrospect:recalibrate(),
+         ?assertMatch(#{calibrated := true, block := #{magic_ok := true}}, extrospect:info())
+     end || _ <- lists:seq(1, 5)],
+    checks().
