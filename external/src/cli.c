@@ -1,5 +1,6 @@
 /* Command-line parsing and help. See cli.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -49,9 +50,66 @@ static const char usage_info[] =
     "Environment:\n"
     "  EXTROSPECT_NO_BUILTIN_LAYOUT=1  ignore the built-in table (tests of the fail-closed path)\n";
 
+static const char sampling_opts[] =
+    "Sampling options:\n"
+    "  -F, --rate HZ         samples per second per scheduler thread (default 997, a prime)\n"
+    "  -d, --duration SECS   stop after SECS seconds (default: until Ctrl-C)\n"
+    "  --event cpu-clock|cycles  the sampling event (default cpu-clock)\n"
+    "  --threads schedulers|all  sample scheduler threads (default) or every VM thread\n"
+    "  --erlang-pid '<0.123.0>'  keep one Erlang process\n"
+    "  --name REGNAME        keep one registered process\n"
+    "  --only-erlang         leave out native frames\n"
+    "  --include-idle        keep scheduler time spent without a process (idle, spinning)\n"
+    "  --no-agent            ignore the agent\n";
+
+static const char usage_record[] =
+    "Usage: extrospect record [OPTIONS] -o FILE PID\n"
+    "\n"
+    "Sample a running VM and write where it spent its time, per Erlang process, as a flame\n"
+    "graph. Stacks are mixed: Erlang frames, the JIT's shared fragments (global::...) and\n"
+    "native frames (BIFs, NIFs, the runtime). The root frame of each stack names the process:\n"
+    "\"<0.123.0> rabbit_channel\" (registered name, else initial call). Ctrl-C stops sampling\n"
+    "and still writes the file.\n"
+    "\n"
+    "  -o, --output FILE     where to write (required)\n"
+    "  --format svg|speedscope|collapsed\n"
+    "                        default: from FILE's extension (.svg, .json, else collapsed)\n"
+    "\n"
+    "%s"
+    "\n"
+    "Examples:\n"
+    "  extrospect record -d 30 -o vm.svg 4242            # interactive flame graph\n"
+    "  extrospect record -d 30 -o vm.json 4242           # open in https://speedscope.app\n"
+    "  extrospect record -o vm.folded --format collapsed 4242 && flamegraph.pl vm.folded\n"
+    "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n";
+
+static const char usage_top[] =
+    "Usage: extrospect top [OPTIONS] PID\n"
+    "\n"
+    "Show the hottest Erlang functions (SELF: innermost Erlang frame, including the BIFs,\n"
+    "NIFs and runtime code it called; TOTAL: anywhere on the stack) and the busiest\n"
+    "processes. On a terminal it refreshes every second until Ctrl-C; otherwise, or with -d,\n"
+    "it prints one table at the end.\n"
+    "\n"
+    "  -n, --limit N         rows per table (default 20)\n"
+    "\n"
+    "%s"
+    "\n"
+    "Examples:\n"
+    "  extrospect top 4242\n"
+    "  extrospect top -d 10 4242 > top.txt\n"
+    "  extrospect top --erlang-pid '<0.811.0>' 4242\n";
+
 void cli__help(FILE *f, enum cli_command command)
 {
-	fputs(command == CLI_INFO ? usage_info : usage_main, f);
+	if (command == CLI_INFO)
+		fputs(usage_info, f);
+	else if (command == CLI_RECORD)
+		fprintf(f, usage_record, sampling_opts);
+	else if (command == CLI_TOP)
+		fprintf(f, usage_top, sampling_opts);
+	else
+		fputs(usage_main, f);
 }
 
 static int parse_pid(const char *s, pid_t *out)
@@ -67,47 +125,227 @@ static int parse_pid(const char *s, pid_t *out)
 	return 0;
 }
 
-static enum cli_result parse_info(int argc, char **argv, struct cli_opts *opts, char *err,
-				  size_t errlen)
+enum {
+	OPT_JSON = 256,
+	OPT_NO_AGENT,
+	OPT_EVENT,
+	OPT_THREADS,
+	OPT_ERLANG_PID,
+	OPT_NAME,
+	OPT_ONLY_ERLANG,
+	OPT_INCLUDE_IDLE,
+	OPT_FORMAT
+};
+
+static const struct option longopts[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {"no-agent", no_argument, NULL, OPT_NO_AGENT},
+    {"rate", required_argument, NULL, 'F'},
+    {"duration", required_argument, NULL, 'd'},
+    {"event", required_argument, NULL, OPT_EVENT},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"erlang-pid", required_argument, NULL, OPT_ERLANG_PID},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"only-erlang", no_argument, NULL, OPT_ONLY_ERLANG},
+    {"include-idle", no_argument, NULL, OPT_INCLUDE_IDLE},
+    {"output", required_argument, NULL, 'o'},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"limit", required_argument, NULL, 'n'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Which options each command accepts. */
+static bool allowed(enum cli_command cmd, int c)
 {
-	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"no-agent", no_argument, NULL, 'A'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	switch (c) {
+	case 'h':
+	case OPT_NO_AGENT:
+		return true;
+	case OPT_JSON:
+		return cmd == CLI_INFO;
+	case 'o':
+	case OPT_FORMAT:
+		return cmd == CLI_RECORD;
+	case 'n':
+		return cmd == CLI_TOP;
+	default:
+		return cmd == CLI_RECORD || cmd == CLI_TOP;
+	}
+}
+
+/* The option as the user wrote it, for messages. */
+static const char *option_name(int c, const char *fallback, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; c >= 256 && longopts[i].name; i++) {
+		if (longopts[i].val == c) {
+			snprintf(buf, len, "--%s", longopts[i].name);
+			return buf;
+		}
+	}
+	if (c > 0 && c < 256 && c != '?' && c != ':') {
+		snprintf(buf, len, "-%c", c);
+		return buf;
+	}
+	return fallback;
+}
+
+static bool valid_erlang_pid(const char *s)
+{
+	unsigned a, b, c;
+	char end;
+
+	return sscanf(s, "<%u.%u.%u%c", &a, &b, &c, &end) == 4 && end == '>' &&
+	       s[strlen(s) - 1] == '>';
+}
+
+static int parse_number(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static enum cli_format format_from_name(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n > 4 && strcmp(path + n - 4, ".svg") == 0)
+		return CLI_FMT_SVG;
+	if (n > 5 && strcmp(path + n - 5, ".json") == 0)
+		return CLI_FMT_SPEEDSCOPE;
+	return CLI_FMT_COLLAPSED;
+}
+
+static int take_option(struct cli_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	double v;
+
+	switch (c) {
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	case OPT_NO_AGENT:
+		o->no_agent = true;
+		return 0;
+	case OPT_ONLY_ERLANG:
+		o->only_erlang = true;
+		return 0;
+	case OPT_INCLUDE_IDLE:
+		o->include_idle = true;
+		return 0;
+	case 'o':
+		o->output = arg;
+		return 0;
+	case 'F':
+		if (parse_number(arg, 1, 100000, &v))
+			break;
+		o->freq_hz = (uint32_t)v;
+		return 0;
+	case 'd':
+		if (parse_number(arg, 0.01, 1e7, &v))
+			break;
+		o->duration_s = v;
+		return 0;
+	case 'n':
+		if (parse_number(arg, 1, 10000, &v))
+			break;
+		o->limit = (unsigned)v;
+		return 0;
+	case OPT_EVENT:
+		if (strcmp(arg, "cpu-clock") && strcmp(arg, "cycles"))
+			break;
+		o->cycles = strcmp(arg, "cycles") == 0;
+		return 0;
+	case OPT_THREADS:
+		if (strcmp(arg, "schedulers") && strcmp(arg, "all"))
+			break;
+		o->all_threads = strcmp(arg, "all") == 0;
+		return 0;
+	case OPT_ERLANG_PID:
+		if (!valid_erlang_pid(arg))
+			break;
+		o->erlang_pid = arg;
+		return 0;
+	case OPT_NAME:
+		o->name = arg;
+		return 0;
+	case OPT_FORMAT:
+		if (strcmp(arg, "svg") == 0)
+			o->format = CLI_FMT_SVG;
+		else if (strcmp(arg, "speedscope") == 0)
+			o->format = CLI_FMT_SPEEDSCOPE;
+		else if (strcmp(arg, "collapsed") == 0)
+			o->format = CLI_FMT_COLLAPSED;
+		else
+			break;
+		return 1; /* format given explicitly */
+	}
+	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
+		 c == 'F'	       ? "-F/--rate"
+		 : c == 'd'	       ? "-d/--duration"
+		 : c == 'n'	       ? "-n/--limit"
+		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
+		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
+		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
+				       : "--format (svg, speedscope or collapsed)");
+	return -EINVAL;
+}
+
+static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, char *err,
+				     size_t errlen)
+{
+	const char *cmd = argv[0];
+	bool format_given = false;
 	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			opts->json = true;
-			break;
-		case 'A':
-			opts->no_agent = true;
-			break;
-		case 'h':
+	while ((c = getopt_long(argc, argv, "+hF:d:o:n:", longopts, NULL)) != -1) {
+		int rc;
+
+		if (c == 'h')
 			return CLI_HELP;
-		default:
-			snprintf(err, errlen, "info: unknown option '%s'", argv[optind - 1]);
+		if (c == '?' || c == ':' || !allowed(o->command, c)) {
+			char name[32];
+
+			snprintf(err, errlen, "%s: %s option '%s'", cmd,
+				 c == ':' ? "missing value for" : "unknown",
+				 option_name(c, argv[optind - 1], name, sizeof(name)));
 			return CLI_USAGE_ERROR;
 		}
+		rc = take_option(o, c, optarg, err, errlen);
+		if (rc < 0)
+			return CLI_USAGE_ERROR;
+		format_given |= rc == 1;
 	}
 	if (optind >= argc) {
-		snprintf(err, errlen, "info: missing PID (see extrospect info --help)");
+		snprintf(err, errlen, "%s: missing PID (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
 	}
 	if (optind + 1 < argc) {
-		snprintf(err, errlen, "info: unexpected argument '%s'", argv[optind + 1]);
+		snprintf(err, errlen, "%s: unexpected argument '%s'", cmd, argv[optind + 1]);
 		return CLI_USAGE_ERROR;
 	}
-	if (parse_pid(argv[optind], &opts->pid)) {
-		snprintf(err, errlen, "info: invalid pid '%s': expected a positive OS process id",
-			 argv[optind]);
+	if (parse_pid(argv[optind], &o->pid)) {
+		snprintf(err, errlen, "%s: invalid pid '%s': expected a positive OS process id",
+			 cmd, argv[optind]);
 		return CLI_USAGE_ERROR;
 	}
+	if (o->command == CLI_RECORD && !o->output) {
+		snprintf(err, errlen, "record: missing -o FILE (see extrospect record --help)");
+		return CLI_USAGE_ERROR;
+	}
+	if (o->command == CLI_RECORD && !format_given)
+		o->format = format_from_name(o->output);
 	return CLI_RUN;
 }
 
@@ -125,10 +363,16 @@ enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *e
 		return CLI_HELP;
 	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0)
 		return CLI_VERSION;
-	if (strcmp(cmd, "info") == 0) {
+	opts->freq_hz = 997;
+	opts->limit = 20;
+	if (strcmp(cmd, "info") == 0)
 		opts->command = CLI_INFO;
-		return parse_info(argc - 1, argv + 1, opts, err, errlen);
-	}
+	else if (strcmp(cmd, "record") == 0)
+		opts->command = CLI_RECORD;
+	else if (strcmp(cmd, "top") == 0)
+		opts->command = CLI_TOP;
+	if (opts->command != CLI_NONE)
+		return parse_command(argc - 1, argv + 1, opts, err, errlen);
 	snprintf(err, errlen, "unknown command '%s' (see extrospect --help)", cmd);
 	return CLI_USAGE_ERROR;
 }

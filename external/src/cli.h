@@ -4,16 +4,26 @@
 #define XP_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
-enum cli_command { CLI_NONE = 0, CLI_INFO };
+enum cli_command { CLI_NONE = 0, CLI_INFO, CLI_RECORD, CLI_TOP };
+enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE };
 
 struct cli_opts {
 	enum cli_command command;
 	pid_t pid;
-	bool json;
-	bool no_agent;
+	bool json;     /* info */
+	bool no_agent; /* all */
+	/* record and top */
+	uint32_t freq_hz;
+	double duration_s;
+	bool cycles, all_threads, include_idle, only_erlang;
+	const char *erlang_pid, *name;
+	const char *output; /* record */
+	enum cli_format format;
+	unsigned limit; /* top: rows */
 };
 
 enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };

@@ -5,11 +5,13 @@
  *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
  *   7 the VM exited while being read. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "info.h"
 #include "target.h"
 
@@ -27,6 +29,24 @@ enum exit_code {
 	EXIT_UNSUPPORTED = 6,
 	EXIT_TARGET_EXITED = 7,
 };
+
+/* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void install_stop_handlers(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
 
 static int exit_code_for(int err)
 {
@@ -46,17 +66,35 @@ static int exit_code_for(int err)
 	}
 }
 
-static int run_info(const struct cli_opts *opts)
+static bool env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && strcmp(v, "1") == 0;
+}
+
+static int run_command(const struct cli_opts *opts)
 {
 	struct target_opts topts = {
 	    .no_agent = opts->no_agent,
-	    .no_builtin_layout = getenv("EXTROSPECT_NO_BUILTIN_LAYOUT") &&
-				 strcmp(getenv("EXTROSPECT_NO_BUILTIN_LAYOUT"), "1") == 0,
+	    .no_builtin_layout = env_flag("EXTROSPECT_NO_BUILTIN_LAYOUT"),
 	};
 	struct target *t = NULL;
 	int err, code = EXIT_OK;
 
 	err = target__attach(opts->pid, &topts, &t);
+	if (err == 0 && opts->command != CLI_INFO) {
+		char msg[256] = "";
+
+		install_stop_handlers();
+		err = opts->command == CLI_RECORD
+			  ? cmd__record(opts, t, &stop_requested, msg, sizeof(msg))
+			  : cmd__top(opts, t, &stop_requested, msg, sizeof(msg));
+		if (err && err != TARGET_EGONE)
+			fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));
+		code = err ? exit_code_for(err) : EXIT_OK;
+		goto cleanup;
+	}
 	if (err) {
 		fprintf(stderr, "extrospect: %s\n",
 			t && t->err[0] ? t->err : strerror(err < 0 && err > -4096 ? -err : EIO));
@@ -94,5 +132,5 @@ int main(int argc, char **argv)
 	case CLI_RUN:
 		break;
 	}
-	return run_info(&opts);
+	return run_command(&opts);
 }

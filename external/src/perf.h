@@ -12,35 +12,50 @@
 
 /* The user registers captured with every sample (PERF_REG_X86_* numbering, asm/perf_regs.h). */
 enum perf_reg {
-	PERF_R_AX = 0, PERF_R_BX, PERF_R_CX, PERF_R_DX, PERF_R_SI, PERF_R_DI, PERF_R_BP, PERF_R_SP,
-	PERF_R_IP, PERF_R_R8, PERF_R_R9, PERF_R_R10, PERF_R_R11, PERF_R_R12, PERF_R_R13, PERF_R_R14,
-	PERF_R_R15, PERF_R_COUNT
+	PERF_R_AX = 0,
+	PERF_R_BX,
+	PERF_R_CX,
+	PERF_R_DX,
+	PERF_R_SI,
+	PERF_R_DI,
+	PERF_R_BP,
+	PERF_R_SP,
+	PERF_R_IP,
+	PERF_R_R8,
+	PERF_R_R9,
+	PERF_R_R10,
+	PERF_R_R11,
+	PERF_R_R12,
+	PERF_R_R13,
+	PERF_R_R14,
+	PERF_R_R15,
+	PERF_R_COUNT
 };
 
 enum perf_event_kind { PERF_EV_CPU_CLOCK = 0, PERF_EV_CYCLES };
 
 struct perf_opts {
 	enum perf_event_kind event;
-	uint32_t freq_hz;	 /* samples per second per thread, e.g. 997 */
-	uint32_t stack_bytes;	 /* user stack copied per sample (<= 65528, multiple of 8) */
-	uint32_t mmap_pages;	 /* ring buffer data pages per thread, a power of two */
+	uint32_t freq_hz;     /* samples per second per thread, e.g. 997 */
+	uint32_t stack_bytes; /* user stack copied per sample (<= 65528, multiple of 8) */
+	uint32_t mmap_pages;  /* ring buffer data pages per thread, a power of two */
 };
 
 struct perf_sample {
 	uint64_t ip, time;
 	uint32_t pid, tid, cpu;
-	uint64_t regs[PERF_R_COUNT];	/* valid when regs_valid */
-	bool regs_valid;		/* false for samples taken in kernel mode with no user regs */
-	const uint8_t *stack;		/* copy of [regs[SP], regs[SP] + stack_size) */
-	uint64_t stack_size;		/* bytes actually copied (dyn_size) */
+	uint64_t regs[PERF_R_COUNT]; /* valid when regs_valid */
+	bool regs_valid;	     /* false for samples taken in kernel mode with no user regs */
+	const uint8_t *stack;	     /* copy of [regs[SP], regs[SP] + stack_size) */
+	uint64_t stack_size;	     /* bytes actually copied (dyn_size) */
 };
 
 struct perf_stats {
-	uint64_t samples;	/* delivered to the callback */
-	uint64_t lost;		/* PERF_RECORD_LOST: records the kernel dropped */
-	uint64_t throttled;	/* PERF_RECORD_THROTTLE */
-	uint64_t malformed;	/* records skipped because they did not parse */
-	uint64_t threads_gone;	/* threads that exited while sampled */
+	uint64_t samples;      /* delivered to the callback */
+	uint64_t lost;	       /* PERF_RECORD_LOST: records the kernel dropped */
+	uint64_t throttled;    /* PERF_RECORD_THROTTLE */
+	uint64_t malformed;    /* records skipped because they did not parse */
+	uint64_t threads_gone; /* threads that exited while sampled */
 };
 
 struct perf_session;
@@ -48,8 +63,8 @@ struct perf_session;
 typedef void (*perf_sample_fn)(const struct perf_sample *s, void *ctx);
 
 /* Open one event per tid. 0, -EACCES/-EPERM (perf_event_paranoid, CAP_PERFMON), -ENOENT (cycles
- * not available here), -ESRCH (a thread vanished before any opened), or another -errno. Threads that
- * exit during open are skipped and counted. */
+ * not available here), -ESRCH (a thread vanished before any opened), or another -errno. Threads
+ * that exit during open are skipped and counted. */
 int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntids,
 		       const struct perf_opts *opts);
 /* Add a thread later (a scheduler thread that appeared). */

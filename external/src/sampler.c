@@ -13,10 +13,11 @@
 #include "process.h"
 #include "sampler.h"
 
-#define STACK_CAP_BYTES (256u * 1024) /* deeper stacks are walked from the top, marked truncated   \
-				       */
-#define IDENT_SLOTS 4096	      /* process identity cache (open addressing) */
-#define SITE_SLOTS  4096	      /* call-site classification cache */
+#define STACK_CAP_BYTES                                                                            \
+	(256u * 1024)	 /* deeper stacks are walked from the top, marked truncated                \
+			  */
+#define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
+#define SITE_SLOTS  4096 /* call-site classification cache */
 #define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
 
 enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };

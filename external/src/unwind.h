@@ -19,26 +19,26 @@
 #define UNWIND_MAX_FRAMES 128
 
 enum unwind_stop {
-	UNWIND_STOP_JIT = 0,  /* reached a return address in JIT code: Erlang frames follow */
-	UNWIND_STOP_END,      /* the outermost frame (thread start) */
-	UNWIND_STOP_NO_CFI,   /* a pc in a module without CFI, or in no module */
-	UNWIND_STOP_MEMORY,   /* a needed stack word was unreadable */
-	UNWIND_STOP_DEPTH,    /* UNWIND_MAX_FRAMES reached */
-	UNWIND_STOP_ERROR,    /* libdwfl failed otherwise */
+	UNWIND_STOP_JIT = 0, /* reached a return address in JIT code: Erlang frames follow */
+	UNWIND_STOP_END,     /* the outermost frame (thread start) */
+	UNWIND_STOP_NO_CFI,  /* a pc in a module without CFI, or in no module */
+	UNWIND_STOP_MEMORY,  /* a needed stack word was unreadable */
+	UNWIND_STOP_DEPTH,   /* UNWIND_MAX_FRAMES reached */
+	UNWIND_STOP_ERROR,   /* libdwfl failed otherwise */
 	UNWIND_STOP_COUNT
 };
 
 struct unwind_frame {
-	uint64_t pc;	   /* the sampled ip for frame 0, return addresses after */
-	bool activation;   /* pc is exact (frame 0); else pc - 1 is inside the call */
+	uint64_t pc;	 /* the sampled ip for frame 0, return addresses after */
+	bool activation; /* pc is exact (frame 0); else pc - 1 is inside the call */
 };
 
 struct unwind_result {
 	struct unwind_frame frames[UNWIND_MAX_FRAMES]; /* innermost first, native frames only */
 	size_t nframes;
 	enum unwind_stop stop;
-	/* When stop == UNWIND_STOP_JIT: the JIT return address and the registers recovered by CFI at
-	 * that frame (the state the JIT code had when it called into C). */
+	/* When stop == UNWIND_STOP_JIT: the JIT return address and the registers recovered by CFI
+	 * at that frame (the state the JIT code had when it called into C). */
 	uint64_t jit_pc, jit_sp, jit_bp, jit_r13;
 	bool jit_bp_valid, jit_r13_valid;
 };
@@ -61,10 +61,10 @@ void unwinder__unwind(struct unwinder *u, const struct perf_sample *s, unwind_is
 struct unwind_stats {
 	uint64_t unwinds, frames;
 	uint64_t stops[UNWIND_STOP_COUNT];
-	uint64_t read_stack;	       /* stack words served from the sample's stack copy */
-	uint64_t read_live;	       /* ... read from the live target (process_vm_readv) */
-	uint64_t read_failed;	       /* ... unreadable either way */
-	uint64_t fde_lookups, fde_hits; /* function-start cache */
+	uint64_t read_stack;		  /* stack words served from the sample's stack copy */
+	uint64_t read_live;		  /* ... read from the live target (process_vm_readv) */
+	uint64_t read_failed;		  /* ... unreadable either way */
+	uint64_t fde_lookups, fde_hits;	  /* function-start cache */
 	uint32_t modules, modules_failed; /* files reported at new / skipped as unopenable */
 };
 

@@ -17,6 +17,11 @@ int report__speedscope(const struct agg *a, FILE *f, const char *title);
 /* A self-contained interactive flame graph (no external resources). */
 int report__svg(const struct agg *a, FILE *f, const char *title);
 
+/* top's tables: Erlang functions by self and total share, and processes by share; at most limit
+ * rows each. */
+int report__top_functions(const struct agg *a, FILE *f, unsigned limit);
+int report__top_processes(const struct agg *a, FILE *f, unsigned limit);
+
 /* Length (1..4) of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, surrogates or
  * code points above U+10FFFF), 0 when *p starts none. An ASCII byte, NUL included, gives 1. */
 size_t report__utf8_len(const char *p);

@@ -1,0 +1,116 @@
+/* The sampling loop. See run.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "run.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t dropped_total(const struct sampler_stats *st)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < DROP_COUNT; i++)
+		n += st->dropped[i];
+	return n;
+}
+
+static void progress_line(const struct sampler_stats *st, double elapsed)
+{
+	fprintf(stderr,
+		"\r\033[Kextrospect: %" PRIu64 " samples, %" PRIu64 " kept, %" PRIu64
+		" dropped, %.1fs",
+		st->samples, st->kept, dropped_total(st), elapsed);
+	fflush(stderr);
+}
+
+int run__sample(struct run_ctx *ctx)
+{
+	struct sampler *s = NULL;
+	double start, last_tick, last_progress;
+	int rc;
+
+	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
+	if (rc)
+		return rc;
+	start = last_tick = last_progress = now_s();
+	while (!*ctx->stop) {
+		double now = now_s();
+		struct sampler_stats *st = (struct sampler_stats *)sampler__stats(s);
+
+		st->elapsed_s = now - start;
+		if (ctx->opts.duration_s > 0 && now - start >= ctx->opts.duration_s)
+			break;
+		rc = sampler__poll(s, 100);
+		if (rc == -ESRCH || proc__exists(ctx->t->pid) == -ENOENT) {
+			ctx->target_exited = true;
+			break;
+		}
+		if (rc < 0 && rc != -EINTR) {
+			snprintf(ctx->err, sizeof(ctx->err), "sampling failed: %s", strerror(-rc));
+			break;
+		}
+		rc = 0;
+		if (ctx->progress && now - last_progress >= 0.5) {
+			progress_line(st, now - start);
+			last_progress = now;
+		}
+		if (ctx->tick && now - last_tick >= 1.0) {
+			ctx->tick(ctx, st);
+			last_tick = now;
+		}
+	}
+	if (ctx->progress)
+		fprintf(stderr, "\r\033[K");
+	/* Keep the final numbers for the summary. */
+	memcpy(&ctx->final, sampler__stats(s), sizeof(ctx->final));
+	memcpy(&ctx->final_perf, sampler__perf_stats(s), sizeof(ctx->final_perf));
+	sampler__free(s);
+	return rc < 0 && rc != -ESRCH ? rc : 0;
+}
+
+void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
+{
+	const struct sampler_stats *st = &ctx->final;
+	const struct perf_stats *ps = &ctx->final_perf;
+	uint64_t valid = st->estack_end[ESTACK_END_BOTTOM];
+	int i;
+
+	fprintf(f,
+		"extrospect: %" PRIu64 " samples in %.1fs: %" PRIu64 " kept, %" PRIu64
+		" scheduler time without a process%s, %" PRIu64 " filtered out, %" PRIu64
+		" dropped\n",
+		st->samples, st->elapsed_s, st->kept, st->excluded_idle,
+		ctx->opts.include_idle ? "" : " (excluded; --include-idle keeps it)",
+		st->excluded_filter, dropped_total(st));
+	for (i = 0; i < DROP_COUNT; i++) {
+		if (st->dropped[i])
+			fprintf(f, "  dropped: %-22s %" PRIu64 "\n", sampler__drop_name(i),
+				st->dropped[i]);
+	}
+	if (ps->lost || ps->throttled)
+		fprintf(f, "  perf: %" PRIu64 " records lost, %" PRIu64 " throttles\n", ps->lost,
+			ps->throttled);
+	if (st->erlang)
+		fprintf(
+		    f, "  Erlang stacks: %" PRIu64 " walked, %.1f%% complete to the stack bottom\n",
+		    st->erlang, 100.0 * (double)valid / (double)st->erlang);
+	for (i = 0; i < ESTACK_END_COUNT; i++) {
+		if (i != ESTACK_END_BOTTOM && st->estack_end[i])
+			fprintf(f, "    ended %-16s %" PRIu64 "\n", erlang_stack__end_name(i),
+				st->estack_end[i]);
+	}
+	if (ctx->target_exited)
+		fprintf(f, "extrospect: the VM (pid %d) exited during the run; %s is partial\n",
+			(int)ctx->t->pid, what);
+}

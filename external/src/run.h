@@ -1,0 +1,35 @@
+/* The sampling loop shared by `record` and `top`: attach a sampler, poll until the duration ends,
+ * a stop is requested (Ctrl-C) or the VM exits, report progress on a TTY, and print the summary
+ * of what was kept, excluded and dropped. Does not own: the output formats. */
+#ifndef XP_RUN_H
+#define XP_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "aggregate.h"
+#include "sampler.h"
+#include "target.h"
+
+struct run_ctx {
+	struct target *t;
+	struct sampler_opts opts;
+	struct agg *agg;
+	volatile sig_atomic_t *stop;
+	bool progress; /* a progress line on stderr */
+	/* Called about once a second while sampling (top's live view), may be NULL. */
+	void (*tick)(struct run_ctx *ctx, const struct sampler_stats *st);
+	void *user;
+	bool target_exited;	    /* set when the VM went away mid-run */
+	struct sampler_stats final; /* the sampler's numbers at the end */
+	struct perf_stats final_perf;
+	char err[256];
+};
+
+/* 0 (also when the VM exited: see target_exited), or a negative errno with err set. */
+int run__sample(struct run_ctx *ctx);
+/* The summary: samples, kept, excluded, dropped by reason, lost records, stack validity. */
+void run__summary(const struct run_ctx *ctx, const char *what, FILE *f);
+
+#endif /* XP_RUN_H */
