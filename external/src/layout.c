@@ -12,7 +12,11 @@
 
 #include "layout.h"
 
-#define ROW_COMMON .flavor = XP_FLAVOR_JIT, .arch = "x86_64", .ptab_tab = 192, .ptab_max = 208
+/* ErtsPTabReadOnlyData (B/erl_ptab.h 25:122-140, same in 27 and 29) starts at r.o = 192. */
+#define ROW_COMMON                                                                                 \
+	.flavor = XP_FLAVOR_JIT, .arch = "x86_64", .ptab_tab = 192, .ptab_max = 208,               \
+	.ptab_pix_mask = 216, .ptab_pix_cl_mask = 224, .ptab_pix_cli_mask = 232,                   \
+	.ptab_pix_cl_shift = 240, .ptab_pix_cli_shift = 244
 
 /* Process, ErtsSchedulerData, RegProc, Atom and IndexTable offsets: erl_process.h, erl_ptab.h,
  * register.h, atom.h and index.h of each tree. */
@@ -56,6 +60,8 @@ static const struct xp_layout rows[] = {
 	    },
 	.fcalls_bytes = 8,
 	.atom_name_mode = XP_ATOM_NAME_POINTER,
+	.pid_format = XP_PID_HIGH_PIX,
+	.pid_num_bits = 15,
 	.thread_fmt = {"%u_scheduler", "%u_dirty_cpu_scheduler", "%u_dirty_io_scheduler"},
 	.trace_words_return = 2,
 	.trace_words_return_to = 0,
@@ -99,6 +105,8 @@ static const struct xp_layout rows[] = {
 	    },
 	.fcalls_bytes = 4,
 	.atom_name_mode = XP_ATOM_NAME_POINTER,
+	.pid_format = XP_PID_PIXDATA,
+	.pid_num_bits = 28,
 	.thread_fmt = {"erts_sched_%u", "erts_dcpus_%u", "erts_dios_%u"},
 	.trace_words_return = 3,
 	.trace_words_return_to = 1,
@@ -142,6 +150,8 @@ static const struct xp_layout rows[] = {
 	    },
 	.fcalls_bytes = 4,
 	.atom_name_mode = XP_ATOM_NAME_BITSTRING,
+	.pid_format = XP_PID_PIXDATA,
+	.pid_num_bits = 28,
 	.thread_fmt = {"erts_sched_%u", "erts_dcpus_%u", "erts_dios_%u"},
 	.trace_words_return = 3,
 	.trace_words_return_to = 1,

@@ -20,11 +20,17 @@
 #define XP_TAG_IMMED1_MASK  0xfu /* internal pids: (term & mask) == XP_TAG_PID */
 #define XP_TAG_PID	    0x3u
 #define XP_PID_DATA_SHIFT   4
-#define XP_PID_NUM_BITS	    28	  /* 64-bit: <0.NUM.SER>, NUM the low 28 bits of the pid data */
 #define XP_CP_MASK	    0x3u  /* return addresses have the low two bits clear */
 #define XP_BITS_HDR_MASK    0x3fu /* OTP 28+ atom text bitstrings (B/erl_bits.h 29) */
 #define XP_BITS_HDR_HEAP    0x20u /* heap bits: size in bits @8, text @16 */
 #define XP_BITS_HDR_SUB	    0x24u /* sub bits: base_flags @8, start @16, end @24 (bits) */
+
+/* How a pid term holds <0.NUM.SER> (B/erl_ptab.h, B/erl_term.h). */
+enum xp_pid_format {
+	XP_PID_HIGH_PIX = 0, /* 25: high 32 bits = table index; low 32 >> 4 = data, NUM 15 bits */
+	XP_PID_PIXDATA,	     /* 27+: term >> 4 = "pixdata", unscrambled with the ErtsPTab's pix_*
+			      * fields into data; NUM 28 bits */
+};
 
 enum xp_atom_name_mode {
 	XP_ATOM_NAME_POINTER = 0, /* Atom.name is a byte * (OTP <= 27) */
@@ -42,6 +48,12 @@ struct xp_layout {
 	enum xp_atom_name_mode atom_name_mode;
 	int32_t ptab_tab; /* ErtsPTab.r.o.tab */
 	int32_t ptab_max; /* ErtsPTab.r.o.max */
+	/* ErtsPTab.r.o.pix_mask, pix_cl_mask, pix_cli_mask (Uint), pix_cl_shift, pix_cli_shift
+	 * (Uint32): how 27+ scramble the table index into the pid term. */
+	int32_t ptab_pix_mask, ptab_pix_cl_mask, ptab_pix_cli_mask, ptab_pix_cl_shift,
+	    ptab_pix_cli_shift;
+	enum xp_pid_format pid_format;
+	uint32_t pid_num_bits; /* bits of NUM in <0.NUM.SER> */
 	/* Thread names are erts_snprintf'd into 16 bytes: printf formats with one %u. */
 	const char *thread_fmt[3]; /* indexed by enum xp_sched_type */
 	/* Extra words after a trace-frame CP (reference §1.4). */

@@ -21,6 +21,7 @@ int process__reader(struct process_reader *r, const struct target *t)
 	memset(r, 0, sizeof(*r));
 	r->mem = t->mem;
 	r->off = t->off;
+	process__pid_format(&r->pids, t);
 	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
 		if (!have(t->off, need[i]))
 			return -ENOTSUP;
@@ -70,12 +71,52 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
 	return 0;
 }
 
-void process__pid_text(uint64_t pid, char *buf, size_t len)
+void process__pid_format(struct pid_format *f, const struct target *t)
 {
-	uint64_t data = pid >> XP_PID_DATA_SHIFT;
+	const struct xp_layout *row = t->layout;
+	uint64_t ptab = (uint64_t)t->addr[XP_ADDR_PROCESS_TABLE].value;
+	uint32_t shifts[2] = {0, 0};
 
-	snprintf(buf, len, "<0.%" PRIu64 ".%" PRIu64 ">",
-		 data & (((uint64_t)1 << XP_PID_NUM_BITS) - 1), data >> XP_PID_NUM_BITS);
+	memset(f, 0, sizeof(*f));
+	if (!row)
+		return;
+	f->format = row->pid_format;
+	f->num_bits = row->pid_num_bits;
+	if (row->pid_format == XP_PID_HIGH_PIX) {
+		f->known = true;
+		return;
+	}
+	f->known =
+	    t->addr[XP_ADDR_PROCESS_TABLE].present &&
+	    mem__read_u64(t->mem, ptab + (uint64_t)row->ptab_pix_mask, &f->pix_mask) == 0 &&
+	    mem__read_u64(t->mem, ptab + (uint64_t)row->ptab_pix_cl_mask, &f->cl_mask) == 0 &&
+	    mem__read_u64(t->mem, ptab + (uint64_t)row->ptab_pix_cli_mask, &f->cli_mask) == 0 &&
+	    mem__read(t->mem, ptab + (uint64_t)row->ptab_pix_cl_shift, shifts, sizeof(shifts)) ==
+		0 &&
+	    shifts[0] < 64 && shifts[1] < 64;
+	f->cl_shift = shifts[0];
+	f->cli_shift = shifts[1];
+}
+
+void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size_t len)
+{
+	uint64_t data;
+
+	if (!f->known || !f->num_bits) {
+		snprintf(buf, len, "<pid 0x%" PRIx64 ">", pid);
+		return;
+	}
+	if (f->format == XP_PID_HIGH_PIX) {
+		data = (pid & 0xffffffffu) >> XP_PID_DATA_SHIFT;
+	} else {
+		/* erts_ptab_pixdata2data (B/erl_ptab.h 27:286) */
+		uint64_t pixdata = pid >> XP_PID_DATA_SHIFT;
+
+		data = (pixdata & ~f->pix_mask) | ((pixdata >> f->cl_shift) & f->cl_mask) |
+		       ((pixdata & f->cli_mask) << f->cli_shift);
+	}
+	snprintf(buf, len, "<0.%" PRIu64 ".%" PRIu64 ">", data & (((uint64_t)1 << f->num_bits) - 1),
+		 data >> f->num_bits);
 }
 
 void process__atom_quoted(const char *text, char *buf, size_t len)

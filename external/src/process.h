@@ -20,8 +20,17 @@ struct process_view {
 	char initial[2 * XP_ATOM_MAX_BYTES + 32]; /* "mod:fun/2", "" when unreadable */
 };
 
+/* What turns a pid term into <0.NUM.SER> for this VM. */
+struct pid_format {
+	enum xp_pid_format format;
+	bool known; /* false: the 27+ scrambling parameters could not be read */
+	uint32_t num_bits, cl_shift, cli_shift;
+	uint64_t pix_mask, cl_mask, cli_mask;
+};
+
 struct process_reader {
 	struct mem *mem;
+	struct pid_format pids;
 	const struct target_value *off; /* target->off */
 	struct atom_reader atoms;
 	bool have_atoms;
@@ -37,8 +46,10 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
 /* Fill name and initial (after read_bounds). Unreadable parts are left empty. */
 void process__read_identity(const struct process_reader *r, struct process_view *p);
 
-/* "<0.123.0>" */
-void process__pid_text(uint64_t pid, char *buf, size_t len);
+/* "<0.123.0>", or "<pid 0x...>" when this VM's pid encoding is not known. */
+void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size_t len);
+/* Read the pid encoding of a target (layout row + process table). */
+void process__pid_format(struct pid_format *f, const struct target *t);
 /* Write an atom as Erlang prints it: quoted when it is not a plain lowercase atom. */
 void process__atom_quoted(const char *text, char *buf, size_t len);
 

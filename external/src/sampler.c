@@ -128,7 +128,7 @@ static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
 		return 0;
 	}
 	process__read_identity(&s->pr, p);
-	process__pid_text(p->pid, pid, sizeof(pid));
+	process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
 	snprintf(name, sizeof(name), "%s %s", pid, p->name[0] ? p->name : p->initial);
 	if (agg__group(s->agg, name, group))
 		return -ENOMEM;
@@ -143,7 +143,7 @@ static bool filtered_out(struct sampler *s, struct process_view *p)
 	if (!s->opts.erlang_pid && !s->opts.name)
 		return false;
 	if (s->opts.erlang_pid) {
-		process__pid_text(p->pid, pid, sizeof(pid));
+		process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
 		if (strcmp(pid, s->filter_pid) != 0)
 			return true;
 	}
