@@ -167,7 +167,9 @@ static int jit_frame(struct sampler *s, const struct jit_range *r, uint32_t *id)
 	if (n > p && strcmp(r->name + n - p, prologue) == 0)
 		n -= p;
 	snprintf(name, sizeof(name), "%.*s", (int)n, r->name);
-	if (strncmp(name, "global::", 8) == 0 || strncmp(name, "erts_beamasm:", 13) == 0)
+	/* Shared fragments, JIT internals and a module's header/footer code are not functions. */
+	if (strncmp(name, "global::", 8) == 0 || strncmp(name, "erts_beamasm:", 13) == 0 ||
+	    strstr(name, "::code"))
 		kind = FRAME_JIT_GLOBAL;
 	return agg__frame(s->agg, name, kind, id);
 }
@@ -337,6 +339,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	if (!e)
 		e = native_e(s, &ur, &p);
+	else if (e <= p.heap || e >= p.hend)
+		/* JIT code running on the scheduler's C stack (between entering the runtime and
+		 * the call): E is parked in rbp (plain) or c_p->stop (reference §2). */
+		e = fp > p.heap && fp < p.hend && !(fp & 7) ? fp : p.stop;
 	if (e <= p.heap || e >= p.hend || (e & 7) ||
 	    read_stack(s, ps, e, p.hend, &nwords, &complete)) {
 		s->st.dropped[DROP_STACK_UNREADABLE]++;
