@@ -24,7 +24,7 @@ test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 demo: deps build
-	test/e2e/start_vm.sh 25 agent xp_demo -- $(BUILD)/extrospect info %PID%
+	tools/demo.sh $(BUILD)/extrospect
 
 fmt:
 	clang-format -i $(C_FILES)
