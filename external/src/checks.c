@@ -144,17 +144,10 @@ static void check_atoms(struct target *t)
 	char text[XP_ATOM_MAX_BYTES + 1];
 	int err;
 
-	if (!t->addr[XP_ADDR_ATOM_TABLE].present || !offs_present(t, ids, 4) || !t->layout) {
+	if (!t->addr[XP_ADDR_ATOM_TABLE].present || target__atom_reader(t, &r)) {
 		target__add_check(t, "atom_roundtrip", CHECK_SKIP, "atom table or layout unknown");
 		return;
 	}
-	r = (struct atom_reader){.mem = t->mem,
-				 .table = (uint64_t)t->addr[XP_ADDR_ATOM_TABLE].value,
-				 .off_entries = (int32_t)t->off[XP_OFF_ITAB_ENTRIES].value,
-				 .off_seg_table = (int32_t)t->off[XP_OFF_ITAB_SEG_TABLE].value,
-				 .off_len = (int32_t)t->off[XP_OFF_ATOM_LEN].value,
-				 .off_name = (int32_t)t->off[XP_OFF_ATOM_NAME].value,
-				 .mode = t->layout->atom_name_mode};
 	if (target__has_agent(t) && t->agent->block.probe_atom) {
 		term = t->agent->block.probe_atom;
 		want = t->agent->block.probe_atom_text;

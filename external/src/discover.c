@@ -226,18 +226,12 @@ static int cmp_sched(const void *a, const void *b)
 /* OTP 28+ without the agent: find the atom table structurally in beam.smp's .bss. */
 static void scan_atom_table(struct target *t)
 {
-	struct atom_reader r = {.mem = t->mem};
+	struct atom_reader r;
 	uint64_t vaddr, size, a;
 
-	if (t->addr[XP_ADDR_ATOM_TABLE].present || !t->layout ||
-	    !t->off[XP_OFF_ITAB_ENTRIES].present || !t->off[XP_OFF_ITAB_SEG_TABLE].present ||
+	if (t->addr[XP_ADDR_ATOM_TABLE].present || target__atom_reader(t, &r) ||
 	    elf_image__section(t->beam, ".bss", &vaddr, &size))
 		return;
-	r.off_entries = (int32_t)t->off[XP_OFF_ITAB_ENTRIES].value;
-	r.off_seg_table = (int32_t)t->off[XP_OFF_ITAB_SEG_TABLE].value;
-	r.off_len = (int32_t)t->off[XP_OFF_ATOM_LEN].value;
-	r.off_name = (int32_t)t->off[XP_OFF_ATOM_NAME].value;
-	r.mode = t->layout->atom_name_mode;
 	if (atom__scan_table(&r, t->bias + vaddr, size, &a) == 0)
 		set_addr(t, XP_ADDR_ATOM_TABLE, a, TSRC_SCAN);
 }

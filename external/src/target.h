@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "agent.h"
+#include "atom.h"
 #include "elfsym.h"
 #include "jitmap.h"
 #include "layout.h"
@@ -96,6 +97,9 @@ struct target {
  * the target is still freed by target__free. */
 int target__attach(pid_t pid, const struct target_opts *opts, struct target **out);
 bool target__has_agent(const struct target *t);
+/* An atom reader for this VM: offsets and name mode from the layout, the table address when
+ * known (0 otherwise, for a scan). 0, or -ENOENT when the atom layout is unknown. */
+int target__atom_reader(const struct target *t, struct atom_reader *r);
 void target__free(struct target *t);
 
 /* discover.c: key addresses, flavour, frame layout and the JIT map, from the agent, .dynsym or a
