@@ -30,8 +30,8 @@ fmt:
 	clang-format -i $(C_FILES)
 
 fmt-check:
-	clang-format --dry-run --Werror $(C_FILES)
-	if command -v shellcheck >/dev/null; then shellcheck -x $(SH_FILES); fi
+	@clang-format --dry-run --Werror $(C_FILES) && echo "fmt-check: clang-format clean"
+	@if command -v shellcheck >/dev/null; then shellcheck -x $(SH_FILES) && echo "fmt-check: shellcheck clean"; fi
 
 bench: build
 	if [ -x bench/run ]; then bench/run; else echo "bench: no bench/run yet (see bench/README.md)"; fi
