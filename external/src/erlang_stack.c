@@ -133,8 +133,13 @@ static void walk_fp(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 {
 	uint64_t prev = e, hend = e + 8 * n;
 
-	/* The leaf has no frame yet (function entry, or a call into a shared fragment). */
-	if (n > 0 && fp != e && !(w[0] & XP_CP_MASK) && take_ra(c, w[0], false, out) < 0)
+	/* Between the leaf's `push rbp` and `mov rbp,rsp` (frequent in a tight tail-recursive loop,
+	 * which leaves and re-enters its frame every iteration) E[0] is the saved rbp: a stack
+	 * address, never a term or code. Otherwise, with rbp != E, the leaf has no frame yet
+	 * (function entry, or a call into a shared fragment) and E[0] is its return address. */
+	if (n > 1 && fp != e && w[0] == fp)
+		fp = e;
+	else if (n > 0 && fp != e && !(w[0] & XP_CP_MASK) && take_ra(c, w[0], false, out) < 0)
 		return;
 	for (;;) {
 		size_t i;

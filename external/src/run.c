@@ -51,7 +51,10 @@ int run__sample(struct run_ctx *ctx)
 		st->elapsed_s = now - start;
 		if (ctx->opts.duration_s > 0 && now - start >= ctx->opts.duration_s)
 			break;
-		rc = sampler__poll(s, 100);
+		/* Drain at least every millisecond: a sample taken in native code finds the
+		 * process's Erlang stack live (from c_p->stop), which is only the stack the
+		 * sample saw while the process has not moved on. */
+		rc = sampler__poll(s, 1);
 		if (rc == -ESRCH || proc__exists(ctx->t->pid) == -ENOENT) {
 			ctx->target_exited = true;
 			break;
@@ -110,6 +113,9 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			fprintf(f, "    ended %-16s %" PRIu64 "\n", erlang_stack__end_name(i),
 				st->estack_end[i]);
 	}
+	if (st->jit_refreshes)
+		fprintf(f, "  JIT map re-read %" PRIu64 " times as code was loaded or purged\n",
+			st->jit_refreshes);
 	if (ctx->target_exited)
 		fprintf(f, "extrospect: the VM (pid %d) exited during the run; %s is partial\n",
 			(int)ctx->t->pid, what);

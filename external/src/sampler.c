@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "process.h"
 #include "sampler.h"
@@ -18,7 +19,13 @@
 			  */
 #define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
 #define SITE_SLOTS  4096 /* call-site classification cache */
+#define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
 #define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
+/* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
+ * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
+ * VM with a few hundred modules, while samples queue up: keep them rare. */
+#define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
+#define JIT_REFRESH_MISS_NS (100 * 1000000ull)
 
 enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
 
@@ -33,6 +40,12 @@ struct site {
 	enum site_kind kind;
 };
 
+struct native_name {
+	uint64_t pc;
+	uint32_t id;
+	bool activation, used;
+};
+
 struct sampler {
 	struct target *t;
 	struct sampler_opts opts;
@@ -44,9 +57,12 @@ struct sampler {
 	struct sampler_stats st;
 	struct ident ident[IDENT_SLOTS];
 	struct site sites[SITE_SLOTS];
+	struct native_name names[NAME_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];
-	uint8_t lea_disp; /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
+	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
+	struct jit_descriptor jdesc; /* as of the JIT map in use */
+	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
 	char filter_pid[32];
 };
 
@@ -60,6 +76,71 @@ static const char *const drop_names[DROP_COUNT] = {
 const char *sampler__drop_name(enum sampler_drop d)
 {
 	return (unsigned)d < DROP_COUNT ? drop_names[d] : "?";
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool same_descriptor(const struct jit_descriptor *a, const struct jit_descriptor *b)
+{
+	return a->first_entry == b->first_entry && a->relevant_entry == b->relevant_entry &&
+	       a->action == b->action;
+}
+
+/* The JIT map read at attach goes stale: modules loaded since are missing, and OTP 27+ frees
+ * purged code and reuses its memory (reference §3.2). Re-walk it when the descriptor changed
+ * (GDB's protocol: every register / unregister updates it), at most every min_ns. A walk that
+ * races a purge can break: the map in use is kept and the walk tried again later. */
+static void refresh_jit(struct sampler *s, uint64_t min_ns)
+{
+	const struct target_value *a = &s->t->addr[XP_ADDR_JIT_DESCRIPTOR];
+	struct jit_descriptor d;
+	struct jitmap *m = NULL;
+	uint64_t now = now_ns();
+
+	if (!a->present || now - s->jit_tried_ns < min_ns)
+		return;
+	if (jitmap__read_descriptor(s->t->mem, (uint64_t)a->value, &d) ||
+	    same_descriptor(&d, &s->jdesc))
+		return;
+	s->jit_tried_ns = now;
+	if (jitmap__load(s->t->mem, (uint64_t)a->value, &m) || jitmap__stats(m)->chain_broken) {
+		jitmap__free(m);
+		return;
+	}
+	jitmap__free(s->t->jit);
+	s->t->jit = m;
+	s->jdesc = d;
+	s->st.jit_refreshes++;
+	erlang_stack__cfg(&s->ecfg, m, s->t->frame_layout,
+			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);
+}
+
+/* A pc the JIT map does not name and no mapped file holds: JIT code loaded since the map was
+ * read. Re-walk the map and look again. */
+static const struct jit_range *lookup_jit(struct sampler *s, uint64_t pc, bool *unnamed)
+{
+	const struct jit_range *r = jitmap__lookup(s->t->jit, pc);
+
+	*unnamed = false;
+	if (r || unwinder__module(s->unw, pc))
+		return r;
+	refresh_jit(s, JIT_REFRESH_MISS_NS);
+	r = jitmap__lookup(s->t->jit, pc);
+	*unnamed = !r;
+	return r;
+}
+
+/* The scheduler loop (global::process_main, and erts_schedule below it) runs between processes:
+ * r13 there is whichever process ran last, not the sample's (reference §2). */
+static bool is_scheduler_loop(const struct jit_range *r)
+{
+	return r && strcmp(r->name, "global::process_main") == 0;
 }
 
 static const struct target_sched *find_sched(const struct sampler *s, pid_t tid)
@@ -174,6 +255,26 @@ static int jit_frame(struct sampler *s, const struct jit_range *r, uint32_t *id)
 	return agg__frame(s->agg, name, kind, id);
 }
 
+/* The aggregate's frame id of a native frame; names are cached by pc, as resolving one through
+ * libdw costs far more than the rest of a sample and samples must be resolved promptly. */
+static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_t *id)
+{
+	struct native_name *slot = &s->names[(f->pc ^ (f->pc >> 13)) % NAME_SLOTS];
+	char name[512];
+
+	if (slot->used && slot->pc == f->pc && slot->activation == f->activation) {
+		*id = slot->id;
+		return 0;
+	}
+	if (unwinder__name_frame(s->unw, f, false, name, sizeof(name)))
+		snprintf(name, sizeof(name), "[unknown]");
+	if (agg__frame(s->agg, name, FRAME_NATIVE, id))
+		return -ENOMEM;
+	*slot =
+	    (struct native_name){.pc = f->pc, .id = *id, .activation = f->activation, .used = true};
+	return 0;
+}
+
 /* Native frames, outermost first, appended to s->frames. */
 static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur, uint32_t n)
 {
@@ -182,12 +283,9 @@ static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur,
 	if (s->opts.only_erlang)
 		return n;
 	for (i = ur->nframes; i-- > 0 && n < MAX_FRAMES;) {
-		char name[512];
 		uint32_t id;
 
-		if (unwinder__name_frame(s->unw, &ur->frames[i], false, name, sizeof(name)))
-			snprintf(name, sizeof(name), "[unknown]");
-		if (agg__frame(s->agg, name, FRAME_NATIVE, &id) == 0)
+		if (native_frame(s, &ur->frames[i], &id) == 0)
 			s->frames[n++] = id;
 	}
 	return n;
@@ -254,6 +352,52 @@ static uint64_t native_e(struct sampler *s, const struct unwind_result *ur,
 	}
 }
 
+/* The sample's own copy of a stack that ends inside the copy: the words from E to the stack
+ * bottom, normal_exit (in FP layout after a zero frame pointer), which is the last word below
+ * hend (reference "Design implications", check 4). */
+static bool stack_from_copy(struct sampler *s, const struct perf_sample *ps, size_t *nwords)
+{
+	size_t n = ps->stack_size / 8, i;
+
+	if (n > STACK_CAP_BYTES / 8)
+		n = STACK_CAP_BYTES / 8;
+	memcpy(s->words, ps->stack, n * 8);
+	for (i = 0; s->ecfg.normal_exit && i < n; i++) {
+		if (s->words[i] != s->ecfg.normal_exit)
+			continue;
+		if (s->t->frame_layout == XP_LAYOUT_FP && (i == 0 || s->words[i - 1] != 0))
+			continue;
+		*nwords = i + 1;
+		return true;
+	}
+	return false;
+}
+
+/* E and the stack words from E to hend. *e is rsp for a sample in JIT code, 0 for a sample in
+ * native code (E is then found from the call site). */
+static int sample_stack(struct sampler *s, const struct perf_sample *ps,
+			const struct unwind_result *ur, const struct process_view *p, uint64_t *e,
+			uint64_t fp, size_t *nwords, bool *complete)
+{
+	if (!*e) {
+		*e = native_e(s, ur, p);
+	} else if (*e <= p->heap || *e >= p->hend) {
+		/* rsp is outside the heap block read now. Either the process was garbage collected
+		 * since the sample and its heap moved (the sample's copy still holds the stack as
+		 * it was: reading [E, hend) live would mix in the process's current frames), or JIT
+		 * code runs on the scheduler's C stack between entering the runtime and the call,
+		 * with E parked in rbp (plain) or c_p->stop (reference §2). */
+		if (!(*e & 7) && stack_from_copy(s, ps, nwords)) {
+			*complete = true;
+			return 0;
+		}
+		*e = fp > p->heap && fp < p->hend && !(fp & 7) ? fp : p->stop;
+	}
+	if (*e <= p->heap || *e >= p->hend || (*e & 7))
+		return -EFAULT;
+	return read_stack(s, ps, *e, p->hend, nwords, complete);
+}
+
 static uint64_t current_process(struct sampler *s, const struct target_sched *sch, bool *known)
 {
 	const struct target_value *o = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
@@ -267,7 +411,7 @@ static uint64_t current_process(struct sampler *s, const struct target_sched *sc
 /* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
 static void add_erlang_sample(struct sampler *s, struct process_view *p,
 			      const struct estack_result *er, const struct jit_range *leaf,
-			      const struct unwind_result *ur)
+			      bool unnamed, const struct unwind_result *ur)
 {
 	uint32_t group, n = 0, id;
 	size_t i;
@@ -281,22 +425,59 @@ static void add_erlang_sample(struct sampler *s, struct process_view *p,
 	if (leaf && n < MAX_FRAMES && jit_frame(s, leaf, &id) == 0 &&
 	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
 		s->frames[n++] = id;
+	if (unnamed && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
+		s->frames[n++] = id;
 	if (ur)
 		n = native_frames(s, ur, n);
 	if (agg__add(s->agg, group, s->frames, n, 1) == 0)
 		s->st.kept++;
 }
 
+/* Where a sample stands: its process, its leaf JIT frame, E and the frame pointer. */
+struct where {
+	const struct jit_range *leaf;
+	struct unwind_result *ur; /* NULL for a sample in JIT code */
+	uint64_t cp, e, fp;	  /* e = 0: find E from the call site */
+	bool unnamed;		  /* the pc is JIT code the map does not name */
+};
+
+/* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
+ * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
+ * have switched processes or gone idle, so it is only the fallback. Returns false when the
+ * unwind did not reach JIT code. */
+static bool from_native(struct sampler *s, const struct target_sched *sch,
+			const struct perf_sample *ps, struct where *w)
+{
+	bool known;
+
+	unwinder__unwind(s->unw, ps, is_jit, s, w->ur);
+	if (w->ur->stop != UNWIND_STOP_JIT) {
+		s->st.native_stopped++;
+		return false;
+	}
+	s->st.native_reached_jit++;
+	w->leaf = jitmap__lookup(s->t->jit, w->ur->jit_pc - 1);
+	if (is_scheduler_loop(w->leaf))
+		w->cp = 0;
+	else if (w->ur->jit_r13_valid)
+		w->cp = w->ur->jit_r13;
+	else
+		w->cp = current_process(s, sch, &known);
+	w->fp = w->ur->jit_bp;
+	w->e = 0;
+	return true;
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
-	struct unwind_result ur, *urp = NULL;
-	const struct jit_range *leaf;
+	struct unwind_result ur;
+	struct where w = {0};
 	struct process_view p;
 	struct estack_result er;
-	uint64_t cp, e, fp;
 	size_t nwords;
-	bool known, complete;
+	bool complete;
 
 	s->st.samples++;
 	if (!ps->regs_valid) {
@@ -307,44 +488,28 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_UNKNOWN_THREAD]++;
 		return;
 	}
-	cp = current_process(s, sch, &known);
-	leaf = jitmap__lookup(s->t->jit, ps->ip);
-	if (leaf) {
+	w.leaf = lookup_jit(s, ps->ip, &w.unnamed);
+	if (w.leaf || w.unnamed) {
 		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
-		cp = ps->regs[PERF_R_R13];
-		e = ps->regs[PERF_R_SP];
-		fp = ps->regs[PERF_R_BP];
+		w.cp = is_scheduler_loop(w.leaf) ? 0 : ps->regs[PERF_R_R13];
+		w.e = ps->regs[PERF_R_SP];
+		w.fp = ps->regs[PERF_R_BP];
 	} else {
-		urp = &ur;
-		unwinder__unwind(s->unw, ps, is_jit, s, &ur);
-		if (ur.stop != UNWIND_STOP_JIT) {
-			s->st.native_stopped++;
-			add_label_sample(s, sch, NULL, urp);
+		w.ur = &ur;
+		if (!from_native(s, sch, ps, &w)) {
+			add_label_sample(s, sch, NULL, w.ur);
 			return;
 		}
-		s->st.native_reached_jit++;
-		leaf = jitmap__lookup(s->t->jit, ur.jit_pc - 1);
-		if (!known)
-			cp = ur.jit_r13_valid ? ur.jit_r13 : 0;
-		fp = ur.jit_bp;
-		e = 0;
 	}
-	if (!cp) {
-		add_label_sample(s, sch, leaf, urp);
+	if (!w.cp) {
+		add_label_sample(s, sch, w.leaf, w.ur);
 		return;
 	}
-	if (process__read_bounds(&s->pr, cp, &p)) {
+	if (process__read_bounds(&s->pr, w.cp, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
 		return;
 	}
-	if (!e)
-		e = native_e(s, &ur, &p);
-	else if (e <= p.heap || e >= p.hend)
-		/* JIT code running on the scheduler's C stack (between entering the runtime and
-		 * the call): E is parked in rbp (plain) or c_p->stop (reference §2). */
-		e = fp > p.heap && fp < p.hend && !(fp & 7) ? fp : p.stop;
-	if (e <= p.heap || e >= p.hend || (e & 7) ||
-	    read_stack(s, ps, e, p.hend, &nwords, &complete)) {
+	if (sample_stack(s, ps, &ur, &p, &w.e, w.fp, &nwords, &complete)) {
 		s->st.dropped[DROP_STACK_UNREADABLE]++;
 		return;
 	}
@@ -352,10 +517,13 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.excluded_filter++;
 		return;
 	}
-	erlang_stack__walk(&s->ecfg, s->words, nwords, e, fp, complete, &er);
+	erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, &er);
+	/* Code the map does not name makes the stack unresolved, wherever it is. */
+	if (w.unnamed && er.end == ESTACK_END_BOTTOM)
+		er.end = ESTACK_END_UNRESOLVED;
 	s->st.erlang++;
 	s->st.estack_end[er.end]++;
-	add_erlang_sample(s, &p, &er, leaf, urp);
+	add_erlang_sample(s, &p, &er, w.leaf, w.unnamed, w.ur);
 }
 
 static void on_sample(const struct perf_sample *ps, void *ctx)
@@ -423,6 +591,10 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 	s->lea_disp = (uint8_t)(-(xr->present ? (int)xr->value : 0));
 	if (opts->erlang_pid)
 		snprintf(s->filter_pid, sizeof(s->filter_pid), "%s", opts->erlang_pid);
+	if (t->addr[XP_ADDR_JIT_DESCRIPTOR].present)
+		jitmap__read_descriptor(t->mem, (uint64_t)t->addr[XP_ADDR_JIT_DESCRIPTOR].value,
+					&s->jdesc);
+	s->jit_tried_ns = now_ns();
 	s->words = malloc(STACK_CAP_BYTES);
 	if (!s->words) {
 		rc = -ENOMEM;
@@ -430,6 +602,15 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 	}
 	if ((rc = process__reader(&s->pr, t))) {
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
+		goto cleanup;
+	}
+	/* Pids print as <pid 0x...> when their encoding is unknown (OTP 28+ without the agent):
+	 * no '<0.N.0>' would ever match, and an empty profile is no answer. */
+	if (opts->erlang_pid && !s->pr.pids.known) {
+		snprintf(err, errlen,
+			 "--erlang-pid needs the pid encoding of this VM, which is unknown without "
+			 "the agent: use --name, or load the extrospect application");
+		rc = TARGET_EUNSUPPORTED;
 		goto cleanup;
 	}
 	erlang_stack__cfg(&s->ecfg, t->jit, t->frame_layout,
@@ -449,7 +630,10 @@ cleanup:
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	int rc = perf_session__poll(s->perf, timeout_ms, on_sample, s);
+	int rc;
+
+	refresh_jit(s, JIT_REFRESH_POLL_NS);
+	rc = perf_session__poll(s->perf, timeout_ms, on_sample, s);
 
 	if (rc < 0)
 		return rc;

@@ -1,0 +1,433 @@
+#!/usr/bin/env bash
+# ctest e2e.record.OTP.MODE.CASE: ground-truth tests of `extrospect record` (and `top`) on a live VM,
+# OTP 25|27|29, with the agent (MODE agent) or without (noagent). The workloads in test/targets know
+# their truth by construction; a share is compared with the time the VM measured around its own
+# calls over the same window (xp_truth's stats file, read before and after the recording).
+#   ground  xp_split's work_a/work_b share within ±3 points; xp_deep's exact 22-frame chain;
+#           filters --name, --erlang-pid, --only-erlang, --include-idle; `top`
+#   bif     time inside a long non-yielding BIF (erts_internal:cmp_term/2) against
+#           reduction-heavy Erlang code, within ±3 points
+#   fp      ground's share and chain on a frame-pointer VM (+JPperf map on 25, +JPperf fp on 27+)
+#   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
+#           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
+# A share is left unchecked when the workload ran more than XP_MAX_STRETCH times slower than its
+# own measured cost (a machine too busy for the VM's clock to be CPU time): the test then exits 77
+# with that reason unless something else failed. Exit 0 pass, 1 fail, 77 skip (reason printed).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust"
+otp=${1:?$usage}
+mode=${2:?$usage}
+case=${3:?$usage}
+
+XP_SHARE_TOLERANCE=${XP_SHARE_TOLERANCE:-3} # percentage points
+XP_RECORD_SECONDS=${XP_RECORD_SECONDS:-4}
+XP_MAX_STRETCH=${XP_MAX_STRETCH:-4}
+XP_SKIP_REASON=
+DEEP_DEPTH=20
+
+# ---- reading collapsed output --------------------------------------------------------------------
+
+# An Erlang function frame: mod:fun/arity, not a shared fragment, JIT internal or native name.
+AWK_IS_ERL='function is_erl(f) {
+	return f !~ /^global::/ && f !~ /^erts_beamasm:/ && f !~ /::/ && f !~ /!/ &&
+	       f ~ /^('\''[^'\'']*'\''|[a-z][A-Za-z0-9_@]*):.+\/[0-9]+$/
+}'
+
+# Samples per innermost Erlang frame of the processes registered as NAME: "count frame" lines.
+innermost() {
+	awk -v name="$2" "$AWK_IS_ERL"'
+	{
+		n = $NF; line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";")
+		if (fr[1] !~ (" " name "$")) next
+		inner = "-"
+		for (i = k; i > 1; i--) if (is_erl(fr[i])) { inner = fr[i]; break }
+		c[inner] += n
+	}
+	END { for (f in c) print c[f], f }' "$1"
+}
+
+# count FILE FRAME: samples of innermost() output for one frame (0 when absent).
+count_of() { awk -v f="$2" '$2 == f { s += $1 } END { print s + 0 }' "$1"; }
+
+# Root frames (the process labels) of a collapsed file, one per line with their samples.
+roots() { awk '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); split(line, fr, ";"); c[fr[1]] += n }
+	END { for (r in c) print c[r] "\t" r }' "$1"; }
+
+# The pid label a process must have: its own pid_to_list text (PID given) or any local pid, except
+# on OTP 28+ without the agent, where the pid encoding is unknown and the sampler prints the raw
+# term (fail closed).
+pid_label_re() {
+	local pid=${1:-}
+	if [[ "$otp" == 29 && "$mode" == noagent ]]; then
+		echo '<pid 0x[0-9a-f]+>'
+	elif [[ -n "$pid" ]]; then
+		pid=${pid//./\\.}
+		echo "$pid"
+	else
+		echo '<0\.[0-9]+\.0>'
+	fi
+}
+
+stat_get() { sed -n "s/^$2=//p" "$1"; }
+
+# ---- running the sampler -------------------------------------------------------------------------
+
+# rec NAME [options...]: records the current VM into $XP_VM_DIR/NAME.folded (stderr NAME.err);
+# sets REC_RC.
+rec() {
+	local name=$1
+	shift
+	REC_RC=0
+	xp_sampler record -d "$XP_RECORD_SECONDS" "$@" -o "$XP_VM_DIR/$name.folded" --format collapsed \
+		"$XP_VM_PID" 2>"$XP_VM_DIR/$name.err" || REC_RC=$?
+	sed 's/^/    | /' "$XP_VM_DIR/$name.err"
+}
+
+rec_ok() {
+	rec "$@"
+	xp_expect "exit status of 'record $*'" 0 "$REC_RC"
+	[[ -s "$XP_VM_DIR/$1.folded" ]] || xp_fail "record $*: empty output"
+}
+
+# ---- assertions ----------------------------------------------------------------------------------
+
+# check_share WHAT FOLDED PROCESS FRAME_A FRAME_B STATS0 STATS1: the sampled share of FRAME_A among
+# the A+B samples of PROCESS against the VM's own measure over the same window: the wall time
+# around its calls, a_ns / (a_ns + b_ns) (xp_truth). The share by construction (iterations x
+# calibrated cost, a_cpu_ns) is printed beside it: on a busy machine the two part, and the
+# sampler follows the measured time.
+check_share() {
+	local what=$1 folded=$2 proc=$3 fa=$4 fb=$5 s0=$6 s1=$7 inner sa sb ma mb ca cb verdict
+	inner=$XP_VM_DIR/$proc.inner
+	innermost "$folded" "$proc" >"$inner"
+	sa=$(count_of "$inner" "$fa")
+	sb=$(count_of "$inner" "$fb")
+	ma=$(($(stat_get "$s1" a_ns) - $(stat_get "$s0" a_ns)))
+	mb=$(($(stat_get "$s1" b_ns) - $(stat_get "$s0" b_ns)))
+	ca=$(($(stat_get "$s1" a_cpu_ns) - $(stat_get "$s0" a_cpu_ns)))
+	cb=$(($(stat_get "$s1" b_cpu_ns) - $(stat_get "$s0" b_cpu_ns)))
+	busy_machine "$what" "$s0" "$s1" && return 0
+	if ((sa + sb < 300 || ma + mb <= 0 || ca + cb <= 0)); then
+		xp_fail "$what: too little data: $sa + $sb samples, $ma + $mb ns measured"
+		sort -rn "$inner" | head -n 10
+		return 0
+	fi
+	verdict=$(awk -v sa="$sa" -v sb="$sb" -v ma="$ma" -v mb="$mb" -v ca="$ca" -v cb="$cb" \
+		-v tol="$XP_SHARE_TOLERANCE" 'BEGIN {
+		s = 100 * sa / (sa + sb); m = 100 * ma / (ma + mb); c = 100 * ca / (ca + cb); d = s - m
+		printf "%s sampled %.1f%% (%d of %d samples), measured %.1f%% (%.1f%% by construction), diff %+.1f points",
+			(d <= tol && d >= -tol) ? "ok" : "off", s, sa, sa + sb, m, c, d }')
+	echo "FIGURE: OTP $otp $mode $case $what: ${verdict#* }"
+	if [[ "$verdict" == ok* ]]; then
+		xp_pass "$what: ${verdict#ok } (±$XP_SHARE_TOLERANCE)"
+	else
+		xp_fail "$what: ${verdict#off } (±$XP_SHARE_TOLERANCE)"
+		sort -rn "$inner" | head -n 10
+	fi
+}
+
+# The truth is time the VM measured around the calls: it is CPU time only while the VM has its
+# cores. B is pure computation of a known cost in both workloads (xp_truth's b_cpu_ns): when it
+# took more than XP_MAX_STRETCH times that, the machine is too busy for a ±3-point comparison.
+# The share check is then left out, and the test reports a skip (with the reason) unless
+# something else failed.
+busy_machine() {
+	local what=$1 s0=$2 s1=$3 stretch
+	stretch=$(awk -v w="$(($(stat_get "$s1" b_ns) - $(stat_get "$s0" b_ns)))" \
+		-v c="$(($(stat_get "$s1" b_cpu_ns) - $(stat_get "$s0" b_cpu_ns)))" \
+		'BEGIN { printf "%.2f", (c > 0 ? w / c : 99) }')
+	echo "FIGURE: OTP $otp $mode $case $what: the workload ran ${stretch}x its measured cost"
+	if awk -v s="$stretch" -v m="$XP_MAX_STRETCH" 'BEGIN { exit !(s > m) }'; then
+		XP_SKIP_REASON="machine too busy: the workload ran ${stretch}x slower than its own cost (max $XP_MAX_STRETCH), so the time it measured is not CPU time"
+		echo "NOT CHECKED: $what: $XP_SKIP_REASON"
+		return 0
+	fi
+	return 1
+}
+
+# Every process label of FOLDED must be "PIDLABEL NAME" (a regular expression for the pid).
+check_label() {
+	local what=$1 folded=$2 pid_re=$3 name=$4 bad
+	bad=$(roots "$folded" | awk -F'\t' -v re="^${pid_re} ${name}\$" '$2 !~ re { print }')
+	if [[ -z "$bad" ]]; then
+		xp_pass "$what: every stack is labelled like '$pid_re $name'"
+	else
+		xp_fail "$what: stacks of other processes: $(echo "$bad" | head -n 5 | tr '\n' ' ')"
+	fi
+}
+
+# xp_deep's dominant stack: exactly loop/0, down/1 x DEEP_DEPTH, spin/2, in >= 90% of its samples.
+check_deep() {
+	local what=$1 folded=$2 want top total n label pid_re
+	want="xp_deep:loop/0$(printf ';xp_deep:down/1%.0s' $(seq 1 "$DEEP_DEPTH"));xp_deep:spin/2"
+	pid_re=$(pid_label_re)
+	top=$(awk '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); i = index(line, ";")
+		if (substr(line, 1, i - 1) ~ / xp_deep$/) { c[line] += n; t += n } }
+		END { for (s in c) if (c[s] > best) { best = c[s]; b = s }; print best + 0, t + 0, b }' "$folded")
+	read -r n total label <<<"$top"
+	if ((total < 200)); then
+		xp_fail "$what: only $total samples of xp_deep"
+		return 0
+	fi
+	echo "FIGURE: OTP $otp $mode $case $what: dominant stack $n of $total samples"
+	xp_expect "$what: dominant stack of xp_deep (below its label)" "$want" "${label#*;}"
+	if [[ "${label%%;*}" =~ ^${pid_re}\ xp_deep$ ]]; then
+		xp_pass "$what: label '${label%%;*}'"
+	else
+		xp_fail "$what: label '${label%%;*}' is not '$pid_re xp_deep'"
+	fi
+	if ((100 * n >= 90 * total)); then
+		xp_pass "$what: the dominant stack has $n of $total samples (>= 90%)"
+	else
+		xp_fail "$what: the dominant stack has only $n of $total samples (< 90%)"
+		awk '{ print $NF, $0 }' "$folded" | grep ' xp_deep;' | sort -rn | head -n 5 | cut -c1-400
+	fi
+}
+
+# Recording of xp_ground: split shares and the deep chain; stats files read around it.
+record_ground() {
+	local tag=$1 stats=$XP_VM_DIR/ready.split
+	cp "$stats" "$XP_VM_DIR/$tag.s0"
+	rec_ok "$tag"
+	cp "$stats" "$XP_VM_DIR/$tag.s1"
+	check_share "$tag: xp_split:work_a/2 share" "$XP_VM_DIR/$tag.folded" xp_split \
+		xp_split:work_a/2 xp_split:work_b/2 "$XP_VM_DIR/$tag.s0" "$XP_VM_DIR/$tag.s1"
+	check_deep "$tag: xp_deep chain" "$XP_VM_DIR/$tag.folded"
+}
+
+check_filters() {
+	local pid folded=$XP_VM_DIR
+	pid=$(stat_get "$XP_VM_DIR/ready.split" pid)
+	# The default excludes scheduler time without a process.
+	if roots "$XP_VM_DIR/ra.folded" | cut -f2 | grep -q '^\['; then
+		xp_fail "without --include-idle: '[...]' groups present"
+	else
+		xp_pass "without --include-idle: no '[...]' groups"
+	fi
+	XP_RECORD_SECONDS=2 rec_ok name --name xp_split
+	check_label "--name xp_split" "$folded/name.folded" "$(pid_label_re "$pid")" xp_split
+	if [[ "$otp" == 29 && "$mode" == noagent ]]; then
+		XP_RECORD_SECONDS=2 rec epid --erlang-pid "$pid"
+		xp_expect "--erlang-pid without the agent on OTP 29 (pid encoding unknown): exit" 6 "$REC_RC"
+		if grep -q -- '--name' "$folded/epid.err"; then
+			xp_pass "--erlang-pid refusal points to --name"
+		else
+			xp_fail "--erlang-pid refusal does not point to --name"
+		fi
+	else
+		XP_RECORD_SECONDS=2 rec_ok epid --erlang-pid "$pid"
+		check_label "--erlang-pid '$pid'" "$folded/epid.folded" "$(pid_label_re "$pid")" xp_split
+	fi
+	XP_RECORD_SECONDS=2 rec_ok erl --only-erlang
+	local bad
+	bad=$(awk "$AWK_IS_ERL"'{ line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";")
+		for (i = 2; i <= k; i++) if (!is_erl(fr[i])) print fr[i] }' "$folded/erl.folded" | sort -u)
+	if [[ -z "$bad" ]]; then
+		xp_pass "--only-erlang: every frame is an Erlang function"
+	else
+		xp_fail "--only-erlang: other frames: $(echo "$bad" | head -n 5 | tr '\n' ' ')"
+	fi
+	XP_RECORD_SECONDS=3 rec_ok idle --include-idle
+	if roots "$folded/idle.folded" | cut -f2 | grep -q '^\[normal scheduler: no process\]$'; then
+		xp_pass "--include-idle: '[normal scheduler: no process]' present"
+	else
+		xp_fail "--include-idle: no '[normal scheduler: no process]' group: $(roots "$folded/idle.folded" | tr '\n' ' ')"
+	fi
+}
+
+check_top() {
+	local out=$XP_VM_DIR/top.txt rc=0
+	xp_sampler top -d 2 -n 10 "$XP_VM_PID" >"$out" 2>"$XP_VM_DIR/top.err" || rc=$?
+	xp_expect "exit status of 'top -d 2'" 0 "$rc"
+	if grep -qE '^ +[0-9.]+% +[0-9.]+% +xp_deep:spin/2$' "$out" &&
+		grep -qE '^ +[0-9.]+% +<.*> xp_split$' "$out"; then
+		xp_pass "top lists xp_deep:spin/2 and the process xp_split"
+	else
+		xp_fail "top output lacks xp_deep:spin/2 or xp_split:"
+		cat "$out"
+	fi
+}
+
+# ---- the cases -----------------------------------------------------------------------------------
+
+case_ground() {
+	xp_start_vm "$otp" "$mode" xp_ground
+	xp_expect "frame layout of a default VM" ra "$(xp_ready_get frame_layout)"
+	record_ground ra
+	check_filters
+	check_top
+}
+
+case_fp() {
+	local flag=fp json=
+	[[ "$otp" == 25 ]] && flag=map # 25 has no +JPperf fp; map turns frame pointers on
+	xp_start_vm "$otp" "$mode" xp_ground +JPperf "$flag"
+	xp_expect "ready file frame_layout under +JPperf $flag" fp "$(xp_ready_get frame_layout)"
+	json=$XP_VM_DIR/info.json
+	xp_sampler info --json "$XP_VM_PID" >"$json" 2>/dev/null || true
+	xp_expect "info --json .frame_layout" fp "$(jq -r .frame_layout "$json" 2>/dev/null)"
+	record_ground fp
+}
+
+case_bif() {
+	local stats folded inner mixed in_bif
+	xp_start_vm "$otp" "$mode" xp_bif
+	stats=$XP_VM_DIR/ready.split
+	cp "$stats" "$XP_VM_DIR/bif.s0"
+	rec_ok bif
+	cp "$stats" "$XP_VM_DIR/bif.s1"
+	folded=$XP_VM_DIR/bif.folded
+	check_share "xp_bif:in_bif/3 share (time in erts_internal:cmp_term/2)" "$folded" xp_bif \
+		xp_bif:in_bif/3 xp_bif:in_erlang/2 "$XP_VM_DIR/bif.s0" "$XP_VM_DIR/bif.s1"
+	# The BIF's samples are mixed stacks: in_bif/3, then the BIF's shared fragment and C frames.
+	inner=$(awk '/ xp_bif;/ && /;xp_bif:in_bif\/3;/ { s += $NF } END { print s + 0 }' "$folded")
+	mixed=$(awk '/ xp_bif;/ && /;xp_bif:in_bif\/3;global::[^;]+;[^;]+/ { s += $NF } END { print s + 0 }' "$folded")
+	in_bif=$(count_of "$XP_VM_DIR/xp_bif.inner" xp_bif:in_bif/3)
+	echo "FIGURE: OTP $otp $mode bif: $mixed of $in_bif in_bif/3 samples have native frames below"
+	if ((in_bif > 0 && 100 * mixed >= 90 * in_bif)); then
+		xp_pass "$mixed of $in_bif in_bif/3 samples are mixed stacks (fragment + native frames)"
+	else
+		xp_fail "only $mixed of $in_bif in_bif/3 samples ($inner with frames below) are mixed stacks"
+	fi
+}
+
+pass_if_empty() {
+	if [[ -z "$1" ]]; then xp_pass "$2"; else xp_fail "$2: $1"; fi
+}
+
+# Has process PID a perf event open?
+has_perf_fd() {
+	local f
+	for f in "/proc/$1/fd/"*; do
+		[[ "$(readlink "$f" 2>/dev/null)" == *perf_event* ]] && return 0
+	done
+	return 1
+}
+
+# strace LOG of the sampler: what it must never do to the VM (pid $1).
+check_strace() {
+	local log=$1 vm=$2 hits
+	hits=$(grep -E '(^|[0-9] )(ptrace|process_vm_writev)\(' "$log" | head -n 3 || true)
+	pass_if_empty "$hits" "strace: no ptrace, no process_vm_writev"
+	hits=$(grep -E "open(at)?\(.*\"/proc/$vm/(task/[0-9]+/)?mem\"" "$log" | head -n 3 || true)
+	pass_if_empty "$hits" "strace: /proc/$vm/mem never opened"
+	hits=$(grep -E "(kill|tkill)\($vm,|tgkill\($vm," "$log" | head -n 3 || true)
+	pass_if_empty "$hits" "strace: no signal sent to the VM"
+	if grep -q 'process_vm_readv(' "$log"; then
+		xp_pass "strace saw the sampler's reads (process_vm_readv)"
+	else
+		xp_fail "strace log has no process_vm_readv: it traced nothing?"
+	fi
+}
+
+# The summary's figures: samples, dropped, Erlang stacks walked and how many ended unresolved.
+check_purge_summary() {
+	local err=$1 samples dropped walked unresolved verdict
+	samples=$(sed -n 's/^extrospect: \([0-9]*\) samples in .*/\1/p' "$err")
+	dropped=$(sed -n 's/.*, \([0-9]*\) dropped$/\1/p' "$err")
+	walked=$(sed -n 's/^  Erlang stacks: \([0-9]*\) walked.*/\1/p' "$err")
+	unresolved=$(sed -n 's/^    ended unresolved *\([0-9]*\)$/\1/p' "$err")
+	if [[ -z "$samples" || -z "$dropped" || -z "$walked" ]]; then
+		xp_fail "purge: the summary lacks samples / dropped / Erlang stacks lines"
+		return 0
+	fi
+	verdict=$(awk -v s="$samples" -v d="$dropped" -v w="$walked" -v u="${unresolved:-0}" 'BEGIN {
+		printf "%s dropped %.2f%% (%d of %d), unresolved %.2f%% (%d of %d walked)",
+			(s > 0 && w > 0 && d < 0.05 * s && u < 0.05 * w) ? "ok" : "off",
+			100 * d / (s ? s : 1), d, s, 100 * u / (w ? w : 1), u, w }')
+	echo "FIGURE: OTP $otp $mode purge: ${verdict#* }"
+	if [[ "$verdict" == ok* ]]; then
+		xp_pass "purge: ${verdict#ok } (each < 5%)"
+	else
+		xp_fail "purge: ${verdict#off } (each must be < 5%)"
+	fi
+}
+
+case_robust() {
+	local log rc loads0 loads1 rpid deadline folded
+	command -v strace >/dev/null || xp_skip "strace not installed (tools/install-deps.sh)"
+	# Modules loaded and purged in a loop, the sampler under strace.
+	xp_start_vm "$otp" "$mode" xp_purge
+	log=$XP_VM_DIR/strace.log
+	loads0=$(stat_get "$XP_VM_DIR/ready.purge" loads)
+	rc=0
+	# LeakSanitizer cannot run under ptrace: an ASan build (XP_SANITIZE) checks leaks elsewhere.
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		timeout --kill-after=5 60 strace -f -qq -o "$log" \
+		-e trace=ptrace,process_vm_writev,process_vm_readv,open,openat,kill,tgkill,tkill \
+		"$XP_SAMPLER" record -d "$XP_RECORD_SECONDS" -o "$XP_VM_DIR/purge.folded" \
+		--format collapsed "$XP_VM_PID" 2>"$XP_VM_DIR/purge.err" || rc=$?
+	sed 's/^/    | /' "$XP_VM_DIR/purge.err"
+	loads1=$(stat_get "$XP_VM_DIR/ready.purge" loads)
+	xp_expect "exit status of 'record' (under strace) while modules are loaded and purged" 0 "$rc"
+	echo "FIGURE: OTP $otp $mode purge: $((loads1 - loads0)) module loads+purges during the recording"
+	if ((loads1 - loads0 >= 50)); then
+		xp_pass "the workload loaded and purged $((loads1 - loads0)) modules"
+	else
+		xp_fail "the workload loaded and purged only $((loads1 - loads0)) modules"
+	fi
+	if grep -q ';xp_purge_dyn:burn/2' "$XP_VM_DIR/purge.folded"; then
+		xp_pass "code loaded after attach is named (xp_purge_dyn:burn/2)"
+	else
+		xp_fail "no sample named xp_purge_dyn:burn/2"
+	fi
+	check_purge_summary "$XP_VM_DIR/purge.err"
+	check_strace "$log" "$XP_VM_PID"
+	xp_stop_vm
+
+	# The VM exits mid-run: `record -d 30` must stop, write what it has and exit 7.
+	xp_start_vm "$otp" "$mode" xp_split
+	folded=$XP_VM_DIR/exit.folded
+	"$XP_SAMPLER" record -d 30 -o "$folded" --format collapsed "$XP_VM_PID" \
+		2>"$XP_VM_DIR/exit.err" &
+	rpid=$!
+	# Ready when its perf events are open (attach done); then two seconds of sampling.
+	deadline=$((SECONDS + 30))
+	while ! has_perf_fd "$rpid"; do
+		if ((SECONDS >= deadline)) || ! kill -0 "$rpid" 2>/dev/null; then
+			xp_fail "record -d 30 never opened its perf events"
+			break
+		fi
+		sleep 0.05
+	done
+	sleep 2 # the sampling time before the crash, not a readiness wait
+	kill -KILL "$XP_VM_PID" # the harness's own VM; the sampler never signals it
+	deadline=$((SECONDS + 20))
+	while kill -0 "$rpid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+	kill -0 "$rpid" 2>/dev/null && {
+		xp_fail "record did not stop within 20 s of the VM's death"
+		kill -TERM "$rpid"
+	}
+	rc=0
+	wait "$rpid" || rc=$?
+	sed 's/^/    | /' "$XP_VM_DIR/exit.err"
+	xp_expect "exit status of 'record -d 30' when the VM is killed after ~2 s" 7 "$rc"
+	if grep -q ' xp_split;.*xp_split:work_[ab]/2 [0-9]*$' "$folded" 2>/dev/null; then
+		xp_pass "the partial output has xp_split's samples ($(awk '{ s += $NF } END { print s }' "$folded") samples)"
+	else
+		xp_fail "the partial output $folded is missing or has no xp_split samples"
+	fi
+	if grep -q 'exited during the run' "$XP_VM_DIR/exit.err"; then
+		xp_pass "the summary says the VM exited and the output is partial"
+	else
+		xp_fail "the summary does not say the VM exited"
+	fi
+}
+
+xp_require_sampler
+case $case in
+ground) case_ground ;;
+fp) case_fp ;;
+bif) case_bif ;;
+robust) case_robust ;;
+*) xp_die "$usage" ;;
+esac
+if [[ -n "$XP_SKIP_REASON" && $XP_FAILED -eq 0 ]]; then
+	xp_summary
+	xp_skip "$XP_SKIP_REASON"
+fi
+xp_summary
