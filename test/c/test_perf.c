@@ -347,7 +347,7 @@ static void live_assert(const struct live *l, uint64_t t0, uint64_t t1)
 	       ", marks %" PRIu64 "\n",
 	       l->samples, l->per_busy[0], l->per_busy[1], l->regs_valid, l->sp_in_stack,
 	       l->stack_match, l->stack_checked, l->in_spin, l->marks_ok);
-	CHECK("live.samples_gt_200", l->samples > 200);
+	CHECK("live.samples_gt_100", l->samples > 100); /* ~2000 when idle; load steals CPU */
 	CHECK("live.both_threads_sampled", l->per_busy[0] > 50 && l->per_busy[1] > 50);
 	CHECK_INT("live.no_foreign_tid", 0, l->foreign);
 	CHECK_INT("live.pid_is_child", 0, l->wrong_pid);
@@ -459,7 +459,7 @@ static void test_cost_and_exit(struct child_info *ci)
 	       "16 KiB stacks)\n",
 	       (cpu_seconds() - c0) * 1000.0 / wall, n, wall);
 	print_stats("16 KiB stacks, 1 s", perf_session__stats(s));
-	CHECK("cost.samples_gt_200", n > 200);
+	CHECK("cost.samples_gt_100", n > 100);
 
 	kill(ci->pid, SIGKILL);
 	waitpid(ci->pid, NULL, 0);

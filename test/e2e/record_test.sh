@@ -25,7 +25,7 @@ case=${3:?$usage}
 
 XP_SHARE_TOLERANCE=${XP_SHARE_TOLERANCE:-3} # percentage points
 XP_RECORD_SECONDS=${XP_RECORD_SECONDS:-4}
-XP_MAX_STRETCH=${XP_MAX_STRETCH:-4}
+XP_MAX_STRETCH=${XP_MAX_STRETCH:-2}
 XP_SKIP_REASON=
 DEEP_DEPTH=20
 
@@ -132,9 +132,10 @@ check_share() {
 
 # The truth is time the VM measured around the calls: it is CPU time only while the VM has its
 # cores. B is pure computation of a known cost in both workloads (xp_truth's b_cpu_ns): when it
-# took more than XP_MAX_STRETCH times that, the machine is too busy for a ±3-point comparison.
-# The share check is then left out, and the test reports a skip (with the reason) unless
-# something else failed.
+# took more than XP_MAX_STRETCH times that, the machine is too busy for a ±3-point comparison
+# (observed: within 1.5 points up to 2x; up to 5 points at 2-4x, where the VM's own clock counts
+# whole time slices other programs ran). The share check is then left out, and the test reports
+# a skip (with the reason) unless something else failed.
 busy_machine() {
 	local what=$1 s0=$2 s1=$3 stretch
 	stretch=$(awk -v w="$(($(stat_get "$s1" b_ns) - $(stat_get "$s0" b_ns)))" \
