@@ -26,19 +26,8 @@ int process__reader(struct process_reader *r, const struct target *t)
 		if (!have(t->off, need[i]))
 			return -ENOTSUP;
 	}
-	if (t->addr[XP_ADDR_ATOM_TABLE].present && t->layout && have(t->off, XP_OFF_ATOM_LEN) &&
-	    have(t->off, XP_OFF_ATOM_NAME) && have(t->off, XP_OFF_ITAB_ENTRIES) &&
-	    have(t->off, XP_OFF_ITAB_SEG_TABLE)) {
-		r->atoms = (struct atom_reader){
-		    .mem = t->mem,
-		    .table = (uint64_t)t->addr[XP_ADDR_ATOM_TABLE].value,
-		    .off_entries = (int32_t)t->off[XP_OFF_ITAB_ENTRIES].value,
-		    .off_seg_table = (int32_t)t->off[XP_OFF_ITAB_SEG_TABLE].value,
-		    .off_len = (int32_t)t->off[XP_OFF_ATOM_LEN].value,
-		    .off_name = (int32_t)t->off[XP_OFF_ATOM_NAME].value,
-		    .mode = t->layout->atom_name_mode};
-		r->have_atoms = true;
-	}
+	r->have_atoms =
+	    t->addr[XP_ADDR_ATOM_TABLE].present && target__atom_reader(t, &r->atoms) == 0;
 	return 0;
 }
 
