@@ -37,13 +37,13 @@ static void progress_line(const struct sampler_stats *st, double elapsed)
 int run__sample(struct run_ctx *ctx)
 {
 	struct sampler *s = NULL;
-	double start, last_tick, last_progress;
+	double start, last_tick, last_progress, last_exists;
 	int rc;
 
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;
-	start = last_tick = last_progress = now_s();
+	start = last_tick = last_progress = last_exists = now_s();
 	while (!*ctx->stop) {
 		double now = now_s();
 		struct sampler_stats *st = (struct sampler_stats *)sampler__stats(s);
@@ -55,7 +55,14 @@ int run__sample(struct run_ctx *ctx)
 		 * process's Erlang stack live (from c_p->stop), which is only the stack the
 		 * sample saw while the process has not moved on. */
 		rc = sampler__poll(s, 1);
-		if (rc == -ESRCH || proc__exists(ctx->t->pid) == -ENOENT) {
+		/* Exited threads hang up their events (-ESRCH); /proc is asked once a second as a
+		 * backstop, not on every 1 ms turn of this loop. */
+		if (rc != -ESRCH && now - last_exists >= 1.0) {
+			last_exists = now;
+			if (proc__exists(ctx->t->pid) == -ENOENT)
+				rc = -ESRCH;
+		}
+		if (rc == -ESRCH) {
 			ctx->target_exited = true;
 			break;
 		}
