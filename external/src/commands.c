@@ -47,22 +47,31 @@ static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid
 	return rc;
 }
 
+/* Sample into a fresh aggregate (ctx->agg, freed by the caller even on failure). */
+static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size_t errlen)
+{
+	int rc;
+
+	fill_opts(o, &ctx->opts);
+	if ((rc = agg__new(&ctx->agg)))
+		return rc;
+	rc = run__sample(ctx);
+	if (rc)
+		snprintf(err, errlen, "%s", ctx->err);
+	return rc;
+}
+
 int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		size_t errlen)
 {
 	struct run_ctx ctx = {.t = t, .stop = stop, .progress = isatty(STDERR_FILENO)};
-	struct agg *a = NULL;
+	struct agg *a;
 	int rc;
 
-	fill_opts(o, &ctx.opts);
-	if ((rc = agg__new(&a)))
-		return rc;
-	ctx.agg = a;
-	rc = run__sample(&ctx);
-	if (rc) {
-		snprintf(err, errlen, "%s", ctx.err);
+	rc = sample(o, &ctx, err, errlen);
+	a = ctx.agg;
+	if (rc)
 		goto cleanup;
-	}
 	run__summary(&ctx, o->output, stderr);
 	if ((rc = write_report(o, a, t->pid, err, errlen)))
 		goto cleanup;
@@ -104,20 +113,15 @@ int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *
 	struct top_view view = {.o = o};
 	struct run_ctx ctx = {.t = t, .stop = stop, .user = &view};
 	bool live = isatty(STDOUT_FILENO) && o->duration_s <= 0;
-	struct agg *a = NULL;
+	struct agg *a;
 	int rc;
 
-	fill_opts(o, &ctx.opts);
 	ctx.tick = live ? top_tick : NULL;
 	ctx.progress = !live && isatty(STDERR_FILENO);
-	if ((rc = agg__new(&a)))
-		return rc;
-	ctx.agg = a;
-	rc = run__sample(&ctx);
-	if (rc) {
-		snprintf(err, errlen, "%s", ctx.err);
+	rc = sample(o, &ctx, err, errlen);
+	a = ctx.agg;
+	if (rc)
 		goto cleanup;
-	}
 	if (live)
 		printf("\033[H\033[2J");
 	print_tables(o, a, stdout);
