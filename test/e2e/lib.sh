@@ -190,11 +190,29 @@ xp_adopt_vm() {
 		xp_die "ready file says os_pid=$(xp_ready_get os_pid) but the VM started is $pid"
 }
 
+# xp_new_work_dir OTP: looks OTP up (skipping, with the reason, when it is unavailable) and makes
+# the work dir of one VM, removed at exit even if the VM never starts. Sets XP_WORK_ROOT (/ or the
+# chroot), XP_WORK_DIR (the host's path) and XP_WORK_INNER (the same dir as the VM sees it).
+xp_new_work_dir() {
+	local base
+	xp_otp_lookup "$1" || xp_skip "$XP_OTP_WHY"
+	XP_WORK_ROOT=$XP_OTP_ROOT
+	base=${TMPDIR:-/tmp}
+	[[ "$XP_WORK_ROOT" == / ]] || base=$XP_WORK_ROOT/tmp
+	xp_sweep "$base"
+	XP_WORK_DIR=$(mktemp -d "$base/xp-e2e-XXXXXX")
+	chmod 755 "$XP_WORK_DIR"
+	echo "$$" >"$XP_WORK_DIR/.harness"
+	XP_WORK_INNER=${XP_WORK_DIR#"${XP_WORK_ROOT%/}"}
+	xp_track_vm 0 "$XP_WORK_DIR" "$XP_WORK_ROOT"
+	xp_chroot_proc "$XP_WORK_ROOT"
+}
+
 # xp_start_vm OTP MODE TARGET [erl args...]: starts `TARGET:start/1` (xp_idle, xp_demo) on OTP
 # 25|27|29, MODE agent|noagent. Sets XP_VM_PID (beam.smp), XP_VM_READY, XP_VM_DIR, XP_VM_ROOT.
 # Skips (77) when that OTP or the agent is unavailable.
 xp_start_vm() {
-	local otp=$1 mode=$2 target=$3 root dir inner base pid
+	local otp=$1 mode=$2 target=$3 root dir inner pid
 	shift 3
 	case $mode in
 	agent)
@@ -204,17 +222,8 @@ xp_start_vm() {
 	noagent) ;;
 	*) xp_die "xp_start_vm: MODE must be agent or noagent, not '$mode'" ;;
 	esac
-	xp_otp_lookup "$otp" || xp_skip "$XP_OTP_WHY"
-	root=$XP_OTP_ROOT
-	base=${TMPDIR:-/tmp}
-	[[ "$root" == / ]] || base=$root/tmp
-	xp_sweep "$base"
-	dir=$(mktemp -d "$base/xp-e2e-XXXXXX")
-	chmod 755 "$dir"
-	echo "$$" >"$dir/.harness"
-	inner=${dir#"${root%/}"}
-	xp_track_vm 0 "$dir" "$root" # the work dir is removed even if the VM never starts
-	xp_chroot_proc "$root"
+	xp_new_work_dir "$otp"
+	root=$XP_WORK_ROOT dir=$XP_WORK_DIR inner=$XP_WORK_INNER
 	xp_stage "$root" "$dir" "$mode" "$inner"
 
 	local -a cmd=(erl -noshell -pa "$inner/targets")

@@ -155,17 +155,8 @@ build_chroot() {
 xp_require_sampler
 [[ -f "$XP_NIF" ]] || xp_skip "agent NIF not built: $XP_NIF missing"
 [[ -f "$XP_REPO/src/extrospect.app.src" ]] || xp_skip "agent app missing: src/extrospect.app.src"
-xp_otp_lookup "$otp" || xp_skip "$XP_OTP_WHY"
-root=$XP_OTP_ROOT
-base=${TMPDIR:-/tmp}
-[[ "$root" == / ]] || base=$root/tmp
-xp_sweep "$base"
-dir=$(mktemp -d "$base/xp-e2e-XXXXXX")
-chmod 755 "$dir"
-echo "$$" >"$dir/.harness"
-inner=${dir#"${root%/}"}
-xp_track_vm 0 "$dir" "$root" # the work dir is removed even if the VM never starts
-xp_chroot_proc "$root"
+xp_new_work_dir "$otp"
+root=$XP_WORK_ROOT dir=$XP_WORK_DIR inner=$XP_WORK_INNER
 
 rel=
 cmd=()
