@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
 
 static const char usage_main[] =
     "Usage: extrospect COMMAND [OPTIONS] PID\n"
@@ -18,6 +19,13 @@ static const char usage_main[] =
     "\n"
     "Commands:\n"
     "  info PID      versions, flavour, frame layout, agent, schedulers, JIT map, checks\n"
+    "  top PID       the hottest Erlang functions and the busiest processes, live\n"
+    "  record PID    sample into a flame graph (svg, speedscope, collapsed)\n"
+    "  pstack PID    what every scheduler (or, with --all, every process) is doing now\n"
+    "  blame PID FUNCTION...  which Erlang code and processes lead into a native function\n"
+    "  sched PID     how work spreads over schedulers and CPUs; NIFs that run too long\n"
+    "  perf-map PID  write /tmp/perf-PID.map so perf names Erlang code, no restart\n"
+    "  inject --node NAME@HOST  load the agent into a running distributed node\n"
     "\n"
     "Options:\n"
     "  -h, --help    show help (also: extrospect COMMAND --help)\n"
@@ -27,7 +35,8 @@ static const char usage_main[] =
     "  0 success            1 internal error          2 usage error\n"
     "  3 no such process    4 not a BEAM VM            5 permission denied\n"
     "  6 unsupported OTP (no built-in layout and no agent)\n"
-    "  7 the VM exited while being read\n";
+    "  7 the VM exited while being read\n"
+    "  8 node or epmd unreachable (inject)  9 the node refused the cookie (inject)\n";
 
 static const char usage_info[] =
     "Usage: extrospect info [--json] [--no-agent] PID\n"
@@ -60,6 +69,8 @@ static const char sampling_opts[] =
     "  --name REGNAME        keep one registered process\n"
     "  --only-erlang         leave out native frames\n"
     "  --include-idle        keep scheduler time spent without a process (idle, spinning)\n"
+    "  --skid-summary        report how long after each sample its process was read, and how\n"
+    "                        often a later read contradicted the sample\n"
     "  --no-agent            ignore the agent\n";
 
 static const char usage_record[] =
@@ -108,6 +119,15 @@ void cli__help(FILE *f, enum cli_command command)
 		fprintf(f, usage_record, sampling_opts);
 	else if (command == CLI_TOP)
 		fprintf(f, usage_top, sampling_opts);
+	else if (command == CLI_PSTACK)
+		fputs(pstack__usage, f);
+	else if (command == CLI_BLAME || command == CLI_SCHED)
+		fprintf(f, "%s\n%s", command == CLI_BLAME ? blame__usage : sched__usage,
+			sampling_opts);
+	else if (command == CLI_PERFMAP)
+		fputs(perfmap__usage, f);
+	else if (command == CLI_INJECT)
+		fputs(inject__usage, f);
 	else
 		fputs(usage_main, f);
 }
@@ -134,7 +154,15 @@ enum {
 	OPT_NAME,
 	OPT_ONLY_ERLANG,
 	OPT_INCLUDE_IDLE,
-	OPT_FORMAT
+	OPT_FORMAT,
+	OPT_SKID,
+	OPT_ALL,
+	OPT_STACKS,
+	OPT_FOLLOW,
+	OPT_NODE,
+	OPT_COOKIE,
+	OPT_COOKIE_FILE,
+	OPT_CODE_PATH
 };
 
 static const struct option longopts[] = {
@@ -147,30 +175,62 @@ static const struct option longopts[] = {
     {"erlang-pid", required_argument, NULL, OPT_ERLANG_PID},
     {"name", required_argument, NULL, OPT_NAME},
     {"only-erlang", no_argument, NULL, OPT_ONLY_ERLANG},
+    {"erlang-only", no_argument, NULL, OPT_ONLY_ERLANG},
     {"include-idle", no_argument, NULL, OPT_INCLUDE_IDLE},
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"limit", required_argument, NULL, 'n'},
+    {"skid-summary", no_argument, NULL, OPT_SKID},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"stacks", no_argument, NULL, OPT_STACKS},
+    {"follow", no_argument, NULL, OPT_FOLLOW},
+    {"node", required_argument, NULL, OPT_NODE},
+    {"cookie", required_argument, NULL, OPT_COOKIE},
+    {"cookie-file", required_argument, NULL, OPT_COOKIE_FILE},
+    {"code-path", required_argument, NULL, OPT_CODE_PATH},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+static bool samples(enum cli_command cmd)
+{
+	return cmd == CLI_RECORD || cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED;
+}
 
 /* Which options each command accepts. */
 static bool allowed(enum cli_command cmd, int c)
 {
 	switch (c) {
 	case 'h':
-	case OPT_NO_AGENT:
 		return true;
+	case OPT_NO_AGENT:
+		return cmd != CLI_INJECT;
 	case OPT_JSON:
-		return cmd == CLI_INFO;
+		return cmd == CLI_INFO || cmd == CLI_PSTACK || cmd == CLI_SCHED;
 	case 'o':
 	case OPT_FORMAT:
 		return cmd == CLI_RECORD;
 	case 'n':
-		return cmd == CLI_TOP;
+		return cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED;
+	case OPT_SKID:
+		return cmd == CLI_RECORD || cmd == CLI_TOP || cmd == CLI_BLAME;
+	case OPT_ONLY_ERLANG:
+		return samples(cmd) || cmd == CLI_PSTACK;
+	case OPT_ALL:
+		return cmd == CLI_PSTACK;
+	case OPT_STACKS:
+		return cmd == CLI_BLAME;
+	case OPT_FOLLOW:
+		return cmd == CLI_PERFMAP;
+	case 'd':
+		return samples(cmd) || cmd == CLI_PERFMAP;
+	case OPT_NODE:
+	case OPT_COOKIE:
+	case OPT_COOKIE_FILE:
+	case OPT_CODE_PATH:
+		return cmd == CLI_INJECT;
 	default:
-		return cmd == CLI_RECORD || cmd == CLI_TOP;
+		return samples(cmd);
 	}
 }
 
@@ -242,6 +302,32 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case OPT_INCLUDE_IDLE:
 		o->include_idle = true;
 		return 0;
+	case OPT_SKID:
+		o->skid_summary = true;
+		return 0;
+	case OPT_ALL:
+		o->all = true;
+		return 0;
+	case OPT_STACKS:
+		o->stacks = true;
+		return 0;
+	case OPT_FOLLOW:
+		o->follow = true;
+		return 0;
+	case OPT_NODE:
+		if (!strchr(arg, '@') || arg[0] == '@' || arg[strlen(arg) - 1] == '@')
+			break;
+		o->node = arg;
+		return 0;
+	case OPT_COOKIE:
+		o->cookie = arg;
+		return 0;
+	case OPT_COOKIE_FILE:
+		o->cookie_file = arg;
+		return 0;
+	case OPT_CODE_PATH:
+		o->code_path = arg;
+		return 0;
 	case 'o':
 		o->output = arg;
 		return 0;
@@ -296,8 +382,28 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
 		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
+		 : c == OPT_NODE       ? "--node (like name@host)"
 				       : "--format (svg, speedscope or collapsed)");
 	return -EINVAL;
+}
+
+/* inject takes a node, not a pid. */
+static enum cli_result inject_args(int argc, char **argv, struct cli_opts *o, char *err,
+				   size_t errlen)
+{
+	if (optind < argc) {
+		snprintf(err, errlen, "inject: unexpected argument '%s'", argv[optind]);
+		return CLI_USAGE_ERROR;
+	}
+	if (!o->node) {
+		snprintf(err, errlen, "inject: missing --node NAME@HOST (see extrospect inject --help)");
+		return CLI_USAGE_ERROR;
+	}
+	if (o->cookie && o->cookie_file) {
+		snprintf(err, errlen, "inject: give --cookie or --cookie-file, not both");
+		return CLI_USAGE_ERROR;
+	}
+	return CLI_RUN;
 }
 
 static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, char *err,
@@ -309,7 +415,7 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+hF:d:o:n:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hF:d:o:n:", longopts, NULL)) != -1) {
 		int rc;
 
 		if (c == 'h')
@@ -327,11 +433,22 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 			return CLI_USAGE_ERROR;
 		format_given |= rc == 1;
 	}
+	if (o->command == CLI_INJECT)
+		return inject_args(argc, argv, o, err, errlen);
 	if (optind >= argc) {
 		snprintf(err, errlen, "%s: missing PID (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
 	}
-	if (optind + 1 < argc) {
+	if (o->command == CLI_BLAME) {
+		o->functions = argv + optind + 1;
+		o->nfunctions = (size_t)(argc - optind - 1);
+		if (!o->nfunctions) {
+			snprintf(err, errlen,
+				 "blame: missing FUNCTION (e.g. erts_garbage_collect or gc; see "
+				 "extrospect blame --help)");
+			return CLI_USAGE_ERROR;
+		}
+	} else if (optind + 1 < argc) {
 		snprintf(err, errlen, "%s: unexpected argument '%s'", cmd, argv[optind + 1]);
 		return CLI_USAGE_ERROR;
 	}
@@ -371,6 +488,16 @@ enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *e
 		opts->command = CLI_RECORD;
 	else if (strcmp(cmd, "top") == 0)
 		opts->command = CLI_TOP;
+	else if (strcmp(cmd, "pstack") == 0)
+		opts->command = CLI_PSTACK;
+	else if (strcmp(cmd, "blame") == 0)
+		opts->command = CLI_BLAME;
+	else if (strcmp(cmd, "sched") == 0)
+		opts->command = CLI_SCHED;
+	else if (strcmp(cmd, "perf-map") == 0)
+		opts->command = CLI_PERFMAP;
+	else if (strcmp(cmd, "inject") == 0)
+		opts->command = CLI_INJECT;
 	if (opts->command != CLI_NONE)
 		return parse_command(argc - 1, argv + 1, opts, err, errlen);
 	snprintf(err, errlen, "unknown command '%s' (see extrospect --help)", cmd);

@@ -8,7 +8,17 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-enum cli_command { CLI_NONE = 0, CLI_INFO, CLI_RECORD, CLI_TOP };
+enum cli_command {
+	CLI_NONE = 0,
+	CLI_INFO,
+	CLI_RECORD,
+	CLI_TOP,
+	CLI_PSTACK,
+	CLI_BLAME,
+	CLI_SCHED,
+	CLI_PERFMAP,
+	CLI_INJECT
+};
 enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE };
 
 struct cli_opts {
@@ -23,7 +33,14 @@ struct cli_opts {
 	const char *erlang_pid, *name;
 	const char *output; /* record */
 	enum cli_format format;
-	unsigned limit; /* top: rows */
+	unsigned limit; /* top, blame, sched: rows */
+	bool skid_summary; /* top, record, blame */
+	bool all;	   /* pstack: every process */
+	bool stacks;	   /* blame: whole Erlang stacks */
+	bool follow;	   /* perf-map: keep the map current */
+	char **functions;  /* blame: the native functions (argv) */
+	size_t nfunctions;
+	const char *node, *cookie, *cookie_file, *code_path; /* inject */
 };
 
 enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };

@@ -14,5 +14,24 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		size_t errlen);
 int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	     size_t errlen);
+/* pstack.c */
+int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
+		char *err, size_t errlen);
+/* blame.c */
+int cmd__blame(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	       size_t errlen);
+/* sched.c */
+int cmd__sched(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	       size_t errlen);
+/* perfmap_cmd.c */
+int cmd__perfmap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
+		 char *err, size_t errlen);
+/* inject.c: needs no attached target. Returns a process exit code (main.c's EXIT_*). */
+int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
+
+/* Each command's --help text, in the command's own file. blame's and sched's are followed by the
+ * sampling options. */
+extern const char pstack__usage[], blame__usage[], sched__usage[], perfmap__usage[],
+    inject__usage[];
 
 #endif /* XP_COMMANDS_H */

@@ -3,7 +3,7 @@
  * Exit codes (also in --help and README.md):
  *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
  *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
- *   7 the VM exited while being read. */
+ *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "exitcode.h"
 #include "info.h"
 #include "target.h"
 
@@ -19,16 +20,6 @@
 #define XP_VERSION "0.1.0"
 #endif
 
-enum exit_code {
-	EXIT_OK = 0,
-	EXIT_INTERNAL = 1,
-	EXIT_USAGE = 2,
-	EXIT_NO_PROCESS = 3,
-	EXIT_NOT_BEAM = 4,
-	EXIT_PERMISSION = 5,
-	EXIT_UNSUPPORTED = 6,
-	EXIT_TARGET_EXITED = 7,
-};
 
 /* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report. */
 static volatile sig_atomic_t stop_requested;
@@ -73,6 +64,26 @@ static bool env_flag(const char *name)
 	return v && strcmp(v, "1") == 0;
 }
 
+static int run_attached(const struct cli_opts *o, struct target *t, char *msg, size_t len)
+{
+	switch (o->command) {
+	case CLI_RECORD:
+		return cmd__record(o, t, &stop_requested, msg, len);
+	case CLI_TOP:
+		return cmd__top(o, t, &stop_requested, msg, len);
+	case CLI_PSTACK:
+		return cmd__pstack(o, t, &stop_requested, msg, len);
+	case CLI_BLAME:
+		return cmd__blame(o, t, &stop_requested, msg, len);
+	case CLI_SCHED:
+		return cmd__sched(o, t, &stop_requested, msg, len);
+	case CLI_PERFMAP:
+		return cmd__perfmap(o, t, &stop_requested, msg, len);
+	default:
+		return -EINVAL;
+	}
+}
+
 static int run_command(const struct cli_opts *opts)
 {
 	struct target_opts topts = {
@@ -82,14 +93,16 @@ static int run_command(const struct cli_opts *opts)
 	struct target *t = NULL;
 	int err, code = EXIT_OK;
 
+	if (opts->command == CLI_INJECT) {
+		install_stop_handlers();
+		return cmd__inject(opts, &stop_requested);
+	}
 	err = target__attach(opts->pid, &topts, &t);
 	if (err == 0 && opts->command != CLI_INFO) {
 		char msg[256] = "";
 
 		install_stop_handlers();
-		err = opts->command == CLI_RECORD
-			  ? cmd__record(opts, t, &stop_requested, msg, sizeof(msg))
-			  : cmd__top(opts, t, &stop_requested, msg, sizeof(msg));
+		err = run_attached(opts, t, msg, sizeof(msg));
 		if (err && err != TARGET_EGONE)
 			fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));
 		code = err ? exit_code_for(err) : EXIT_OK;

@@ -86,6 +86,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* How long ago a sample taken at time t (perf's CLOCK_MONOTONIC) was. */
+static uint64_t delay_since(uint64_t t)
+{
+	uint64_t now = now_ns();
+
+	return now > t ? now - t : 0;
+}
+
 static bool same_descriptor(const struct jit_descriptor *a, const struct jit_descriptor *b)
 {
 	return a->first_entry == b->first_entry && a->relevant_entry == b->relevant_entry &&
@@ -291,13 +299,30 @@ static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur,
 	return n;
 }
 
-static void add_label_sample(struct sampler *s, const struct target_sched *sch,
+/* Add the stack in s->frames[0..n) to the aggregate, and hand it to the record consumer. */
+static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, uint32_t n,
+		 uint32_t nerlang)
+{
+	if (agg__add(s->agg, group, s->frames, n, 1))
+		return;
+	s->st.kept++;
+	if (!s->opts.on_record)
+		return;
+	rec->group = group;
+	rec->frames = s->frames;
+	rec->nframes = n;
+	rec->nerlang = nerlang;
+	s->opts.on_record(rec, s->opts.record_ctx);
+}
+
+static void add_label_sample(struct sampler *s, struct sample_record *rec,
 			     const struct jit_range *leaf, const struct unwind_result *ur)
 {
 	static const char *const labels[] = {"[normal scheduler: no process]",
 					     "[dirty cpu scheduler: no process]",
 					     "[dirty io scheduler: no process]"};
-	uint32_t group, n = 0, id;
+	const struct target_sched *sch = rec->sched;
+	uint32_t group, n = 0, id, nerlang;
 
 	if (!s->opts.include_idle) {
 		s->st.excluded_idle++;
@@ -307,10 +332,11 @@ static void add_label_sample(struct sampler *s, const struct target_sched *sch,
 		return;
 	if (leaf && !s->opts.only_erlang && jit_frame(s, leaf, &id) == 0)
 		s->frames[n++] = id;
+	nerlang = n;
 	if (ur)
 		n = native_frames(s, ur, n);
-	if (agg__add(s->agg, group, s->frames, n, 1) == 0)
-		s->st.kept++;
+	rec->kind = SAMPLE_NO_PROCESS;
+	keep(s, rec, group, n, nerlang);
 }
 
 /* [e, hend) as words: from the sample's stack copy where it covers, the rest read live. */
@@ -409,11 +435,11 @@ static uint64_t current_process(struct sampler *s, const struct target_sched *sc
 }
 
 /* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
-static void add_erlang_sample(struct sampler *s, struct process_view *p,
+static void add_erlang_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
 			      const struct estack_result *er, const struct jit_range *leaf,
 			      bool unnamed, const struct unwind_result *ur)
 {
-	uint32_t group, n = 0, id;
+	uint32_t group, n = 0, id, nerlang;
 	size_t i;
 
 	if (group_for(s, p, &group))
@@ -428,10 +454,12 @@ static void add_erlang_sample(struct sampler *s, struct process_view *p,
 	if (unnamed && !s->opts.only_erlang && n < MAX_FRAMES &&
 	    agg__frame(s->agg, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
 		s->frames[n++] = id;
+	nerlang = n;
 	if (ur)
 		n = native_frames(s, ur, n);
-	if (agg__add(s->agg, group, s->frames, n, 1) == 0)
-		s->st.kept++;
+	rec->kind = SAMPLE_ERLANG;
+	rec->process = p->addr;
+	keep(s, rec, group, n, nerlang);
 }
 
 /* Where a sample stands: its process, its leaf JIT frame, E and the frame pointer. */
@@ -472,6 +500,7 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
+	struct sample_record rec = {.ps = ps, .sched = sch};
 	struct unwind_result ur;
 	struct where w = {0};
 	struct process_view p;
@@ -497,14 +526,15 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	} else {
 		w.ur = &ur;
 		if (!from_native(s, sch, ps, &w)) {
-			add_label_sample(s, sch, NULL, w.ur);
+			add_label_sample(s, &rec, NULL, w.ur);
 			return;
 		}
 	}
 	if (!w.cp) {
-		add_label_sample(s, sch, w.leaf, w.ur);
+		add_label_sample(s, &rec, w.leaf, w.ur);
 		return;
 	}
+	rec.read_delay_ns = delay_since(ps->time);
 	if (process__read_bounds(&s->pr, w.cp, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
 		return;
@@ -523,7 +553,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		er.end = ESTACK_END_UNRESOLVED;
 	s->st.erlang++;
 	s->st.estack_end[er.end]++;
-	add_erlang_sample(s, &p, &er, w.leaf, w.unnamed, w.ur);
+	add_erlang_sample(s, &rec, &p, &er, w.leaf, w.unnamed, w.ur);
 }
 
 static void on_sample(const struct perf_sample *ps, void *ctx)

@@ -23,6 +23,28 @@ enum sampler_drop {
 	DROP_COUNT
 };
 
+/* One kept sample as the sampler resolved it, for consumers beyond the aggregate (blame, sched,
+ * the skid summary). Pointers are valid only during the callback. */
+enum sample_kind {
+	SAMPLE_ERLANG = 0, /* a process was running: Erlang stack walked */
+	SAMPLE_NO_PROCESS, /* scheduler time without a process (idle, spinning, aux work) */
+};
+
+struct sample_record {
+	const struct perf_sample *ps;	  /* tid, cpu, time (CLOCK_MONOTONIC), ip */
+	const struct target_sched *sched; /* NULL: a thread that is not a scheduler */
+	enum sample_kind kind;
+	uint32_t group;		/* aggregate group id (process or label) */
+	const uint32_t *frames; /* aggregate frame ids, root (outermost) first */
+	uint32_t nframes;
+	uint32_t nerlang;	/* frames[0..nerlang) are Erlang/JIT frames, the rest native */
+	uint64_t process;	/* Process address (SAMPLE_ERLANG) */
+	uint64_t read_delay_ns; /* Process fields were read this long after the sample */
+	bool contradicted;	/* a later read disagreed with the sample (skid summary only) */
+};
+
+typedef void (*sample_record_fn)(const struct sample_record *r, void *ctx);
+
 struct sampler_opts {
 	uint32_t freq_hz;
 	double duration_s; /* 0: until stopped */
@@ -33,6 +55,9 @@ struct sampler_opts {
 	bool lines;		/* reserved: file:line in frame names */
 	const char *erlang_pid; /* "<0.123.0>" or NULL */
 	const char *name;	/* registered name or NULL */
+	bool skid;		/* re-read what the sample saw, to count contradictions */
+	sample_record_fn on_record; /* may be NULL: called for every kept sample */
+	void *record_ctx;
 };
 
 struct sampler_stats {
