@@ -9,7 +9,7 @@
 #include "report/report.h"
 #include "run.h"
 
-static void fill_opts(const struct cli_opts *o, struct sampler_opts *so)
+void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 {
 	*so = (struct sampler_opts){.freq_hz = o->freq_hz,
 				    .duration_s = o->duration_s,
@@ -18,7 +18,8 @@ static void fill_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .include_idle = o->include_idle,
 				    .only_erlang = o->only_erlang,
 				    .erlang_pid = o->erlang_pid,
-				    .name = o->name};
+				    .name = o->name,
+				    .skid = o->skid_summary};
 }
 
 static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid, char *err,
@@ -52,7 +53,7 @@ static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size
 {
 	int rc;
 
-	fill_opts(o, &ctx->opts);
+	cmd__sampler_opts(o, &ctx->opts);
 	if ((rc = agg__new(&ctx->agg)))
 		return rc;
 	rc = run__sample(ctx);

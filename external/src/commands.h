@@ -8,15 +8,18 @@
 #include <stddef.h>
 
 #include "cli.h"
+#include "sampler.h"
 #include "target.h"
 
 int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		size_t errlen);
 int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	     size_t errlen);
+/* The sampler options the command line asked for (sampling commands share them). */
+void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);
 /* pstack.c */
-int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
-		char *err, size_t errlen);
+int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+		size_t errlen);
 /* blame.c */
 int cmd__blame(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	       size_t errlen);
@@ -24,8 +27,8 @@ int cmd__blame(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 int cmd__sched(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	       size_t errlen);
 /* perfmap_cmd.c */
-int cmd__perfmap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
-		 char *err, size_t errlen);
+int cmd__perfmap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+		 size_t errlen);
 /* inject.c: needs no attached target. Returns a process exit code (main.c's EXIT_*). */
 int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
 

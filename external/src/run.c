@@ -123,6 +123,8 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 	if (st->jit_refreshes)
 		fprintf(f, "  JIT map re-read %" PRIu64 " times as code was loaded or purged\n",
 			st->jit_refreshes);
+	if (ctx->opts.skid)
+		skid__print(&st->skid, f);
 	if (ctx->target_exited)
 		fprintf(f, "extrospect: the VM (pid %d) exited during the run; %s is partial\n",
 			(int)ctx->t->pid, what);

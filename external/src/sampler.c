@@ -60,6 +60,8 @@ struct sampler {
 	struct native_name names[NAME_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];
+	bool live_read;		     /* the last read_stack read memory beyond the copy */
+	bool heap_moved;	     /* the last sample_stack found the heap moved since */
 	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
 	struct jit_descriptor jdesc; /* as of the JIT map in use */
 	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
@@ -354,6 +356,7 @@ static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t 
 			have = want;
 		memcpy(s->words, ps->stack + (e - sp), have);
 	}
+	s->live_read = have < want;
 	if (have < want && mem__read(s->t->mem, e + have, (uint8_t *)s->words + have, want - have))
 		return -EFAULT;
 	*nwords = want / 8;
@@ -405,6 +408,7 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 			const struct unwind_result *ur, const struct process_view *p, uint64_t *e,
 			uint64_t fp, size_t *nwords, bool *complete)
 {
+	s->live_read = s->heap_moved = false;
 	if (!*e) {
 		*e = native_e(s, ur, p);
 	} else if (*e <= p->heap || *e >= p->hend) {
@@ -415,6 +419,7 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 		 * with E parked in rbp (plain) or c_p->stop (reference §2). */
 		if (!(*e & 7) && stack_from_copy(s, ps, nwords)) {
 			*complete = true;
+			s->heap_moved = true;
 			return 0;
 		}
 		*e = fp > p->heap && fp < p->hend && !(fp & 7) ? fp : p->stop;
@@ -497,6 +502,31 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	return true;
 }
 
+/* The skid summary: the Process was read rec->read_delay_ns after the sample, perhaps part of
+ * its stack too. With --skid-summary, ask the scheduler now which process it runs: another one
+ * means the reads after the sample saw a process that had moved on. */
+static void skid_check(struct sampler *s, const struct target_sched *sch, const struct where *w,
+		       struct sample_record *rec)
+{
+	struct skid_stats *k = &s->st.skid;
+	uint64_t now_cp;
+	bool known;
+
+	skid__delay(k, rec->read_delay_ns);
+	k->live_stack += s->live_read;
+	if (!s->opts.skid)
+		return;
+	now_cp = current_process(s, sch, &known);
+	if (!known)
+		return;
+	k->checked++;
+	if (now_cp != w->cp)
+		k->contradicted[SKID_SWITCHED]++;
+	else if (s->heap_moved)
+		k->contradicted[SKID_HEAP_MOVED]++;
+	rec->contradicted = now_cp != w->cp || s->heap_moved;
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
@@ -543,6 +573,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_STACK_UNREADABLE]++;
 		return;
 	}
+	skid_check(s, sch, &w, &rec);
 	if (filtered_out(s, &p)) {
 		s->st.excluded_filter++;
 		return;

@@ -12,6 +12,7 @@
 #include "aggregate.h"
 #include "erlang_stack.h"
 #include "perf.h"
+#include "skid.h"
 #include "target.h"
 #include "unwind.h"
 
@@ -49,13 +50,13 @@ struct sampler_opts {
 	uint32_t freq_hz;
 	double duration_s; /* 0: until stopped */
 	enum perf_event_kind event;
-	bool all_threads;	/* every thread of the VM, not just schedulers */
-	bool include_idle;	/* keep samples with no Erlang process */
-	bool only_erlang;	/* drop native frames */
-	bool lines;		/* reserved: file:line in frame names */
-	const char *erlang_pid; /* "<0.123.0>" or NULL */
-	const char *name;	/* registered name or NULL */
-	bool skid;		/* re-read what the sample saw, to count contradictions */
+	bool all_threads;	    /* every thread of the VM, not just schedulers */
+	bool include_idle;	    /* keep samples with no Erlang process */
+	bool only_erlang;	    /* drop native frames */
+	bool lines;		    /* reserved: file:line in frame names */
+	const char *erlang_pid;	    /* "<0.123.0>" or NULL */
+	const char *name;	    /* registered name or NULL */
+	bool skid;		    /* re-read what the sample saw, to count contradictions */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 };
@@ -67,6 +68,7 @@ struct sampler_stats {
 	uint64_t estack_end[ESTACK_END_COUNT];	     /* how those walks ended */
 	uint64_t native_reached_jit, native_stopped; /* native samples: unwound into JIT or not */
 	uint64_t jit_refreshes;
+	struct skid_stats skid; /* delays always; contradictions with opts.skid */
 	double elapsed_s;
 };
 

@@ -1,0 +1,33 @@
+/* The skid summary (--skid-summary): values a sample did not capture are read after it. This
+ * keeps how long after (a distribution of delays) and how often a later read contradicted what
+ * the sample itself captured, by reason. Does not own: taking the reads (sampler.c). */
+#ifndef XP_SKID_H
+#define XP_SKID_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define SKID_BUCKETS 24 /* log2 microsecond buckets: <1 us, <2 us, ... <2^22 us, more */
+
+enum skid_contradiction {
+	SKID_SWITCHED = 0, /* the scheduler ran another process (or none) when read */
+	SKID_HEAP_MOVED,   /* the sample's stack pointer lay outside the heap read later (a GC) */
+	SKID_CONTRA_COUNT
+};
+
+struct skid_stats {
+	uint64_t reads;		     /* samples whose Process fields were read after the sample */
+	uint64_t hist[SKID_BUCKETS]; /* read delays */
+	uint64_t max_ns;	     /* the longest delay */
+	uint64_t live_stack;	     /* samples whose stack was partly read from memory later */
+	uint64_t checked;	     /* samples checked for contradictions */
+	uint64_t contradicted[SKID_CONTRA_COUNT];
+};
+
+void skid__delay(struct skid_stats *k, uint64_t delay_ns);
+/* The delay at quantile q (0..1), as the upper edge of its bucket, in nanoseconds. */
+uint64_t skid__quantile(const struct skid_stats *k, double q);
+const char *skid__contradiction_name(enum skid_contradiction c);
+void skid__print(const struct skid_stats *k, FILE *f);
+
+#endif /* XP_SKID_H */
