@@ -4,6 +4,7 @@
  * Stops at the first return address the caller calls JIT code (it has no CFI: otp-internals.md
  * §2). Does not own: reading samples (perf.c), what is JIT code (the caller), Erlang frames. */
 #include "unwind.h"
+#include "symindex.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -67,6 +68,8 @@ struct mod_starts {
 	const uint8_t *tab; /* n pairs of int32 (initial location, FDE), relative to hdr_vaddr */
 	size_t n;
 	uint64_t hdr_vaddr, bias;
+	struct symindex *syms; /* built on the first name asked of this module */
+	bool syms_tried;
 };
 
 static int32_t rd_s32(const uint8_t *p)
@@ -89,6 +92,11 @@ static void unwinder__index_starts(Dwfl_Module *mod)
 	void **ud = NULL;
 	Elf *elf = dwfl_module_getelf(mod, &bias);
 
+	/* Always present: it also carries the module's symbol index. */
+	if (!(ms = calloc(1, sizeof(*ms))))
+		return;
+	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	*ud = ms;
 	if (!elf || elf_getphdrnum(elf, &n) || !(raw = (const uint8_t *)elf_rawfile(elf, &rawlen)))
 		return;
 	for (i = 0; i < n; i++) {
@@ -103,12 +111,10 @@ static void unwinder__index_starts(Dwfl_Module *mod)
 	    ((h[1] & 0x0f) != 0x03 && (h[1] & 0x0f) != 0x0b) || h[2] != 0x03 || h[3] != 0x3b)
 		return;
 	n = (uint32_t)rd_s32(h + off);
-	if (n > (ph.p_filesz - off - 4) / 8 || !(ms = calloc(1, sizeof(*ms))))
+	if (n > (ph.p_filesz - off - 4) / 8)
 		return;
 	*ms =
 	    (struct mod_starts){.tab = h + off + 4, .n = n, .hdr_vaddr = ph.p_vaddr, .bias = bias};
-	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
-	*ud = ms;
 }
 
 /* Runtime start of the function whose FDE covers pc, or 0 when unknown. */
@@ -120,7 +126,7 @@ static uint64_t unwinder__func_start(Dwfl_Module *mod, uint64_t pc)
 	uint64_t vaddr;
 
 	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
-	if (!ud || !(ms = *ud))
+	if (!ud || !(ms = *ud) || !ms->n)
 		return 0;
 	vaddr = pc - ms->bias;
 	for (hi = ms->n; lo < hi;) {
@@ -137,6 +143,10 @@ static uint64_t unwinder__func_start(Dwfl_Module *mod, uint64_t pc)
 static int unwinder__free_starts(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr start,
 				 void *arg)
 {
+	struct mod_starts *ms = *ud;
+
+	if (ms)
+		symindex__free(ms->syms);
 	free(*ud);
 	*ud = NULL;
 	return DWARF_CB_OK;
@@ -528,6 +538,32 @@ static bool unwinder__sym_covers(const GElf_Sym *sym, GElf_Off off, const struct
 	return !f->start || f->start <= look - off;
 }
 
+/* The symbol at or below look, through the module's index (built once); libdw's own lookup
+ * when the module has none. */
+static const char *unwinder__symbol(Dwfl_Module *mod, uint64_t look, GElf_Off *off, GElf_Sym *sym)
+{
+	struct mod_starts *ms = NULL;
+	struct symindex_hit hit;
+	void **ud = NULL;
+
+	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (ud)
+		ms = *ud;
+	if (!ms)
+		return dwfl_module_addrinfo(mod, look, off, sym, NULL, NULL, NULL);
+	if (!ms->syms_tried) {
+		ms->syms_tried = true;
+		symindex__build(mod, &ms->syms);
+	}
+	memset(sym, 0, sizeof(*sym));
+	if (symindex__lookup(ms->syms, look, &hit))
+		return NULL;
+	*off = look - hit.start;
+	sym->st_size = hit.size;
+	sym->st_value = hit.start;
+	return hit.name;
+}
+
 static int unwinder__name_at(struct unwinder *u, uint64_t look, uint64_t pc, bool with_offset,
 			     char *buf, size_t len)
 {
@@ -543,7 +579,7 @@ static int unwinder__name_at(struct unwinder *u, uint64_t look, uint64_t pc, boo
 		return -ENOENT;
 	}
 	mname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-	sname = dwfl_module_addrinfo(mod, look, &off, &sym, NULL, NULL, NULL);
+	sname = unwinder__symbol(mod, look, &off, &sym);
 	f = unwinder__fde(u, look);
 	if (sname && *sname && unwinder__sym_covers(&sym, off, &f, look)) {
 		/* .dynsym names come versioned ("__libc_start_main@@GLIBC_2.34"): drop it. */
