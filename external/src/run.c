@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <stdlib.h>
 
 #include "run.h"
 
@@ -43,6 +44,12 @@ int run__sample(struct run_ctx *ctx)
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;
+	if (!ctx->quiet)
+		fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n",
+			sampler__nthreads(s),
+			ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
+			ctx->opts.freq_hz,
+			ctx->tick || ctx->opts.duration_s > 0 ? "" : "; Ctrl-C stops and reports");
 	start = last_tick = last_progress = last_exists = now_s();
 	while (!*ctx->stop) {
 		double now = now_s();
@@ -54,7 +61,7 @@ int run__sample(struct run_ctx *ctx)
 		/* Drain at least every millisecond: a sample taken in native code finds the
 		 * process's Erlang stack live (from c_p->stop), which is only the stack the
 		 * sample saw while the process has not moved on. */
-		rc = sampler__poll(s, 1);
+		rc = sampler__poll(s, getenv("XP_POLL") ? atoi(getenv("XP_POLL")) : 1);
 		/* Exited threads hang up their events (-ESRCH); /proc is asked once a second as a
 		 * backstop, not on every 1 ms turn of this loop. */
 		if (rc != -ESRCH && now - last_exists >= 1.0) {

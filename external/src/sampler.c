@@ -285,9 +285,11 @@ static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_
 	return 0;
 }
 
-/* Native frames, outermost first, appended to s->frames. */
+/* Native frames, outermost first, appended to s->frames. A dirty scheduler's thread start and
+ * loop, outside the dirty call, are left out when they are named (OTP 28+ hides the name). */
 static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur, uint32_t n)
 {
+	uint32_t base = n;
 	size_t i;
 
 	if (s->opts.only_erlang)
@@ -295,8 +297,14 @@ static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur,
 	for (i = ur->nframes; i-- > 0 && n < MAX_FRAMES;) {
 		uint32_t id;
 
-		if (native_frame(s, &ur->frames[i], &id) == 0)
-			s->frames[n++] = id;
+		if (native_frame(s, &ur->frames[i], &id))
+			continue;
+		if (ur->stop != UNWIND_STOP_JIT &&
+		    strcmp(agg__frame_name(s->agg, id), "erts_dirty_process_main") == 0) {
+			n = base;
+			continue;
+		}
+		s->frames[n++] = id;
 	}
 	return n;
 }
@@ -323,14 +331,23 @@ static void add_label_sample(struct sampler *s, struct sample_record *rec,
 	static const char *const labels[] = {"[normal scheduler: no process]",
 					     "[dirty cpu scheduler: no process]",
 					     "[dirty io scheduler: no process]"};
+	/* A dirty scheduler whose scheduler data is unknown (OTP 28+ without the agent): its
+	 * process cannot be read, which is not the same as having none. */
+	static const char *const unknown[] = {"[normal scheduler]",
+					      "[dirty cpu scheduler: process unknown]",
+					      "[dirty io scheduler: process unknown]"};
 	const struct target_sched *sch = rec->sched;
 	uint32_t group, n = 0, id, nerlang;
+	const char *label = "[other thread]";
 
 	if (!s->opts.include_idle) {
 		s->st.excluded_idle++;
 		return;
 	}
-	if (intern_label(s, sch ? labels[sch->type] : "[other thread]", &group))
+	if (sch && sch->type <= XP_SCHED_DIRTY_IO)
+		label = !sch->esdp && sch->type != XP_SCHED_NORMAL ? unknown[sch->type]
+								   : labels[sch->type];
+	if (intern_label(s, label, &group))
 		return;
 	if (leaf && !s->opts.only_erlang && jit_frame(s, leaf, &id) == 0)
 		s->frames[n++] = id;
@@ -473,6 +490,7 @@ struct where {
 	struct unwind_result *ur; /* NULL for a sample in JIT code */
 	uint64_t cp, e, fp;	  /* e = 0: find E from the call site */
 	bool unnamed;		  /* the pc is JIT code the map does not name */
+	bool dirty;		  /* on a dirty scheduler: E is c_p->stop */
 };
 
 /* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
@@ -500,6 +518,22 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	w->fp = w->ur->jit_bp;
 	w->e = 0;
 	return true;
+}
+
+/* A dirty scheduler runs BIFs and NIFs from C, not from JIT code: the unwind never reaches
+ * JIT code. Its process is the scheduler's current_process, parked on the dirty call with its
+ * Erlang stack at c_p->stop (reference §2). */
+static bool on_dirty(struct sampler *s, const struct target_sched *sch, struct where *w)
+{
+	bool known;
+
+	if (!sch || sch->type == XP_SCHED_NORMAL)
+		return false;
+	w->cp = current_process(s, sch, &known);
+	w->dirty = true;
+	w->leaf = NULL;
+	w->e = w->fp = 0;
+	return known && w->cp;
 }
 
 /* The skid summary: the Process was read rec->read_delay_ns after the sample, perhaps part of
@@ -555,7 +589,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		w.fp = ps->regs[PERF_R_BP];
 	} else {
 		w.ur = &ur;
-		if (!from_native(s, sch, ps, &w)) {
+		if (!from_native(s, sch, ps, &w) && !on_dirty(s, sch, &w)) {
 			add_label_sample(s, &rec, NULL, w.ur);
 			return;
 		}
@@ -569,6 +603,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
 		return;
 	}
+	if (w.dirty)
+		w.e = p.stop;
 	if (sample_stack(s, ps, &ur, &p, &w.e, w.fp, &nwords, &complete)) {
 		s->st.dropped[DROP_STACK_UNREADABLE]++;
 		return;
@@ -596,7 +632,7 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 {
 	struct perf_opts po = {.event = s->opts.event,
 			       .freq_hz = s->opts.freq_hz,
-			       .stack_bytes = 16384,
+			       .stack_bytes = getenv("XP_STK") ? atoi(getenv("XP_STK")) : 16384,
 			       .mmap_pages = 64};
 	struct proc_task *tasks = NULL;
 	pid_t *tids;
@@ -709,6 +745,11 @@ const struct sampler_stats *sampler__stats(const struct sampler *s)
 const struct perf_stats *sampler__perf_stats(const struct sampler *s)
 {
 	return perf_session__stats(s->perf);
+}
+
+size_t sampler__nthreads(const struct sampler *s)
+{
+	return perf_session__nthreads(s->perf);
 }
 
 void sampler__free(struct sampler *s)

@@ -80,6 +80,8 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 int sampler__poll(struct sampler *s, int timeout_ms);
 const struct sampler_stats *sampler__stats(const struct sampler *s);
 const struct perf_stats *sampler__perf_stats(const struct sampler *s);
+/* How many threads have a perf event open. */
+size_t sampler__nthreads(const struct sampler *s);
 const char *sampler__drop_name(enum sampler_drop d);
 void sampler__free(struct sampler *s);
 

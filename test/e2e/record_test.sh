@@ -8,6 +8,8 @@
 #   bif     time inside a long non-yielding BIF (erts_internal:cmp_term/2) against
 #           reduction-heavy Erlang code, within ±3 points
 #   fp      ground's share and chain on a frame-pointer VM (+JPperf map on 25, +JPperf fp on 27+)
+#   dirty   a BIF on a dirty CPU scheduler: the process and its stack from c_p->stop;
+#           --threads all; --skid-summary
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
 # A share is left unchecked when the workload ran more than XP_MAX_STRETCH times slower than its
@@ -18,7 +20,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust"
+usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust|dirty"
 otp=${1:?$usage}
 mode=${2:?$usage}
 case=${3:?$usage}
@@ -255,6 +257,56 @@ check_top() {
 
 # ---- the cases -----------------------------------------------------------------------------------
 
+# xp_dirty spends its time in a BIF on a dirty CPU scheduler. Its samples carry the process, its
+# Erlang frames from c_p->stop and the BIF's native frames; `--threads all` samples every thread;
+# --skid-summary reports read delays and contradictions.
+case_dirty() {
+	local folded n total nsched ntasks
+	xp_start_vm "$otp" "$mode" xp_dirty
+	XP_RECORD_SECONDS=3 rec_ok dirty --skid-summary --include-idle
+	folded=$XP_VM_DIR/dirty.folded
+	if [[ "$otp" == 29 && "$mode" == noagent ]]; then
+		# No symbols and no agent: the dirty schedulers' data is unknown, so their process is.
+		if roots "$folded" | cut -f2 | grep -qx '\[dirty cpu scheduler: process unknown\]'; then
+			xp_pass "OTP 29 without the agent: dirty samples labelled '[dirty cpu scheduler: process unknown]'"
+		else
+			xp_fail "OTP 29 without the agent: no '[dirty cpu scheduler: process unknown]' group"
+		fi
+		return 0
+	fi
+	total=$(awk '/ xp_dirty_loop;/ { s += $NF } END { print s + 0 }' "$folded")
+	n=$(awk '/ xp_dirty_loop;xp_dirty:outer\/0;xp_dirty:middle\/1;[^;]+/ { s += $NF } END { print s + 0 }' "$folded")
+	echo "FIGURE: OTP $otp $mode dirty: $n of $total xp_dirty_loop samples are outer/0;middle/1;native"
+	if ((total >= 100 && 100 * n >= 90 * total)); then
+		xp_pass "dirty scheduler: $n of $total samples of xp_dirty_loop walk outer/0;middle/1 above native frames"
+	else
+		xp_fail "dirty scheduler: only $n of $total samples of xp_dirty_loop have outer/0;middle/1;native"
+		sort -t' ' -k2 -rn "$folded" | head -n 5 | cut -c1-300
+	fi
+	check_label "dirty" <(grep ' xp_dirty_loop;' "$folded") "$(pid_label_re)" xp_dirty_loop
+	if grep -qE '^  Process fields read after the sample: [0-9]+ samples; delay p50 <= ' "$XP_VM_DIR/dirty.err" &&
+		grep -qE '^  contradicted by a later read: [0-9]+ of [0-9]+ checked' "$XP_VM_DIR/dirty.err"; then
+		xp_pass "--skid-summary prints the read delays and the contradictions"
+	else
+		xp_fail "--skid-summary output missing"
+	fi
+	# Every scheduler thread by default; every thread of the VM with --threads all.
+	nsched=$(xp_sampler info --json "$XP_VM_PID" 2>/dev/null | jq '.schedulers | length')
+	ntasks=$(find "/proc/$XP_VM_PID/task" -mindepth 1 -maxdepth 1 | wc -l)
+	xp_expect "record: the threads it samples" \
+		"extrospect: sampling $nsched scheduler threads of pid $XP_VM_PID at 997 Hz" \
+		"$(head -n 1 "$XP_VM_DIR/dirty.err")"
+	XP_RECORD_SECONDS=2 rec_ok all --threads all --include-idle
+	xp_expect "record --threads all: the threads it samples" \
+		"extrospect: sampling $ntasks threads of pid $XP_VM_PID at 997 Hz" \
+		"$(head -n 1 "$XP_VM_DIR/all.err")"
+	if grep -q ' xp_dirty_loop;xp_dirty:outer/0;xp_dirty:middle/1;' "$XP_VM_DIR/all.folded"; then
+		xp_pass "--threads all: xp_dirty_loop still resolved"
+	else
+		xp_fail "--threads all: no resolved xp_dirty_loop stack: $(roots "$XP_VM_DIR/all.folded" | tr '\n' ' ')"
+	fi
+}
+
 case_ground() {
 	xp_start_vm "$otp" "$mode" xp_ground
 	xp_expect "frame layout of a default VM" ra "$(xp_ready_get frame_layout)"
@@ -425,6 +477,7 @@ ground) case_ground ;;
 fp) case_fp ;;
 bif) case_bif ;;
 robust) case_robust ;;
+dirty) case_dirty ;;
 *) xp_die "$usage" ;;
 esac
 if [[ -n "$XP_SKIP_REASON" && $XP_FAILED -eq 0 ]]; then
