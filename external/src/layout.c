@@ -12,7 +12,9 @@
 
 #include "layout.h"
 
-/* ErtsPTabReadOnlyData (B/erl_ptab.h 25:122-140, same in 27 and 29) starts at r.o = 192. */
+/* ErtsPTabReadOnlyData (B/erl_ptab.h 25:102-120, 27:122-140, 29:124-142) starts at r.o = 192.
+ * The pix_* rows are 27+'s (25 packs them as Uint32 and never needs them: XP_PID_HIGH_PIX);
+ * invalid_element and element_size differ, so they are per row (offsetof on each tree). */
 #define ROW_COMMON                                                                                 \
 	.flavor = XP_FLAVOR_JIT, .arch = "x86_64", .ptab_tab = 192, .ptab_max = 208,               \
 	.ptab_pix_mask = 216, .ptab_pix_cl_mask = 224, .ptab_pix_cli_mask = 232,                   \
@@ -26,6 +28,8 @@ static const struct xp_layout rows[] = {
 	.otp_release = "25",
 	.checked_on = "OTP 25.2.3, erts 13.1.5, Debian bookworm",
 	ROW_COMMON,
+	.ptab_invalid_element = 248,
+	.ptab_element_size = 272,
 	.off =
 	    {
 		[XP_OFF_P_ID] = 0,
@@ -72,6 +76,8 @@ static const struct xp_layout rows[] = {
 	.otp_release = "27",
 	.checked_on = "OTP 27.3.4.1, erts 15.2.7, Debian trixie",
 	ROW_COMMON,
+	.ptab_invalid_element = 272,
+	.ptab_element_size = 296,
 	.off =
 	    {
 		[XP_OFF_P_ID] = 0,
@@ -117,6 +123,8 @@ static const struct xp_layout rows[] = {
 	.otp_release = "29",
 	.checked_on = "OTP 29.1.2, erts 17.1.1, Debian sid",
 	ROW_COMMON,
+	.ptab_invalid_element = 272,
+	.ptab_element_size = 296,
 	.off =
 	    {
 		[XP_OFF_P_ID] = 0,

@@ -25,6 +25,22 @@
 #define XP_BITS_HDR_HEAP    0x20u /* heap bits: size in bits @8, text @16 */
 #define XP_BITS_HDR_SUB	    0x24u /* sub bits: base_flags @8, start @16, end @24 (bits) */
 
+/* Process.state flags, ERTS_PSFLG_BIT(n) = 1 << (6 + n), the same in OTP 25, 27 and 29
+ * (B/erl_process.h 25:1207-1299, 27:1233-1326, 29:1246-1339); erts_process_state2status
+ * (B/erl_process.c 25:9162, 27:9205, 29:9305) turns them into process_info(P, status). */
+#define XP_PSFLG_FREE		   0x400u
+#define XP_PSFLG_EXITING	   0x800u
+#define XP_PSFLG_ACTIVE		   0x2000u
+#define XP_PSFLG_RUNNING	   0x8000u
+#define XP_PSFLG_SUSPENDED	   0x10000u
+#define XP_PSFLG_GC		   0x20000u
+#define XP_PSFLG_ACTIVE_SYS	   0x100000u
+#define XP_PSFLG_RUNNING_SYS	   0x200000u
+#define XP_PSFLG_DIRTY_ACTIVE_SYS  0x10000000u
+#define XP_PSFLG_DIRTY_RUNNING	   0x20000000u
+#define XP_PSFLG_DIRTY_RUNNING_SYS 0x40000000u
+#define XP_PTAB_MAX_SIZE	   (1u << 27) /* ERTS_PTAB_MAX_SIZE (B/erl_ptab.h), a power of 2 */
+
 /* How a pid term holds <0.NUM.SER> (B/erl_ptab.h, B/erl_term.h). */
 enum xp_pid_format {
 	XP_PID_HIGH_PIX = 0, /* 25: high 32 bits = table index; low 32 >> 4 = data, NUM 15 bits */
@@ -52,6 +68,9 @@ struct xp_layout {
 	 * (Uint32): how 27+ scramble the table index into the pid term. */
 	int32_t ptab_pix_mask, ptab_pix_cl_mask, ptab_pix_cli_mask, ptab_pix_cl_shift,
 	    ptab_pix_cli_shift;
+	/* ErtsPTab.r.o.invalid_element (the marker of a reserved slot) and r.o.element_size
+	 * (sizeof(Process) for erts_proc): pstack's validation and OTP 28+ scan of the table. */
+	int32_t ptab_invalid_element, ptab_element_size;
 	enum xp_pid_format pid_format;
 	uint32_t pid_num_bits; /* bits of NUM in <0.NUM.SER> */
 	/* Thread names are erts_snprintf'd into 16 bytes: printf formats with one %u. */

@@ -87,6 +87,20 @@ void process__pid_format(struct pid_format *f, const struct target *t)
 	f->cli_shift = shifts[1];
 }
 
+uint64_t process__pid_data(const struct pid_format *f, uint64_t pid)
+{
+	uint64_t pixdata;
+
+	if (!f->known || !f->num_bits)
+		return pid;
+	if (f->format == XP_PID_HIGH_PIX)
+		return (pid & 0xffffffffu) >> XP_PID_DATA_SHIFT;
+	/* erts_ptab_pixdata2data (B/erl_ptab.h 27:286) */
+	pixdata = pid >> XP_PID_DATA_SHIFT;
+	return (pixdata & ~f->pix_mask) | ((pixdata >> f->cl_shift) & f->cl_mask) |
+	       ((pixdata & f->cli_mask) << f->cli_shift);
+}
+
 void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size_t len)
 {
 	uint64_t data;
@@ -95,15 +109,7 @@ void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size
 		snprintf(buf, len, "<pid 0x%" PRIx64 ">", pid);
 		return;
 	}
-	if (f->format == XP_PID_HIGH_PIX) {
-		data = (pid & 0xffffffffu) >> XP_PID_DATA_SHIFT;
-	} else {
-		/* erts_ptab_pixdata2data (B/erl_ptab.h 27:286) */
-		uint64_t pixdata = pid >> XP_PID_DATA_SHIFT;
-
-		data = (pixdata & ~f->pix_mask) | ((pixdata >> f->cl_shift) & f->cl_mask) |
-		       ((pixdata & f->cli_mask) << f->cli_shift);
-	}
+	data = process__pid_data(f, pid);
 	snprintf(buf, len, "<0.%" PRIu64 ".%" PRIu64 ">", data & (((uint64_t)1 << f->num_bits) - 1),
 		 data >> f->num_bits);
 }
@@ -165,4 +171,91 @@ void process__read_identity(const struct process_reader *r, struct process_view 
 	atom_text(r, mfa[1], f, sizeof(f));
 	if (m[0] && f[0])
 		snprintf(p->initial, sizeof(p->initial), "%s:%s/%" PRIu64, m, f, mfa[2]);
+}
+
+#define SNAP_MAX_BYTES 1024 /* the Process prefix read in one copy */
+
+static bool snap_field(const struct process_reader *r, const uint8_t *buf, size_t n,
+		       enum xp_off_id id, size_t width, void *out)
+{
+	if (!have(r->off, id) || (size_t)r->off[id].value + width > n)
+		return false;
+	memcpy(out, buf + r->off[id].value, width);
+	return true;
+}
+
+/* How many bytes of the Process to copy: every field we use must fall inside. */
+static size_t snap_len(const struct process_reader *r)
+{
+	static const enum xp_off_id ids[] = {
+	    XP_OFF_P_ID,      XP_OFF_P_HTOP,	XP_OFF_P_STOP,	  XP_OFF_P_HEAP,
+	    XP_OFF_P_HEND,    XP_OFF_P_HEAP_SZ, XP_OFF_P_I,	  XP_OFF_P_STATE,
+	    XP_OFF_P_MSG_LEN, XP_OFF_P_REG,	XP_OFF_P_INITIAL, XP_OFF_P_FRAME_POINTER};
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		size_t end = (size_t)r->off[ids[i]].value + (ids[i] == XP_OFF_P_INITIAL ? 24 : 8);
+
+		if (have(r->off, ids[i]) && end > n)
+			n = end;
+	}
+	return n < SNAP_MAX_BYTES ? n : SNAP_MAX_BYTES;
+}
+
+int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *s)
+{
+	uint8_t buf[SNAP_MAX_BYTES];
+	struct process_view *p = &s->v;
+	size_t n = snap_len(r);
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	p->addr = addr;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if ((err = mem__read(r->mem, addr, buf, n)))
+		return err;
+	if (!snap_field(r, buf, n, XP_OFF_P_ID, 8, &p->pid) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEAP, 8, &p->heap) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEND, 8, &p->hend) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEAP_SZ, 8, &s->heap_sz) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HTOP, 8, &p->htop) ||
+	    !snap_field(r, buf, n, XP_OFF_P_STOP, 8, &p->stop))
+		return -EINVAL;
+	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
+	    p->hend - p->heap != s->heap_sz * 8 || s->heap_sz * 8 > PROCESS_MAX_HEAP ||
+	    (p->hend & 7))
+		return -EINVAL;
+	snap_field(r, buf, n, XP_OFF_P_FRAME_POINTER, 8, &p->frame_pointer);
+	s->have_state = snap_field(r, buf, n, XP_OFF_P_STATE, 4, &s->state);
+	s->have_i = snap_field(r, buf, n, XP_OFF_P_I, 8, &s->i);
+	s->have_msg_len = snap_field(r, buf, n, XP_OFF_P_MSG_LEN, 8, &s->msg_len) &&
+			  s->msg_len >= 0 && s->msg_len < ((int64_t)1 << 40);
+	s->have_reg = snap_field(r, buf, n, XP_OFF_P_REG, 8, &s->reg);
+	s->have_initial = snap_field(r, buf, n, XP_OFF_P_INITIAL, 24, s->initial);
+	return 0;
+}
+
+/* The order of erts_process_state2status (B/erl_process.c 25:9162, 27:9205, 29:9305). */
+const char *process__status_name(uint32_t state)
+{
+	if (state & XP_PSFLG_FREE)
+		return "free";
+	if (state & XP_PSFLG_EXITING)
+		return "exiting";
+	if (state & XP_PSFLG_GC)
+		return "garbage_collecting";
+	if (state & XP_PSFLG_SUSPENDED)
+		return "suspended";
+	if (process__is_running(state))
+		return "running";
+	if (state & (XP_PSFLG_ACTIVE | XP_PSFLG_ACTIVE_SYS | XP_PSFLG_DIRTY_ACTIVE_SYS))
+		return "runnable";
+	return "waiting";
+}
+
+bool process__is_running(uint32_t state)
+{
+	return state & (XP_PSFLG_RUNNING | XP_PSFLG_RUNNING_SYS | XP_PSFLG_DIRTY_RUNNING |
+			XP_PSFLG_DIRTY_RUNNING_SYS);
 }

@@ -4,6 +4,7 @@
 #ifndef XP_PROCESS_H
 #define XP_PROCESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,27 @@ struct process_reader {
  * known (no layout row and no agent). */
 int process__reader(struct process_reader *r, const struct target *t);
 
+/* A whole Process read in one copy, for listing every process (pstack --all): the bounds of
+ * process__read_bounds plus what process_info would show. Fields whose offset this VM does not
+ * have are left 0 with their have_* flag false. */
+struct process_snap {
+	struct process_view v; /* addr, pid, htop, stop, heap, hend, frame_pointer */
+	uint64_t heap_sz;      /* words */
+	uint64_t i;	       /* resume pc (meaningful when not running) */
+	uint64_t reg;	       /* RegProc *, 0 when not registered */
+	uint64_t initial[3];   /* u.initial {module, function, arity} */
+	uint32_t state;	       /* XP_PSFLG_* */
+	int64_t msg_len;
+	bool have_state, have_i, have_msg_len, have_reg, have_initial;
+};
+
+/* 0, -EINVAL when the bytes are not a plausible live process, or a read error. */
+int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *out);
+/* process_info(P, status) of a state word: "running", "waiting", ... */
+const char *process__status_name(uint32_t state);
+/* Is the process on a scheduler (normal or dirty), so that its stop/i are stale? */
+bool process__is_running(uint32_t state);
+
 /* Read the stack bounds and pid of the Process at addr: 0, -EINVAL when the fields are not a
  * plausible process (not a pid, heap bounds inconsistent), or a read error. */
 int process__read_bounds(const struct process_reader *r, uint64_t addr, struct process_view *out);
@@ -48,6 +70,9 @@ void process__read_identity(const struct process_reader *r, struct process_view 
 
 /* "<0.123.0>", or "<pid 0x...>" when this VM's pid encoding is not known. */
 void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size_t len);
+/* The pid's data (SERIAL << num_bits | NUM), or the raw term when the encoding is unknown: an
+ * order for listing pids as the VM numbers them. */
+uint64_t process__pid_data(const struct pid_format *f, uint64_t pid);
 /* Read the pid encoding of a target (layout row + process table). */
 void process__pid_format(struct pid_format *f, const struct target *t);
 /* Write an atom as Erlang prints it: quoted when it is not a plain lowercase atom. */

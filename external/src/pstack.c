@@ -1,14 +1,223 @@
-/* extrospect pstack: not yet built. See commands.h. */
+/* `extrospect pstack PID`: what every scheduler is doing now (one sample each, or its scheduler
+ * data when it produced none), and with --all the stack of every process in the process table.
+ * Owns: the command, its help, the document's header and the helpers the parts share (stack of
+ * a parked process, frame output). See pstack.h for the parts. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "pstack.h"
 
-const char pstack__usage[] = "Usage: extrospect pstack PID (not yet available)\n";
+const char pstack__usage[] =
+    "Usage: extrospect pstack [--all] [--erlang-only] [--json] [--no-agent] PID\n"
+    "\n"
+    "What every scheduler of the BEAM VM with OS pid PID is doing right now: one sample of\n"
+    "each normal and dirty scheduler thread (about 100 ms at most), showing its state and,\n"
+    "when it runs an Erlang process, that process's pid, name and mixed native + Erlang stack.\n"
+    "A scheduler that gives no sample in the window (asleep) is reported from /proc and its\n"
+    "scheduler data. The VM is never stopped: everything is read with process_vm_readv.\n"
+    "\n"
+    "Options:\n"
+    "  --all           also print the stack of every Erlang process, read from the process\n"
+    "                  table: status, message-queue length (OTP 27+), heap and stack size,\n"
+    "                  current function and the frames from stop to the stack bottom (exact\n"
+    "                  for a process that is not running; a running one is on a scheduler)\n"
+    "  --erlang-only   leave out native (C) frames\n"
+    "  --json          one JSON document on stdout\n"
+    "  --no-agent      ignore the extrospect agent even when the VM has it loaded\n"
+    "\n"
+    "Stacks are innermost frame first. Without the agent on OTP 28+ the process table is found\n"
+    "by a scan of beam.smp's data; when that fails, --all says so and pids print as <pid 0x..>.\n"
+    "\n"
+    "Examples:\n"
+    "  extrospect pstack 4242                   # every scheduler, now\n"
+    "  extrospect pstack --erlang-only 4242     # the same, Erlang frames only\n"
+    "  extrospect pstack --all 4242 | less      # and every process's stack\n"
+    "  extrospect pstack --all --json 4242 | jq '.processes[] | select(.name == \"my_server\")'\n";
 
-int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
-		char *err, size_t errlen)
+static const char *const kind_names[] = {
+    [FRAME_ERLANG] = "erlang",
+    [FRAME_NATIVE] = "native",
+    [FRAME_JIT_GLOBAL] = "jit",
+    [FRAME_LABEL] = "label",
+};
+
+int pstack__jit_frame(struct pstack_ctx *c, const struct jit_range *r, uint32_t *id)
 {
-	snprintf(err, errlen, "pstack is not yet available");
-	return -ENOSYS;
+	static const char prologue[] = "-CodeInfoPrologue";
+	size_t n = strlen(r->name), p = sizeof(prologue) - 1;
+	enum frame_kind kind = FRAME_ERLANG;
+	char name[1024];
+
+	/* A pc in a function's prologue (its breakpoint area) is that function. */
+	if (n > p && strcmp(r->name + n - p, prologue) == 0)
+		n -= p;
+	snprintf(name, sizeof(name), "%.*s", (int)n, r->name);
+	if (strncmp(name, "global::", 8) == 0 || strncmp(name, "erts_beamasm:", 13) == 0 ||
+	    strstr(name, "::code"))
+		kind = FRAME_JIT_GLOBAL;
+	return agg__frame(c->agg, name, kind, id);
+}
+
+static void add_frame(struct pstack_frames *fr, uint32_t id, uint64_t addr)
+{
+	if (fr->n >= PSTACK_MAX_FRAMES)
+		return;
+	fr->id[fr->n] = id;
+	fr->addr[fr->n++] = addr;
+}
+
+enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process_snap *s,
+				      struct pstack_frames *out)
+{
+	const struct process_view *p = &s->v;
+	const struct jit_range *cur = s->have_i ? jitmap__lookup(c->t->jit, s->i) : NULL;
+	uint64_t bytes = p->hend - p->stop;
+	struct estack_result er;
+	bool complete = true;
+	uint32_t id;
+	size_t i;
+
+	out->n = 0;
+	if (p->stop <= p->heap || p->stop >= p->hend || (p->stop & 7))
+		return ESTACK_END_NO_BOTTOM;
+	if (bytes > PSTACK_STACK_BYTES) {
+		bytes = PSTACK_STACK_BYTES;
+		complete = false;
+	}
+	if (mem__read(c->t->mem, p->stop, c->words, (size_t)bytes))
+		return ESTACK_END_TRUNCATED;
+	if (cur && pstack__jit_frame(c, cur, &id) == 0)
+		add_frame(out, id, s->i);
+	erlang_stack__walk(&c->ecfg, c->words, (size_t)bytes / 8, p->stop, p->frame_pointer,
+			   complete, &er);
+	for (i = 0; i < er.nframes; i++) {
+		if (pstack__jit_frame(c, er.frames[i].fn, &id) == 0)
+			add_frame(out, id, er.frames[i].ra);
+	}
+	return er.end;
+}
+
+void pstack__json_frames(const struct pstack_ctx *c, const struct pstack_frames *fr, struct json *j)
+{
+	uint32_t i;
+
+	json__key(j, "frames");
+	json__array(j);
+	for (i = 0; i < fr->n; i++) {
+		enum frame_kind k = agg__frame_kind(c->agg, fr->id[i]);
+
+		json__object(j);
+		json__kv_string(j, "function", agg__frame_name(c->agg, fr->id[i]));
+		json__kv_string(j, "kind", (unsigned)k < 4 ? kind_names[k] : "?");
+		json__kv_addr(j, "address", fr->addr[i]);
+		json__end_object(j);
+	}
+	json__end_array(j);
+}
+
+void pstack__print_frames(const struct pstack_ctx *c, const struct pstack_frames *fr, FILE *f)
+{
+	uint32_t i;
+
+	for (i = 0; i < fr->n; i++) {
+		enum frame_kind k = agg__frame_kind(c->agg, fr->id[i]);
+
+		fprintf(f, "    #%-3u %s%s\n", i, agg__frame_name(c->agg, fr->id[i]),
+			k == FRAME_NATIVE ? "  [native]" : "");
+	}
+}
+
+static void json_header(const struct pstack_ctx *c, struct json *j)
+{
+	const struct target *t = c->t;
+
+	json__kv_int(j, "os_pid", t->pid);
+	json__kv_string(j, "otp_release", t->otp_release);
+	json__kv_string(j, "erts_version", t->erts_version);
+	json__kv_bool(j, "agent", target__has_agent(t));
+	json__kv_string(j, "frame_layout", t->frame_layout == XP_LAYOUT_FP ? "fp" : "ra");
+	json__kv_bool(j, "pids_decoded", c->pr.pids.known);
+}
+
+static void text_header(const struct pstack_ctx *c, FILE *f)
+{
+	const struct target *t = c->t;
+
+	fprintf(f, "extrospect pstack: BEAM pid %d, OTP %s (erts %s), %s\n", (int)t->pid,
+		t->otp_release[0] ? t->otp_release : "?",
+		t->erts_version[0] ? t->erts_version : "?",
+		target__has_agent(t) ? "with the agent" : "without the agent");
+	if (!c->pr.pids.known)
+		fprintf(f, "note: the pid encoding of this VM is unknown (no agent and no process "
+			   "table): pids print as <pid 0x..>\n");
+}
+
+static int setup(struct pstack_ctx *c, char *err, size_t errlen)
+{
+	char why[256];
+	int rc;
+
+	if (!c->t->jit) {
+		snprintf(err, errlen, "no JIT map: cannot name Erlang code (%s)",
+			 strerror(-c->t->jit_err));
+		return -ENOTSUP;
+	}
+	/* Before the process reader: a scanned table makes pids decodable (OTP 28+, no agent). */
+	rc = ptab__locate(c->t, &c->ptab, why, sizeof(why));
+	if (rc == -ENOMEM)
+		return rc;
+	c->have_ptab = rc == 0;
+	if (!c->have_ptab && c->o->all) {
+		snprintf(err, errlen, "--all: %s", why);
+		return TARGET_EUNSUPPORTED;
+	}
+	if (process__reader(&c->pr, c->t)) {
+		snprintf(err, errlen, "the Process layout of this VM is unknown");
+		return TARGET_EUNSUPPORTED;
+	}
+	erlang_stack__cfg(&c->ecfg, c->t->jit, c->t->frame_layout,
+			  (uint64_t)c->t->addr[XP_ADDR_NORMAL_EXIT].value, c->t->layout);
+	c->words = malloc(PSTACK_STACK_BYTES);
+	if (!c->words || agg__new(&c->agg))
+		return -ENOMEM;
+	return 0;
+}
+
+int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+		size_t errlen)
+{
+	struct pstack_ctx c = {.o = o, .t = t, .stop = stop};
+	struct json j;
+	int rc;
+
+	if ((rc = setup(&c, err, errlen)) || (rc = pstack__schedulers(&c, err, errlen)))
+		goto cleanup;
+	if (o->json) {
+		json__init(&j, stdout);
+		json__object(&j);
+		json_header(&c, &j);
+		pstack__json_schedulers(&c, &j);
+		if (o->all)
+			rc = pstack__processes(&c, stdout, &j, err, errlen);
+		json__end_object(&j);
+		fputc('\n', stdout);
+	} else {
+		text_header(&c, stdout);
+		pstack__print_schedulers(&c, stdout);
+		if (o->all)
+			rc = pstack__processes(&c, stdout, NULL, err, errlen);
+	}
+	if (fflush(stdout) != 0 && !rc) {
+		snprintf(err, errlen, "cannot write output: %s", strerror(errno));
+		rc = -EIO;
+	}
+cleanup:
+	free(c.scheds);
+	free(c.words);
+	agg__free(c.agg);
+	return rc;
 }

@@ -117,6 +117,8 @@ int main(void)
 	printf(
 	    "\t\t.flavor = XP_FLAVOR_JIT, .arch = \"x86_64\", .ptab_tab = %zu, .ptab_max = %zu,\n",
 	    offsetof(ErtsPTab, r.o.tab), offsetof(ErtsPTab, r.o.max));
+	printf("\t\t.ptab_invalid_element = %zu, .ptab_element_size = %zu,\n",
+	       offsetof(ErtsPTab, r.o.invalid_element), offsetof(ErtsPTab, r.o.element_size));
 	printf("\t\t.off =\n\t\t\t{\n");
 	print_process();
 	print_others();

@@ -1,0 +1,230 @@
+/* The process table from outside. See ptab.h. Slots are read in chunks of PTAB_CHUNK words:
+ * a default table (262144 slots) is 2 MB, 32 reads; a slot is NULL, the invalid element (a
+ * process being created) or a Process * (B/erl_ptab.c 29:480-630). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptab.h"
+
+#define PTAB_CHUNK	   8192u       /* slots per read (64 KB) */
+#define PTAB_MIN_SIZE	   1024u       /* erts rounds +P up to a power of 2; never this small */
+#define PTAB_SCAN_MAX	   (16u << 20) /* bytes of one data section scanned */
+#define PTAB_SCAN_PROBES   8u	       /* live slots whose pid must point back at their slot */
+#define PTAB_SCAN_MAX_HITS 4u
+
+static bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+bool ptab__pid_in_slot(const struct pid_format *f, uint64_t pid, uint32_t ix)
+{
+	if ((pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || !f->known)
+		return false;
+	if (f->format == XP_PID_HIGH_PIX)
+		return (pid >> 32) == ix;
+	return ((pid >> XP_PID_DATA_SHIFT) & f->pix_mask) == ix;
+}
+
+/* The geometry of a candidate ErtsPTab from its bytes (at least element_size + 8 of them). */
+static bool geometry(const struct xp_layout *row, int64_t p_sizeof, const uint8_t *b,
+		     struct ptab *out)
+{
+	uint64_t esz;
+
+	memcpy(&out->tab, b + row->ptab_tab, 8);
+	memcpy(&out->max, b + row->ptab_max, 4);
+	memcpy(&out->invalid, b + row->ptab_invalid_element, 8);
+	memcpy(&esz, b + row->ptab_element_size, 8);
+	return out->tab && !(out->tab & 7) && out->invalid && !(out->invalid & 7) &&
+	       is_pow2(out->max) && out->max >= PTAB_MIN_SIZE && out->max <= XP_PTAB_MAX_SIZE &&
+	       (p_sizeof <= 0 || esz == (uint64_t)p_sizeof);
+}
+
+static int read_geometry(struct target *t, uint64_t addr, struct ptab *out)
+{
+	const struct xp_layout *row = t->layout;
+	uint8_t b[512];
+	size_t n = (size_t)row->ptab_element_size + 8;
+
+	if (n > sizeof(b) || mem__read(t->mem, addr, b, n))
+		return -EFAULT;
+	out->addr = addr;
+	return geometry(row, t->off[XP_OFF_P_SIZEOF].present ? t->off[XP_OFF_P_SIZEOF].value : 0, b,
+			out)
+		   ? 0
+		   : -EINVAL;
+}
+
+/* Do the first live slots hold processes whose pid maps back to the slot? pix_mask is the
+ * candidate's own (27+); 25 keeps the slot in the pid's high half. */
+static bool slots_point_back(struct target *t, const struct ptab *c, uint64_t pix_mask)
+{
+	struct pid_format f = {.known = true, .pix_mask = pix_mask};
+	uint64_t *w = malloc(PTAB_CHUNK * 8), pid;
+	uint32_t n = c->max < PTAB_CHUNK ? c->max : PTAB_CHUNK, i, good = 0, bad = 0;
+
+	f.format = t->layout->pid_format;
+	if (!w || mem__read(t->mem, c->tab, w, (size_t)n * 8)) {
+		free(w);
+		return false;
+	}
+	for (i = 0; i < n && good + bad < PTAB_SCAN_PROBES; i++) {
+		if (!w[i] || w[i] == c->invalid || (w[i] & 7))
+			continue;
+		if (mem__read_u64(t->mem, w[i] + (uint64_t)t->off[XP_OFF_P_ID].value, &pid) == 0 &&
+		    ptab__pid_in_slot(&f, pid, i))
+			good++;
+		else
+			bad++;
+	}
+	free(w);
+	return good > 0 && bad == 0;
+}
+
+static bool candidate_ok(struct target *t, uint64_t addr, const uint8_t *b)
+{
+	const struct xp_layout *row = t->layout;
+	struct ptab c = {.addr = addr};
+	uint64_t pix_mask = 0;
+
+	if (!geometry(row, t->off[XP_OFF_P_SIZEOF].value, b, &c))
+		return false;
+	if (row->pid_format == XP_PID_PIXDATA) {
+		memcpy(&pix_mask, b + row->ptab_pix_mask, 8);
+		if (pix_mask != c.max - 1)
+			return false;
+	}
+	return slots_point_back(t, &c, pix_mask);
+}
+
+/* OTP 28+ without the agent: the unique ErtsPTab in .data/.bss whose element size is
+ * sizeof(Process) (erts_port's is sizeof(Port)) and whose live slots point back at themselves. */
+static int scan(struct target *t, uint64_t *found)
+{
+	static const char *const sections[] = {".data", ".bss"};
+	size_t need = (size_t)t->layout->ptab_element_size + 8, s, hits = 0;
+
+	for (s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
+		uint64_t vaddr, size, off;
+		uint8_t *buf;
+
+		if (elf_image__section(t->beam, sections[s], &vaddr, &size) || size < need ||
+		    size > PTAB_SCAN_MAX)
+			continue;
+		buf = malloc(size);
+		if (!buf)
+			return -ENOMEM;
+		if (mem__read(t->mem, t->bias + vaddr, buf, size) == 0) {
+			for (off = 0; off + need <= size && hits < PTAB_SCAN_MAX_HITS; off += 8) {
+				if (candidate_ok(t, t->bias + vaddr + off, buf + off)) {
+					*found = t->bias + vaddr + off;
+					hits++;
+				}
+			}
+		}
+		free(buf);
+	}
+	return hits == 1 ? 0 : hits ? -EEXIST : -ENOENT;
+}
+
+int ptab__locate(struct target *t, struct ptab *out, char *why, size_t whylen)
+{
+	struct target_value *a = &t->addr[XP_ADDR_PROCESS_TABLE];
+	uint64_t found;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!t->layout || !t->off[XP_OFF_P_ID].present) {
+		snprintf(why, whylen,
+			 "no layout row for this VM: the process table cannot be read");
+		return -ENOTSUP;
+	}
+	if (!a->present && t->off[XP_OFF_P_SIZEOF].present) {
+		err = scan(t, &found);
+		if (err == -ENOMEM)
+			return err;
+		if (err == 0) {
+			*a = (struct target_value){
+			    .value = (int64_t)found, .source = TSRC_SCAN, .present = true};
+		}
+	}
+	if (!a->present) {
+		snprintf(why, whylen,
+			 "the process table was not found (no agent, no erts_proc symbol, and no "
+			 "unique match in beam.smp's data): load the extrospect application");
+		return -ENOENT;
+	}
+	if (read_geometry(t, (uint64_t)a->value, out)) {
+		snprintf(why, whylen,
+			 "the process table at 0x%llx (from %s) does not look like one: "
+			 "tab, max or element size out of range",
+			 (unsigned long long)a->value, target__src_name(a->source));
+		return -ENOENT;
+	}
+	out->source = a->source;
+	return 0;
+}
+
+static int grow(uint32_t **ixs, uint64_t **procs, size_t *cap)
+{
+	size_t ncap = *cap ? *cap * 2 : 4096;
+	uint32_t *ni = realloc(*ixs, ncap * sizeof(**ixs));
+	uint64_t *np;
+
+	if (!ni)
+		return -ENOMEM;
+	*ixs = ni;
+	np = realloc(*procs, ncap * sizeof(**procs));
+	if (!np)
+		return -ENOMEM;
+	*procs = np;
+	*cap = ncap;
+	return 0;
+}
+
+int ptab__collect(const struct ptab *pt, struct mem *m, uint32_t **ixs, uint64_t **procs, size_t *n,
+		  struct ptab_stats *st)
+{
+	uint64_t *w = malloc(PTAB_CHUNK * 8);
+	size_t cap = 0;
+	uint32_t base, i;
+	int rc = 0;
+
+	*ixs = NULL;
+	*procs = NULL;
+	*n = 0;
+	memset(st, 0, sizeof(*st));
+	if (!w)
+		return -ENOMEM;
+	for (base = 0; base < pt->max && rc == 0; base += PTAB_CHUNK) {
+		uint32_t k = pt->max - base < PTAB_CHUNK ? pt->max - base : PTAB_CHUNK;
+
+		st->slots += k;
+		if (mem__read(m, pt->tab + (uint64_t)base * 8, w, (size_t)k * 8)) {
+			st->unreadable_slots += k;
+			continue;
+		}
+		for (i = 0; i < k && rc == 0; i++) {
+			if (!w[i])
+				continue;
+			if (w[i] == pt->invalid) {
+				st->reserved++;
+				continue;
+			}
+			if (w[i] & 7) {
+				st->bad++;
+				continue;
+			}
+			if (*n == cap && (rc = grow(ixs, procs, &cap)))
+				break;
+			(*ixs)[*n] = base + i;
+			(*procs)[(*n)++] = w[i];
+			st->used++;
+		}
+	}
+	free(w);
+	return rc;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# ctest e2e.pstack.OTP.MODE.CASE: `extrospect pstack [--all] [--json] PID` against the xp_park
+# target on OTP 25|27|29, with the agent (MODE agent) or without (noagent). CASE ra: the default
+# frame layout; fp: frame pointers (+JPperf true on 25, +JPperf fp on 27/29).
+# The oracle: for every parked process, the pc and the return addresses of
+# erlang:process_info(P, backtrace) (written by the target) must equal, one for one, address and
+# function, the frames `pstack --all --json` read from outside. Also checked exactly: statuses,
+# the message-queue length, the busy process on a scheduler, scheduler counts, --erlang-only.
+# Exit 0 pass, 1 fail, 77 skip (reason printed).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+otp=${1:?usage: pstack_test.sh 25|27|29 agent|noagent ra|fp}
+mode=${2:?usage: pstack_test.sh 25|27|29 agent|noagent ra|fp}
+case=${3:-ra}
+
+# "ADDRESS FUNCTION" lines of a process_info backtrace: the program counter, then each return
+# address that names an Erlang function (not FP-layout saved frame pointers, which print as
+# "unknown function" / "invalid", nor <terminate process normally>, the stack bottom).
+backtrace_frames() {
+	sed -nE \
+		-e 's/^Program counter: 0x0*([0-9a-f]+) \(([^ ]+:[^ ]+\/[0-9]+) \+ [0-9]+\)$/0x\1 \2/p' \
+		-e 's/^0x[0-9a-f]+ +Return addr 0x0*([0-9a-f]+) \(([^ ]+:[^ ]+\/[0-9]+) \+ [0-9]+\)$/0x\1 \2/p' \
+		"$1"
+}
+
+# The same lines from pstack's JSON for the process registered as NAME.
+pstack_frames() {
+	jq -r --arg n "$2" '.processes[] | select(.name == $n) | .frames[] |
+		"\(.address | sub("^0x0*"; "0x")) \(.function)"' "$1"
+}
+
+check_oracle() {
+	local json=$1 name pid want got status
+	while IFS='=' read -r name pid; do
+		want=$(backtrace_frames "$XP_VM_DIR/bt_$name.txt")
+		got=$(pstack_frames "$json" "$name")
+		if [[ -z "$want" ]]; then
+			xp_fail "$name: no frames parsed from its process_info backtrace"
+			cat "$XP_VM_DIR/bt_$name.txt"
+		elif [[ "$want" == "$got" ]]; then
+			xp_pass "$name: $(wc -l <<<"$want") frames equal process_info(P, backtrace)"
+		else
+			xp_fail "$name: frames differ from process_info(P, backtrace)"
+			diff <(echo "$want") <(echo "$got") || true
+		fi
+		status=$(jq -r --arg n "$name" '.processes[] | select(.name == $n) | "\(.status) \(.stack)"' "$json")
+		xp_expect "$name status and stack" "waiting complete" "$status"
+		if [[ "$(jq -r .pids_decoded "$json")" == true ]]; then
+			xp_expect "$name pid" "$pid" \
+				"$(jq -r --arg n "$name" '.processes[] | select(.name == $n) | .pid' "$json")"
+		fi
+	done <"$XP_VM_DIR/parked.txt"
+}
+
+check_processes() {
+	local json=$1 mq
+	case $otp in
+	25) mq=null ;; # no field holds it before OTP 27 (layout.c)
+	*) mq=5 ;;
+	esac
+	xp_expect "xp_park_mailbox message_queue_len" "$mq" \
+		"$(jq -r '.processes[] | select(.name == "xp_park_mailbox") | .message_queue_len' "$json")"
+	xp_expect "xp_park_spin status" running \
+		"$(jq -r '.processes[] | select(.name == "xp_park_spin") | .status' "$json")"
+	xp_expect "processes skipped" "0 0 0" \
+		"$(jq -r '.process_table.skipped | "\(.unreadable) \(.invalid) \(.wrong_slot)"' "$json")"
+	xp_expect "every listed process is walked, running or changed" true \
+		"$(jq -r '.process_table | .listed == .walked + .running + .changed_while_reading' "$json")"
+	xp_expect "init is <0.0.0> and waits in init:loop/1" "<0.0.0> init:loop/1" \
+		"$(jq -r '.processes[] | select(.name == "init") | "\(.pid) \(.current_function)"' "$json")"
+}
+
+check_schedulers() {
+	local json=$1 n spin
+	n=$(($(xp_ready_get schedulers) + $(xp_ready_get dirty_cpu) + $(xp_ready_get dirty_io)))
+	xp_expect "schedulers listed" "$n" "$(jq -r '.schedulers | length' "$json")"
+	spin=$(jq -r '[.schedulers[] | select(.process.name == "xp_park_spin")] | first //
+		{} | "\(.type) \(.state)"' "$json")
+	xp_expect "xp_park_spin found running on a normal scheduler" "normal running" "$spin"
+	# A sample names the function it spins in; scheduler data gives the stack at its last call.
+	xp_expect "xp_park_spin's innermost Erlang frame" "xp_park:spin/1" \
+		"$(jq -r '[.schedulers[] | select(.process.name == "xp_park_spin") | .frames[] |
+			select(.kind == "erlang")] | first | .function' "$json")"
+}
+
+check_text() {
+	local out=$XP_VM_DIR/pstack.txt rc=0
+	xp_sampler pstack "$XP_VM_PID" >"$out" 2>&1 || rc=$?
+	xp_expect "exit status of 'pstack $XP_VM_PID'" 0 "$rc"
+	if grep -qE "^normal scheduler [0-9]+ .*: running <[^>]+> xp_park_spin" "$out" &&
+		grep -qE "^ +#[0-9]+ +xp_park:spin/1" "$out"; then
+		xp_pass "text output shows xp_park_spin running xp_park:spin/1"
+	else
+		xp_fail "text output lacks the running xp_park_spin; it printed:"
+		head -n 40 "$out"
+	fi
+}
+
+check_erlang_only() {
+	local json=$XP_VM_DIR/pstack-eo.json rc=0
+	xp_sampler pstack --erlang-only --json "$XP_VM_PID" >"$json" || rc=$?
+	xp_expect "exit status of 'pstack --erlang-only --json'" 0 "$rc"
+	xp_expect "native frames under --erlang-only" 0 \
+		"$(jq -r '[.schedulers[].frames[] | select(.kind == "native")] | length' "$json")"
+}
+
+xp_require_sampler
+args=()
+if [[ "$case" == fp ]]; then
+	if [[ "$otp" == 25 ]]; then args=(+JPperf true); else args=(+JPperf fp); fi
+fi
+xp_start_vm "$otp" "$mode" xp_park "${args[@]}"
+[[ "$case" != fp ]] || xp_expect "frame layout" fp "$(xp_ready_get frame_layout)"
+json=$XP_VM_DIR/pstack.json
+rc=0
+xp_sampler pstack --all --json "$XP_VM_PID" >"$json" 2>"$XP_VM_DIR/pstack.err" || rc=$?
+xp_expect "exit status of 'pstack --all --json'" 0 "$rc"
+if jq -e '.processes | length > 0' "$json" >/dev/null 2>&1; then
+	check_oracle "$json"
+	check_processes "$json"
+	check_schedulers "$json"
+else
+	xp_fail "'pstack --all --json' printed no processes; stderr:"
+	head -c 2000 "$XP_VM_DIR/pstack.err"
+fi
+check_text
+check_erlang_only
+xp_stop_vm
+xp_summary
