@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,33 @@
 static bool have(const struct target_value *off, enum xp_off_id id)
 {
 	return off[id].present && off[id].value >= 0 && off[id].value < 4096;
+}
+
+#define BOUNDS_MAX_BYTES 512
+
+static const enum xp_off_id bounds_ids[] = {XP_OFF_P_ID,	   XP_OFF_P_HTOP, XP_OFF_P_STOP,
+					    XP_OFF_P_HEAP,	   XP_OFF_P_HEND, XP_OFF_P_HEAP_SZ,
+					    XP_OFF_P_FRAME_POINTER};
+
+/* The bytes of a Process that hold the fields read for every sample: one process_vm_readv
+ * instead of one per field. Left 0 (a read per field) if they lie too far apart. */
+static void bounds_span(struct process_reader *r)
+{
+	int64_t lo = INT64_MAX, hi = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(bounds_ids) / sizeof(bounds_ids[0]); i++) {
+		if (!have(r->off, bounds_ids[i]))
+			continue;
+		if (r->off[bounds_ids[i]].value < lo)
+			lo = r->off[bounds_ids[i]].value;
+		if (r->off[bounds_ids[i]].value + 8 > hi)
+			hi = r->off[bounds_ids[i]].value + 8;
+	}
+	if (hi > lo && hi - lo <= BOUNDS_MAX_BYTES) {
+		r->bounds_lo = (uint32_t)lo;
+		r->bounds_len = (uint32_t)(hi - lo);
+	}
 }
 
 int process__reader(struct process_reader *r, const struct target *t)
@@ -28,12 +56,41 @@ int process__reader(struct process_reader *r, const struct target *t)
 	}
 	r->have_atoms =
 	    t->addr[XP_ADDR_ATOM_TABLE].present && target__atom_reader(t, &r->atoms) == 0;
+	bounds_span(r);
 	return 0;
 }
 
 static int word(const struct process_reader *r, uint64_t addr, enum xp_off_id id, uint64_t *out)
 {
 	return mem__read_u64(r->mem, addr + (uint64_t)r->off[id].value, out);
+}
+
+/* A field of the bounds span copied in buf. */
+static uint64_t span_word(const struct process_reader *r, const uint8_t *buf, enum xp_off_id id)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + (r->off[id].value - r->bounds_lo), sizeof(v));
+	return v;
+}
+
+static int read_bounds_span(const struct process_reader *r, uint64_t addr, struct process_view *p,
+			    uint64_t *sz)
+{
+	uint8_t buf[BOUNDS_MAX_BYTES];
+	int err;
+
+	if ((err = mem__read(r->mem, addr + r->bounds_lo, buf, r->bounds_len)))
+		return err;
+	p->pid = span_word(r, buf, XP_OFF_P_ID);
+	p->heap = span_word(r, buf, XP_OFF_P_HEAP);
+	p->hend = span_word(r, buf, XP_OFF_P_HEND);
+	*sz = span_word(r, buf, XP_OFF_P_HEAP_SZ);
+	p->htop = span_word(r, buf, XP_OFF_P_HTOP);
+	p->stop = span_word(r, buf, XP_OFF_P_STOP);
+	if (have(r->off, XP_OFF_P_FRAME_POINTER))
+		p->frame_pointer = span_word(r, buf, XP_OFF_P_FRAME_POINTER);
+	return 0;
 }
 
 int process__read_bounds(const struct process_reader *r, uint64_t addr, struct process_view *p)
@@ -45,18 +102,22 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
 	p->addr = addr;
 	if (!addr || (addr & 7))
 		return -EINVAL;
-	if ((err = word(r, addr, XP_OFF_P_ID, &p->pid)) ||
-	    (err = word(r, addr, XP_OFF_P_HEAP, &p->heap)) ||
-	    (err = word(r, addr, XP_OFF_P_HEND, &p->hend)) ||
-	    (err = word(r, addr, XP_OFF_P_HEAP_SZ, &sz)) ||
-	    (err = word(r, addr, XP_OFF_P_HTOP, &p->htop)) ||
-	    (err = word(r, addr, XP_OFF_P_STOP, &p->stop)))
+	if (r->bounds_len) {
+		if ((err = read_bounds_span(r, addr, p, &sz)))
+			return err;
+	} else if ((err = word(r, addr, XP_OFF_P_ID, &p->pid)) ||
+		   (err = word(r, addr, XP_OFF_P_HEAP, &p->heap)) ||
+		   (err = word(r, addr, XP_OFF_P_HEND, &p->hend)) ||
+		   (err = word(r, addr, XP_OFF_P_HEAP_SZ, &sz)) ||
+		   (err = word(r, addr, XP_OFF_P_HTOP, &p->htop)) ||
+		   (err = word(r, addr, XP_OFF_P_STOP, &p->stop))) {
 		return err;
+	} else if (have(r->off, XP_OFF_P_FRAME_POINTER)) {
+		word(r, addr, XP_OFF_P_FRAME_POINTER, &p->frame_pointer);
+	}
 	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
 	    p->hend - p->heap != sz * 8 || sz * 8 > PROCESS_MAX_HEAP || (p->hend & 7))
 		return -EINVAL;
-	if (have(r->off, XP_OFF_P_FRAME_POINTER))
-		word(r, addr, XP_OFF_P_FRAME_POINTER, &p->frame_pointer);
 	return 0;
 }
 

@@ -35,6 +35,8 @@ struct process_reader {
 	const struct target_value *off; /* target->off */
 	struct atom_reader atoms;
 	bool have_atoms;
+	/* process__read_bounds reads its fields in one copy of [addr + lo, addr + lo + len). */
+	uint32_t bounds_lo, bounds_len;
 };
 
 /* Prepare a reader from an attached target. -ENOTSUP when the Process offsets it needs are not

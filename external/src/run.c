@@ -4,9 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <stdlib.h>
 
 #include "run.h"
+
+/* 1 ms cost a wake-up per millisecond for little accuracy; at 2 ms the median read delay is
+ * about 1 ms (bench/README.md). */
+#define RUN_POLL_MS 2
 
 static double now_s(void)
 {
@@ -58,10 +61,10 @@ int run__sample(struct run_ctx *ctx)
 		st->elapsed_s = now - start;
 		if (ctx->opts.duration_s > 0 && now - start >= ctx->opts.duration_s)
 			break;
-		/* Drain at least every millisecond: a sample taken in native code finds the
-		 * process's Erlang stack live (from c_p->stop), which is only the stack the
-		 * sample saw while the process has not moved on. */
-		rc = sampler__poll(s, getenv("XP_POLL") ? atoi(getenv("XP_POLL")) : 1);
+		/* Drain every RUN_POLL_MS: a sample taken in native code finds the process's
+		 * Erlang stack live (from c_p->stop), which is only the stack the sample saw while
+		 * the process has not moved on (--skid-summary shows the delays). */
+		rc = sampler__poll(s, RUN_POLL_MS);
 		/* Exited threads hang up their events (-ESRCH); /proc is asked once a second as a
 		 * backstop, not on every 1 ms turn of this loop. */
 		if (rc != -ESRCH && now - last_exists >= 1.0) {

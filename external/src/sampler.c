@@ -632,7 +632,7 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 {
 	struct perf_opts po = {.event = s->opts.event,
 			       .freq_hz = s->opts.freq_hz,
-			       .stack_bytes = getenv("XP_STK") ? atoi(getenv("XP_STK")) : 16384,
+			       .stack_bytes = 16384,
 			       .mmap_pages = 64};
 	struct proc_task *tasks = NULL;
 	pid_t *tids;
