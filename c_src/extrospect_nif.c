@@ -13,6 +13,7 @@
 #include "calib_self.h"
 #include "compose.h"
 #include "info.h"
+#include "perfmap_nif.h"
 
 #define MAX_DIRTY_SLEEP_US 50000u
 #define MAX_FIX_COUNTS	   16
@@ -441,6 +442,7 @@ static ErlNifFunc nif_funcs[] = {
     {"calib_scan", 1, nif_calib_scan, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"calib_finish", 1, nif_calib_finish, 0},
     {"info", 0, nif_info, 0},
+    {"write_perf_map", 1, perfmap_nif__write, ERL_NIF_DIRTY_JOB_IO_BOUND},
 };
 
 ERL_NIF_INIT(extrospect_nif, nif_funcs, load, NULL, upgrade, unload)

@@ -6,7 +6,7 @@
 -module(extrospect_nif).
 
 -export([self_proc/0, calib_begin/0, calib_self/1, calib_dirty_cpu/2, calib_dirty_io/2,
-         calib_probe/4, calib_scan/1, calib_finish/1, info/0]).
+         calib_probe/4, calib_scan/1, calib_finish/1, info/0, write_perf_map/1]).
 -export([load_info/0, nif_path/0]).
 
 -on_load(init/0).
@@ -66,3 +66,5 @@ calib_scan(_Args) -> erlang:nif_error(nif_not_loaded).
 %% Compose and publish the block.
 calib_finish(_Args) -> erlang:nif_error(nif_not_loaded).
 info() -> erlang:nif_error(nif_not_loaded).
+%% Write DIR/perf-PID.map from the JIT list (dirty I/O scheduler); see extrospect:write_perf_map/1.
+write_perf_map(_Dir) -> erlang:nif_error(nif_not_loaded).

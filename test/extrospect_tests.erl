@@ -215,3 +215,65 @@ app_restart() ->
          ?assertMatch(#{calibrated := true, block := #{magic_ok := true}}, extrospect:info())
      end || _ <- lists:seq(1, 5)],
     checks().
+
+%% extrospect:write_perf_map/1 into a scratch directory (independent of the agent_test_ setup:
+%% the NIF loads on first call). The file: perf's "START SIZE name" lines after our marker, mode
+%% 0644, this module's functions and the JIT's global fragments in it; a planted symbolic link and
+%% a map extrospect did not write are refused and left alone.
+write_perf_map_test_() ->
+    {setup, fun scratch_dir/0, fun(Dir) -> os:cmd("rm -rf '" ++ Dir ++ "'") end,
+     fun(Dir) ->
+             [{"writes the map", fun() -> perf_map_written(Dir) end},
+              {"refuses a symbolic link", fun() -> perf_map_symlink(Dir) end},
+              {"refuses a foreign map", fun() -> perf_map_foreign(Dir) end}]
+     end}.
+
+scratch_dir() ->
+    Dir = filename:join("/tmp", "xp-eunit-perfmap-" ++ os:getpid() ++ "-" ++
+                            integer_to_list(erlang:unique_integer([positive]))),
+    ok = file:make_dir(Dir),
+    Dir.
+
+perf_map_path(Dir) ->
+    filename:join(Dir, "perf-" ++ os:getpid() ++ ".map").
+
+perf_map_written(Dir) ->
+    Path = perf_map_path(Dir),
+    {ok, #{path := P, symbols := N, modules := M}} = extrospect:write_perf_map(#{dir => Dir}),
+    ?assertEqual(list_to_binary(Path), P),
+    ?assert(N > 1000),
+    ?assert(M > 20),
+    {ok, Info} = file:read_file_info(Path),
+    ?assertEqual(8#644, element(8, Info) band 8#777),
+    {ok, Bin} = file:read_file(Path),
+    [First | Lines] = binary:split(Bin, <<"\n">>, [global, trim]),
+    ?assertEqual(<<"0 1 [extrospect-perf-map]">>, First),
+    ?assertEqual(N, length(Lines)),
+    Bad = [L || L <- Lines,
+                nomatch =:= re:run(L, "^[0-9a-f]+ [0-9a-f]+ \\$[^ ]", [{capture, none}])],
+    ?assertEqual([], Bad),
+    Names = [lists:last(binary:split(L, <<" ">>, [global])) || L <- Lines],
+    ?assert(lists:member(<<"$extrospect_tests:perf_map_written/1">>, Names)),
+    ?assert(lists:member(<<"$lists:reverse/2">>, Names)),
+    ?assert(lists:any(fun(<<"$global::", _/binary>>) -> true; (_) -> false end, Names)),
+    %% Our own stale map is replaced (a new file renamed over it).
+    {ok, #{path := P}} = extrospect:write_perf_map(#{dir => Dir}),
+    ok = file:delete(Path).
+
+perf_map_symlink(Dir) ->
+    Path = perf_map_path(Dir),
+    Victim = filename:join(Dir, "victim"),
+    ok = file:write_file(Victim, <<"precious">>),
+    ok = file:make_symlink(Victim, Path),
+    ?assertMatch({error, {refused, _}}, extrospect:write_perf_map(#{dir => Dir})),
+    ?assertEqual({ok, <<"precious">>}, file:read_file(Victim)),
+    ok = file:delete(Path).
+
+perf_map_foreign(Dir) ->
+    Path = perf_map_path(Dir),
+    Own = <<"0x7f0000001000 40 $lists:reverse/2\n">>,
+    ok = file:write_file(Path, Own),
+    {error, {refused, Text}} = extrospect:write_perf_map(#{dir => Dir}),
+    ?assertNotEqual(nomatch, binary:match(Text, <<"+JPperf">>)),
+    ?assertEqual({ok, Own}, file:read_file(Path)),
+    ok = file:delete(Path).

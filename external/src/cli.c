@@ -36,7 +36,8 @@ static const char usage_main[] =
     "  3 no such process    4 not a BEAM VM            5 permission denied\n"
     "  6 unsupported OTP (no built-in layout and no agent)\n"
     "  7 the VM exited while being read\n"
-    "  8 node or epmd unreachable (inject)  9 the node refused the cookie (inject)\n";
+    "  8 node or epmd unreachable (inject)  9 the node refused the cookie (inject)\n"
+    "  10 perf-map refused to replace a map it did not write\n";
 
 static const char usage_info[] =
     "Usage: extrospect info [--json] [--no-agent] PID\n"
@@ -162,7 +163,8 @@ enum {
 	OPT_NODE,
 	OPT_COOKIE,
 	OPT_COOKIE_FILE,
-	OPT_CODE_PATH
+	OPT_CODE_PATH,
+	OPT_PERF_DATA
 };
 
 static const struct option longopts[] = {
@@ -188,6 +190,7 @@ static const struct option longopts[] = {
     {"cookie", required_argument, NULL, OPT_COOKIE},
     {"cookie-file", required_argument, NULL, OPT_COOKIE_FILE},
     {"code-path", required_argument, NULL, OPT_CODE_PATH},
+    {"perf-data", required_argument, NULL, OPT_PERF_DATA},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -221,6 +224,7 @@ static bool allowed(enum cli_command cmd, int c)
 	case OPT_STACKS:
 		return cmd == CLI_BLAME;
 	case OPT_FOLLOW:
+	case OPT_PERF_DATA:
 		return cmd == CLI_PERFMAP;
 	case 'd':
 		return samples(cmd) || cmd == CLI_PERFMAP;
@@ -328,6 +332,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case OPT_CODE_PATH:
 		o->code_path = arg;
 		return 0;
+	case OPT_PERF_DATA:
+		o->perf_data = arg;
+		return 0;
 	case 'o':
 		o->output = arg;
 		return 0;
@@ -396,7 +403,8 @@ static enum cli_result inject_args(int argc, char **argv, struct cli_opts *o, ch
 		return CLI_USAGE_ERROR;
 	}
 	if (!o->node) {
-		snprintf(err, errlen, "inject: missing --node NAME@HOST (see extrospect inject --help)");
+		snprintf(err, errlen,
+			 "inject: missing --node NAME@HOST (see extrospect inject --help)");
 		return CLI_USAGE_ERROR;
 	}
 	if (o->cookie && o->cookie_file) {

@@ -33,12 +33,13 @@ struct cli_opts {
 	const char *erlang_pid, *name;
 	const char *output; /* record */
 	enum cli_format format;
-	unsigned limit; /* top, blame, sched: rows */
-	bool skid_summary; /* top, record, blame */
-	bool all;	   /* pstack: every process */
-	bool stacks;	   /* blame: whole Erlang stacks */
-	bool follow;	   /* perf-map: keep the map current */
-	char **functions;  /* blame: the native functions (argv) */
+	unsigned limit;	       /* top, blame, sched: rows */
+	bool skid_summary;     /* top, record, blame */
+	bool all;	       /* pstack: every process */
+	bool stacks;	       /* blame: whole Erlang stacks */
+	bool follow;	       /* perf-map: keep the map current */
+	const char *perf_data; /* perf-map: mark the JIT mapping anonymous in this perf.data */
+	char **functions;      /* blame: the native functions (argv) */
 	size_t nfunctions;
 	const char *node, *cookie, *cookie_file, *code_path; /* inject */
 };

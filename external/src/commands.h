@@ -29,6 +29,9 @@ int cmd__sched(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 /* perfmap_cmd.c */
 int cmd__perfmap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		 size_t errlen);
+/* perfmap_cmd.c: `perf-map --perf-data FILE PID`, which needs no live VM. Returns a process exit
+ * code. */
+int cmd__perfmap_fix_data(const char *path, pid_t pid);
 /* inject.c: needs no attached target. Returns a process exit code (main.c's EXIT_*). */
 int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
 

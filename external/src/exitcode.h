@@ -14,6 +14,7 @@ enum exit_code {
 	EXIT_TARGET_EXITED = 7,
 	EXIT_UNREACHABLE = 8, /* inject: epmd or the node cannot be reached */
 	EXIT_AUTH = 9,	      /* inject: the node refused the cookie */
+	EXIT_REFUSED = 10,    /* perf-map: will not replace a map extrospect did not write */
 };
 
 #endif /* XP_EXITCODE_H */

@@ -3,7 +3,8 @@
  * Exit codes (also in --help and README.md):
  *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
  *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
- *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject). */
+ *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject),
+ *   10 perf-map refused to replace a map it did not write. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,12 +15,12 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "info.h"
+#include "perfmap.h"
 #include "target.h"
 
 #ifndef XP_VERSION
 #define XP_VERSION "0.1.0"
 #endif
-
 
 /* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report. */
 static volatile sig_atomic_t stop_requested;
@@ -52,6 +53,8 @@ static int exit_code_for(int err)
 		return EXIT_UNSUPPORTED;
 	case TARGET_EGONE:
 		return EXIT_TARGET_EXITED;
+	case PERFMAP_EREFUSED:
+		return EXIT_REFUSED;
 	default:
 		return EXIT_INTERNAL;
 	}
@@ -93,6 +96,9 @@ static int run_command(const struct cli_opts *opts)
 	struct target *t = NULL;
 	int err, code = EXIT_OK;
 
+	/* perf.data may outlive the VM: this step does not attach. */
+	if (opts->command == CLI_PERFMAP && opts->perf_data)
+		return cmd__perfmap_fix_data(opts->perf_data, opts->pid);
 	if (opts->command == CLI_INJECT) {
 		install_stop_handlers();
 		return cmd__inject(opts, &stop_requested);
