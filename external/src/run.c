@@ -130,6 +130,11 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			fprintf(f, "    ended %-16s %" PRIu64 "\n", erlang_stack__end_name(i),
 				st->estack_end[i]);
 	}
+	if (st->maps_refreshes)
+		fprintf(f,
+			"  memory maps re-read %" PRIu64
+			" times for libraries loaded since attach\n",
+			st->maps_refreshes);
 	if (st->jit_refreshes)
 		fprintf(f, "  JIT map re-read %" PRIu64 " times as code was loaded or purged\n",
 			st->jit_refreshes);

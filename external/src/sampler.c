@@ -26,6 +26,7 @@
  * VM with a few hundred modules, while samples queue up: keep them rare. */
 #define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
 #define JIT_REFRESH_MISS_NS (100 * 1000000ull)
+#define MAPS_REFRESH_NS	    (1000 * 1000000ull)
 
 enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
 
@@ -65,6 +66,8 @@ struct sampler {
 	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
 	struct jit_descriptor jdesc; /* as of the JIT map in use */
 	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
+	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
+	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
 	char filter_pid[32];
 };
 
@@ -131,8 +134,27 @@ static void refresh_jit(struct sampler *s, uint64_t min_ns)
 			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);
 }
 
+/* A file mapped since attach (a NIF library loaded later): re-read /proc/PID/maps, at most
+ * every MAPS_REFRESH_NS, and report the new files to the unwinder. */
+static bool refresh_maps(struct sampler *s, uint64_t pc)
+{
+	struct proc_maps *m = NULL;
+	uint64_t now = now_ns();
+
+	if (now - s->maps_tried_ns < MAPS_REFRESH_NS)
+		return false;
+	s->maps_tried_ns = now;
+	if (proc_maps__load(s->t->pid, &m))
+		return false;
+	if (unwinder__refresh(s->unw, m) > 0)
+		s->st.maps_refreshes++;
+	proc_maps__free(s->maps);
+	s->maps = m; /* the unwinder may keep pointers into it */
+	return unwinder__module(s->unw, pc) != NULL;
+}
+
 /* A pc the JIT map does not name and no mapped file holds: JIT code loaded since the map was
- * read. Re-walk the map and look again. */
+ * read, or a library mapped since attach. Re-walk the JIT map, then the maps, and look again. */
 static const struct jit_range *lookup_jit(struct sampler *s, uint64_t pc, bool *unnamed)
 {
 	const struct jit_range *r = jitmap__lookup(s->t->jit, pc);
@@ -142,6 +164,8 @@ static const struct jit_range *lookup_jit(struct sampler *s, uint64_t pc, bool *
 		return r;
 	refresh_jit(s, JIT_REFRESH_MISS_NS);
 	r = jitmap__lookup(s->t->jit, pc);
+	if (!r && refresh_maps(s, pc))
+		return NULL;
 	*unnamed = !r;
 	return r;
 }
@@ -758,6 +782,7 @@ void sampler__free(struct sampler *s)
 		return;
 	perf_session__free(s->perf);
 	unwinder__free(s->unw);
+	proc_maps__free(s->maps);
 	free(s->words);
 	free(s);
 }

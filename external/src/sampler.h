@@ -68,7 +68,8 @@ struct sampler_stats {
 	uint64_t estack_end[ESTACK_END_COUNT];	     /* how those walks ended */
 	uint64_t native_reached_jit, native_stopped; /* native samples: unwound into JIT or not */
 	uint64_t jit_refreshes;
-	struct skid_stats skid; /* delays always; contradictions with opts.skid */
+	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
+	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */
 	double elapsed_s;
 };
 
