@@ -583,6 +583,7 @@ static void skid_check(struct sampler *s, const struct target_sched *sch, const 
 	else if (s->heap_moved)
 		k->contradicted[SKID_HEAP_MOVED]++;
 	rec->contradicted = now_cp != w->cp || s->heap_moved;
+	k->at_risk += rec->contradicted && s->live_read;
 }
 
 static void resolve(struct sampler *s, const struct perf_sample *ps)

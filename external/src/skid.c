@@ -13,14 +13,32 @@ const char *skid__contradiction_name(enum skid_contradiction c)
 	return (unsigned)c < SKID_CONTRA_COUNT ? contra_names[c] : "?";
 }
 
+/* The upper edge of bucket b, in nanoseconds. */
+static uint64_t bucket_edge_ns(unsigned b)
+{
+	static const double quarter[4] = {1.189207115, 1.414213562, 1.681792831, 2.0};
+	unsigned k = (b - 1) / 4, j = (b - 1) % 4;
+
+	if (b == 0)
+		return 1000;
+	return (uint64_t)((double)((uint64_t)1 << k) * quarter[j] * 1000.0);
+}
+
 void skid__delay(struct skid_stats *k, uint64_t delay_ns)
 {
-	uint64_t us = delay_ns / 1000;
 	unsigned b = 0;
 
-	while (us && b < SKID_BUCKETS - 1) {
-		us >>= 1;
-		b++;
+	if (delay_ns >= 1000) {
+		uint64_t us = delay_ns / 1000;
+		unsigned oct = 63 - (unsigned)__builtin_clzll(us);
+
+		if (oct >= SKID_OCTAVES) {
+			b = SKID_BUCKETS - 1;
+		} else {
+			b = 1 + 4 * oct;
+			while (b < 4 * oct + 4 && bucket_edge_ns(b) <= delay_ns)
+				b++;
+		}
 	}
 	k->reads++;
 	k->hist[b]++;
@@ -45,8 +63,7 @@ uint64_t skid__quantile(const struct skid_stats *k, double q)
 	}
 	if (b == SKID_BUCKETS - 1)
 		return k->max_ns;
-	/* Bucket b holds delays below 2^b microseconds. */
-	return ((uint64_t)1 << b) * 1000;
+	return bucket_edge_ns(b) < k->max_ns ? bucket_edge_ns(b) : k->max_ns;
 }
 
 static void print_ns(FILE *f, uint64_t ns)
@@ -87,4 +104,9 @@ void skid__print(const struct skid_stats *k, FILE *f)
 			fprintf(f, "    %-32s %" PRIu64 "\n", skid__contradiction_name(i),
 				k->contradicted[i]);
 	}
+	/* Registers and the stack copy are the sample's own: only frames read later can be
+	 * another moment's. */
+	fprintf(
+	    f, "  at risk (contradicted, and frames read after the sample): %" PRIu64 " (%.2f%%)\n",
+	    k->at_risk, k->checked ? 100.0 * (double)k->at_risk / (double)k->checked : 0.0);
 }

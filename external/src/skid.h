@@ -7,7 +7,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SKID_BUCKETS 24 /* log2 microsecond buckets: <1 us, <2 us, ... <2^22 us, more */
+/* Read delays in microseconds: bucket 0 holds < 1 us, then 4 buckets per power of two (edges
+ * 2^(k + j/4)), up to about 2^22 us (4 s); the last bucket holds the rest. */
+#define SKID_OCTAVES 22
+#define SKID_BUCKETS (1 + 4 * SKID_OCTAVES + 1)
 
 enum skid_contradiction {
 	SKID_SWITCHED = 0, /* the scheduler ran another process (or none) when read */
@@ -22,6 +25,7 @@ struct skid_stats {
 	uint64_t live_stack;	     /* samples whose stack was partly read from memory later */
 	uint64_t checked;	     /* samples checked for contradictions */
 	uint64_t contradicted[SKID_CONTRA_COUNT];
+	uint64_t at_risk; /* contradicted, and part of the stack was read after the sample */
 };
 
 void skid__delay(struct skid_stats *k, uint64_t delay_ns);
