@@ -12,64 +12,7 @@
 #include <time.h>
 
 #include "process.h"
-#include "sampler.h"
-
-#define STACK_CAP_BYTES                                                                            \
-	(256u * 1024)	 /* deeper stacks are walked from the top, marked truncated                \
-			  */
-#define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
-#define SITE_SLOTS  4096 /* call-site classification cache */
-#define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
-#define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
-/* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
- * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
- * VM with a few hundred modules, while samples queue up: keep them rare. */
-#define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
-#define JIT_REFRESH_MISS_NS (100 * 1000000ull)
-#define MAPS_REFRESH_NS	    (1000 * 1000000ull)
-
-enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
-
-struct ident {
-	uint64_t addr, pid;
-	uint32_t group;
-	bool used;
-};
-
-struct site {
-	uint64_t ra;
-	enum site_kind kind;
-};
-
-struct native_name {
-	uint64_t pc;
-	uint32_t id;
-	bool activation, used;
-};
-
-struct sampler {
-	struct target *t;
-	struct sampler_opts opts;
-	struct agg *agg;
-	struct perf_session *perf;
-	struct unwinder *unw;
-	struct process_reader pr;
-	struct estack_cfg ecfg;
-	struct sampler_stats st;
-	struct ident ident[IDENT_SLOTS];
-	struct site sites[SITE_SLOTS];
-	struct native_name names[NAME_SLOTS];
-	uint64_t *words; /* STACK_CAP_BYTES scratch */
-	uint32_t frames[MAX_FRAMES];
-	bool live_read;		     /* the last read_stack read memory beyond the copy */
-	bool heap_moved;	     /* the last sample_stack found the heap moved since */
-	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
-	struct jit_descriptor jdesc; /* as of the JIT map in use */
-	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
-	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
-	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
-	char filter_pid[32];
-};
+#include "sampler_int.h"
 
 static const char *const drop_names[DROP_COUNT] = {
     [DROP_NO_USER_REGS] = "no user registers",
@@ -228,160 +171,6 @@ static enum site_kind classify_site(struct sampler *s, uint64_t ra)
 	return slot->kind;
 }
 
-static int intern_label(struct sampler *s, const char *label, uint32_t *group)
-{
-	return agg__group(s->agg, label, group);
-}
-
-static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
-{
-	struct ident *slot = &s->ident[(p->addr >> 3) % IDENT_SLOTS];
-	char pid[32], name[sizeof(p->initial) + 64];
-
-	if (slot->used && slot->addr == p->addr && slot->pid == p->pid) {
-		*group = slot->group;
-		return 0;
-	}
-	process__read_identity(&s->pr, p);
-	process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
-	snprintf(name, sizeof(name), "%s %s", pid, p->name[0] ? p->name : p->initial);
-	if (agg__group(s->agg, name, group))
-		return -ENOMEM;
-	*slot = (struct ident){.addr = p->addr, .pid = p->pid, .group = *group, .used = true};
-	return 0;
-}
-
-static bool filtered_out(struct sampler *s, struct process_view *p)
-{
-	char pid[32];
-
-	if (!s->opts.erlang_pid && !s->opts.name)
-		return false;
-	if (s->opts.erlang_pid) {
-		process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
-		if (strcmp(pid, s->filter_pid) != 0)
-			return true;
-	}
-	if (s->opts.name) {
-		if (!p->name[0])
-			process__read_identity(&s->pr, p);
-		if (strcmp(p->name, s->opts.name) != 0)
-			return true;
-	}
-	return false;
-}
-
-static int jit_frame(struct sampler *s, const struct jit_range *r, uint32_t *id)
-{
-	static const char prologue[] = "-CodeInfoPrologue";
-	size_t n = strlen(r->name), p = sizeof(prologue) - 1;
-	char name[1024];
-	enum frame_kind kind = FRAME_ERLANG;
-
-	/* An IP in a function's prologue (its breakpoint area) is that function. */
-	if (n > p && strcmp(r->name + n - p, prologue) == 0)
-		n -= p;
-	snprintf(name, sizeof(name), "%.*s", (int)n, r->name);
-	/* Shared fragments, JIT internals and a module's header/footer code are not functions. */
-	if (strncmp(name, "global::", 8) == 0 || strncmp(name, "erts_beamasm:", 13) == 0 ||
-	    strstr(name, "::code"))
-		kind = FRAME_JIT_GLOBAL;
-	return agg__frame(s->agg, name, kind, id);
-}
-
-/* The aggregate's frame id of a native frame; names are cached by pc, as resolving one through
- * libdw costs far more than the rest of a sample and samples must be resolved promptly. */
-static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_t *id)
-{
-	struct native_name *slot = &s->names[(f->pc ^ (f->pc >> 13)) % NAME_SLOTS];
-	char name[512];
-
-	if (slot->used && slot->pc == f->pc && slot->activation == f->activation) {
-		*id = slot->id;
-		return 0;
-	}
-	if (unwinder__name_frame(s->unw, f, false, name, sizeof(name)))
-		snprintf(name, sizeof(name), "[unknown]");
-	if (agg__frame(s->agg, name, FRAME_NATIVE, id))
-		return -ENOMEM;
-	*slot =
-	    (struct native_name){.pc = f->pc, .id = *id, .activation = f->activation, .used = true};
-	return 0;
-}
-
-/* Native frames, outermost first, appended to s->frames. A dirty scheduler's thread start and
- * loop, outside the dirty call, are left out when they are named (OTP 28+ hides the name). */
-static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur, uint32_t n)
-{
-	uint32_t base = n;
-	size_t i;
-
-	if (s->opts.only_erlang)
-		return n;
-	for (i = ur->nframes; i-- > 0 && n < MAX_FRAMES;) {
-		uint32_t id;
-
-		if (native_frame(s, &ur->frames[i], &id))
-			continue;
-		if (ur->stop != UNWIND_STOP_JIT &&
-		    strcmp(agg__frame_name(s->agg, id), "erts_dirty_process_main") == 0) {
-			n = base;
-			continue;
-		}
-		s->frames[n++] = id;
-	}
-	return n;
-}
-
-/* Add the stack in s->frames[0..n) to the aggregate, and hand it to the record consumer. */
-static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, uint32_t n,
-		 uint32_t nerlang)
-{
-	if (agg__add(s->agg, group, s->frames, n, 1))
-		return;
-	s->st.kept++;
-	if (!s->opts.on_record)
-		return;
-	rec->group = group;
-	rec->frames = s->frames;
-	rec->nframes = n;
-	rec->nerlang = nerlang;
-	s->opts.on_record(rec, s->opts.record_ctx);
-}
-
-static void add_label_sample(struct sampler *s, struct sample_record *rec,
-			     const struct jit_range *leaf, const struct unwind_result *ur)
-{
-	static const char *const labels[] = {"[normal scheduler: no process]",
-					     "[dirty cpu scheduler: no process]",
-					     "[dirty io scheduler: no process]"};
-	/* A dirty scheduler whose scheduler data is unknown (OTP 28+ without the agent): its
-	 * process cannot be read, which is not the same as having none. */
-	static const char *const unknown[] = {"[normal scheduler]",
-					      "[dirty cpu scheduler: process unknown]",
-					      "[dirty io scheduler: process unknown]"};
-	const struct target_sched *sch = rec->sched;
-	uint32_t group, n = 0, id, nerlang;
-	const char *label = "[other thread]";
-
-	if (!s->opts.include_idle) {
-		s->st.excluded_idle++;
-		return;
-	}
-	if (sch && sch->type <= XP_SCHED_DIRTY_IO)
-		label = !sch->esdp && sch->type != XP_SCHED_NORMAL ? unknown[sch->type]
-								   : labels[sch->type];
-	if (intern_label(s, label, &group))
-		return;
-	if (leaf && !s->opts.only_erlang && jit_frame(s, leaf, &id) == 0)
-		s->frames[n++] = id;
-	nerlang = n;
-	if (ur)
-		n = native_frames(s, ur, n);
-	rec->kind = SAMPLE_NO_PROCESS;
-	keep(s, rec, group, n, nerlang);
-}
-
 /* [e, hend) as words: from the sample's stack copy where it covers, the rest read live. */
 static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t e, uint64_t hend,
 		      size_t *nwords, bool *complete)
@@ -478,34 +267,6 @@ static uint64_t current_process(struct sampler *s, const struct target_sched *sc
 	*known = sch && sch->esdp && sch->esdp_checked && o->present &&
 		 mem__read_u64(s->t->mem, sch->esdp + (uint64_t)o->value, &cp) == 0;
 	return cp;
-}
-
-/* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
-static void add_erlang_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
-			      const struct estack_result *er, const struct jit_range *leaf,
-			      bool unnamed, const struct unwind_result *ur)
-{
-	uint32_t group, n = 0, id, nerlang;
-	size_t i;
-
-	if (group_for(s, p, &group))
-		return;
-	for (i = er->nframes; i-- > 0 && n < MAX_FRAMES;) {
-		if (jit_frame(s, er->frames[i].fn, &id) == 0)
-			s->frames[n++] = id;
-	}
-	if (leaf && n < MAX_FRAMES && jit_frame(s, leaf, &id) == 0 &&
-	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
-		s->frames[n++] = id;
-	if (unnamed && !s->opts.only_erlang && n < MAX_FRAMES &&
-	    agg__frame(s->agg, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
-		s->frames[n++] = id;
-	nerlang = n;
-	if (ur)
-		n = native_frames(s, ur, n);
-	rec->kind = SAMPLE_ERLANG;
-	rec->process = p->addr;
-	keep(s, rec, group, n, nerlang);
 }
 
 /* Where a sample stands: its process, its leaf JIT frame, E and the frame pointer. */
@@ -615,12 +376,12 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	} else {
 		w.ur = &ur;
 		if (!from_native(s, sch, ps, &w) && !on_dirty(s, sch, &w)) {
-			add_label_sample(s, &rec, NULL, w.ur);
+			sampler_frames__label(s, &rec, NULL, w.ur);
 			return;
 		}
 	}
 	if (!w.cp) {
-		add_label_sample(s, &rec, w.leaf, w.ur);
+		sampler_frames__label(s, &rec, w.leaf, w.ur);
 		return;
 	}
 	rec.read_delay_ns = delay_since(ps->time);
@@ -635,7 +396,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		return;
 	}
 	skid_check(s, sch, &w, &rec);
-	if (filtered_out(s, &p)) {
+	if (sampler_frames__filtered_out(s, &p)) {
 		s->st.excluded_filter++;
 		return;
 	}
@@ -645,7 +406,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		er.end = ESTACK_END_UNRESOLVED;
 	s->st.erlang++;
 	s->st.estack_end[er.end]++;
-	add_erlang_sample(s, &rec, &p, &er, w.leaf, w.unnamed, w.ur);
+	sampler_frames__erlang(s, &rec, &p, &er, w.leaf, w.unnamed, w.ur);
 }
 
 static void on_sample(const struct perf_sample *ps, void *ctx)

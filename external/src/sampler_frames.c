@@ -1,0 +1,190 @@
+/* Frames and groups of resolved samples: interned names (native names cached by pc), process
+ * identity (cached by Process address and pid), filters, the dirty-scheduler trim, and the
+ * aggregate + record consumer. See sampler_int.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sampler_int.h"
+
+static int intern_label(struct sampler *s, const char *label, uint32_t *group)
+{
+	return agg__group(s->agg, label, group);
+}
+
+static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
+{
+	struct ident *slot = &s->ident[(p->addr >> 3) % IDENT_SLOTS];
+	char pid[32], name[sizeof(p->initial) + 64];
+
+	if (slot->used && slot->addr == p->addr && slot->pid == p->pid) {
+		*group = slot->group;
+		return 0;
+	}
+	process__read_identity(&s->pr, p);
+	process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
+	snprintf(name, sizeof(name), "%s %s", pid, p->name[0] ? p->name : p->initial);
+	if (agg__group(s->agg, name, group))
+		return -ENOMEM;
+	*slot = (struct ident){.addr = p->addr, .pid = p->pid, .group = *group, .used = true};
+	return 0;
+}
+
+bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
+{
+	char pid[32];
+
+	if (!s->opts.erlang_pid && !s->opts.name)
+		return false;
+	if (s->opts.erlang_pid) {
+		process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
+		if (strcmp(pid, s->filter_pid) != 0)
+			return true;
+	}
+	if (s->opts.name) {
+		if (!p->name[0])
+			process__read_identity(&s->pr, p);
+		if (strcmp(p->name, s->opts.name) != 0)
+			return true;
+	}
+	return false;
+}
+
+static int jit_frame(struct sampler *s, const struct jit_range *r, uint32_t *id)
+{
+	static const char prologue[] = "-CodeInfoPrologue";
+	size_t n = strlen(r->name), p = sizeof(prologue) - 1;
+	char name[1024];
+	enum frame_kind kind = FRAME_ERLANG;
+
+	/* An IP in a function's prologue (its breakpoint area) is that function. */
+	if (n > p && strcmp(r->name + n - p, prologue) == 0)
+		n -= p;
+	snprintf(name, sizeof(name), "%.*s", (int)n, r->name);
+	/* Shared fragments, JIT internals and a module's header/footer code are not functions. */
+	if (strncmp(name, "global::", 8) == 0 || strncmp(name, "erts_beamasm:", 13) == 0 ||
+	    strstr(name, "::code"))
+		kind = FRAME_JIT_GLOBAL;
+	return agg__frame(s->agg, name, kind, id);
+}
+
+/* The aggregate's frame id of a native frame; names are cached by pc, as resolving one through
+ * libdw costs far more than the rest of a sample and samples must be resolved promptly. */
+static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_t *id)
+{
+	struct native_name *slot = &s->names[(f->pc ^ (f->pc >> 13)) % NAME_SLOTS];
+	char name[512];
+
+	if (slot->used && slot->pc == f->pc && slot->activation == f->activation) {
+		*id = slot->id;
+		return 0;
+	}
+	if (unwinder__name_frame(s->unw, f, false, name, sizeof(name)))
+		snprintf(name, sizeof(name), "[unknown]");
+	if (agg__frame(s->agg, name, FRAME_NATIVE, id))
+		return -ENOMEM;
+	*slot =
+	    (struct native_name){.pc = f->pc, .id = *id, .activation = f->activation, .used = true};
+	return 0;
+}
+
+/* Native frames, outermost first, appended to s->frames. A dirty scheduler's thread start and
+ * loop, outside the dirty call, are left out when they are named (OTP 28+ hides the name). */
+static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur, uint32_t n)
+{
+	uint32_t base = n;
+	size_t i;
+
+	if (s->opts.only_erlang)
+		return n;
+	for (i = ur->nframes; i-- > 0 && n < MAX_FRAMES;) {
+		uint32_t id;
+
+		if (native_frame(s, &ur->frames[i], &id))
+			continue;
+		if (ur->stop != UNWIND_STOP_JIT &&
+		    strcmp(agg__frame_name(s->agg, id), "erts_dirty_process_main") == 0) {
+			n = base;
+			continue;
+		}
+		s->frames[n++] = id;
+	}
+	return n;
+}
+
+/* Add the stack in s->frames[0..n) to the aggregate, and hand it to the record consumer. */
+static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, uint32_t n,
+		 uint32_t nerlang)
+{
+	if (agg__add(s->agg, group, s->frames, n, 1))
+		return;
+	s->st.kept++;
+	if (!s->opts.on_record)
+		return;
+	rec->group = group;
+	rec->frames = s->frames;
+	rec->nframes = n;
+	rec->nerlang = nerlang;
+	s->opts.on_record(rec, s->opts.record_ctx);
+}
+
+void sampler_frames__label(struct sampler *s, struct sample_record *rec,
+			   const struct jit_range *leaf, const struct unwind_result *ur)
+{
+	static const char *const labels[] = {"[normal scheduler: no process]",
+					     "[dirty cpu scheduler: no process]",
+					     "[dirty io scheduler: no process]"};
+	/* A dirty scheduler whose scheduler data is unknown (OTP 28+ without the agent): its
+	 * process cannot be read, which is not the same as having none. */
+	static const char *const unknown[] = {"[normal scheduler]",
+					      "[dirty cpu scheduler: process unknown]",
+					      "[dirty io scheduler: process unknown]"};
+	const struct target_sched *sch = rec->sched;
+	uint32_t group, n = 0, id, nerlang;
+	const char *label = "[other thread]";
+
+	if (!s->opts.include_idle) {
+		s->st.excluded_idle++;
+		return;
+	}
+	if (sch && sch->type <= XP_SCHED_DIRTY_IO)
+		label = !sch->esdp && sch->type != XP_SCHED_NORMAL ? unknown[sch->type]
+								   : labels[sch->type];
+	if (intern_label(s, label, &group))
+		return;
+	if (leaf && !s->opts.only_erlang && jit_frame(s, leaf, &id) == 0)
+		s->frames[n++] = id;
+	nerlang = n;
+	if (ur)
+		n = native_frames(s, ur, n);
+	rec->kind = SAMPLE_NO_PROCESS;
+	keep(s, rec, group, n, nerlang);
+}
+
+/* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
+void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
+			    const struct estack_result *er, const struct jit_range *leaf,
+			    bool unnamed, const struct unwind_result *ur)
+{
+	uint32_t group, n = 0, id, nerlang;
+	size_t i;
+
+	if (group_for(s, p, &group))
+		return;
+	for (i = er->nframes; i-- > 0 && n < MAX_FRAMES;) {
+		if (jit_frame(s, er->frames[i].fn, &id) == 0)
+			s->frames[n++] = id;
+	}
+	if (leaf && n < MAX_FRAMES && jit_frame(s, leaf, &id) == 0 &&
+	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
+		s->frames[n++] = id;
+	if (unnamed && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
+		s->frames[n++] = id;
+	nerlang = n;
+	if (ur)
+		n = native_frames(s, ur, n);
+	rec->kind = SAMPLE_ERLANG;
+	rec->process = p->addr;
+	keep(s, rec, group, n, nerlang);
+}

@@ -1,0 +1,77 @@
+/* The sampler's state, shared by its two files: sampler.c (the per-sample algorithm: where the
+ * process, E and the stack are) and sampler_frames.c (turning a resolved sample into named frames
+ * and a group, filters, and handing it to the aggregate and the record consumer). Not for use
+ * outside them. */
+#ifndef XP_SAMPLER_INT_H
+#define XP_SAMPLER_INT_H
+
+#include "process.h"
+#include "sampler.h"
+
+#define STACK_CAP_BYTES                                                                            \
+	(256u * 1024)	 /* deeper stacks are walked from the top, marked truncated                \
+			  */
+#define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
+#define SITE_SLOTS  4096 /* call-site classification cache */
+#define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
+#define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
+/* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
+ * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
+ * VM with a few hundred modules, while samples queue up: keep them rare. */
+#define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
+#define JIT_REFRESH_MISS_NS (100 * 1000000ull)
+#define MAPS_REFRESH_NS	    (1000 * 1000000ull)
+
+enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
+
+struct ident {
+	uint64_t addr, pid;
+	uint32_t group;
+	bool used;
+};
+
+struct site {
+	uint64_t ra;
+	enum site_kind kind;
+};
+
+struct native_name {
+	uint64_t pc;
+	uint32_t id;
+	bool activation, used;
+};
+
+struct sampler {
+	struct target *t;
+	struct sampler_opts opts;
+	struct agg *agg;
+	struct perf_session *perf;
+	struct unwinder *unw;
+	struct process_reader pr;
+	struct estack_cfg ecfg;
+	struct sampler_stats st;
+	struct ident ident[IDENT_SLOTS];
+	struct site sites[SITE_SLOTS];
+	struct native_name names[NAME_SLOTS];
+	uint64_t *words; /* STACK_CAP_BYTES scratch */
+	uint32_t frames[MAX_FRAMES];
+	bool live_read;		     /* the last read_stack read memory beyond the copy */
+	bool heap_moved;	     /* the last sample_stack found the heap moved since */
+	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
+	struct jit_descriptor jdesc; /* as of the JIT map in use */
+	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
+	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
+	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
+	char filter_pid[32];
+};
+
+bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p);
+/* A sample with no process: labelled by its thread, kept only with --include-idle. */
+void sampler_frames__label(struct sampler *s, struct sample_record *rec,
+			   const struct jit_range *leaf, const struct unwind_result *ur);
+/* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
+void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
+			    const struct estack_result *er, const struct jit_range *leaf,
+			    bool unnamed, const struct unwind_result *ur);
+
+#endif /* XP_SAMPLER_INT_H */
