@@ -15,6 +15,10 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		size_t errlen);
 int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	     size_t errlen);
+/* A usage error found only after attaching (blame: a name or alias the attached VM cannot show):
+ * main.c maps it to exit status 2. */
+#define CMD_EUSAGE (-1100)
+
 /* The sampler options the command line asked for (sampling commands share them). */
 void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);
 /* pstack.c */

@@ -55,6 +55,8 @@ static int exit_code_for(int err)
 		return EXIT_TARGET_EXITED;
 	case PERFMAP_EREFUSED:
 		return EXIT_REFUSED;
+	case CMD_EUSAGE:
+		return EXIT_USAGE;
 	default:
 		return EXIT_INTERNAL;
 	}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# ctest e2e.blame.OTP.MODE: `extrospect blame` on xp_blame (test/targets/xp_blame.erl), whose
+# native hotspots have known Erlang causes: GC forced from xp_blame:gc_churn/3 (process
+# xp_blame_gc), deep copies from xp_blame:send_big/3 sending a large term (xp_blame_copy).
+#   gc           first Erlang function xp_blame:gc_churn/3, first process xp_blame_gc; the
+#                non-allocating xp_blame:spin/2 never blamed; --stacks ranks the same first
+#   copy_struct  OTP 25/27: first xp_blame:send_big/3 and xp_blame_copy; OTP 28+: refused with
+#                exit status 2 (the runtime's names are hidden), never an empty answer
+#   errors       an unknown function name: exit 2 with a one-line reason; --help has examples
+# Prints FIGURE lines with the measured ranking. Exit 0 pass, 1 fail, 77 skip (reason printed).
+# shellcheck disable=SC2015 # xp_pass never fails: A && xp_pass || xp_fail is an if/else
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+usage="usage: blame_test.sh 25|27|29 agent|noagent"
+otp=${1:?$usage}
+mode=${2:?$usage}
+XP_BLAME_SECONDS=${XP_BLAME_SECONDS:-3}
+
+xp_require_sampler
+
+# blame NAME ARGS...: runs blame into $XP_VM_DIR/NAME.out (stderr NAME.err); sets RC.
+blame() {
+	local name=$1
+	shift
+	RC=0
+	xp_sampler blame -d "$XP_BLAME_SECONDS" "$@" >"$XP_VM_DIR/$name.out" 2>"$XP_VM_DIR/$name.err" || RC=$?
+	sed 's/^/    | /' "$XP_VM_DIR/$name.out" "$XP_VM_DIR/$name.err"
+}
+
+# row FILE SECTION N: the name in row N (1-based) of the table under the line starting SECTION.
+row() {
+	awk -v sec="$2" -v n="$3" '
+		index($0, sec) == 1 { on = 1; hdr = 1; next }
+		on && hdr { hdr = 0; next }
+		on && /^  +[0-9]+ +[0-9.]+% +/ { if (++k == n) { sub(/^ +[0-9]+ +[0-9.]+% +/, ""); print; exit } }
+		on && /^$/ { exit }' "$1"
+}
+
+# figure FILE WHAT: the first three rows of the callers table, for the closing note.
+figure() {
+	local total
+	total=$(sed -n 's/^\([0-9]* of [0-9]* samples ([0-9.]*%)\).*/\1/p' "$1")
+	echo "FIGURE: OTP $otp $mode blame $2: $total; $(awk '
+		/above it:$/ { on = 1; hdr = 1; next }
+		on && hdr { hdr = 0; next }
+		on && /^$/ { exit }
+		on && k < 4 { sub(/^ +/, ""); printf "%s%s", (k++ ? "; " : ""), $0 }' "$1")"
+}
+
+xp_start_vm "$otp" "$mode" xp_blame
+
+# ---- gc ------------------------------------------------------------------------------------------
+blame gc "$XP_VM_PID" gc
+xp_expect "exit status of 'blame gc'" 0 "$RC"
+figure "$XP_VM_DIR/gc.out" gc
+xp_expect "gc: first Erlang function" "xp_blame:gc_churn/3" "$(row "$XP_VM_DIR/gc.out" "Erlang functions" 1)"
+proc=$(row "$XP_VM_DIR/gc.out" "Processes:" 1)
+[[ "$proc" == *" xp_blame_gc" ]] && xp_pass "gc: first process $proc" ||
+	xp_fail "gc: first process: expected '... xp_blame_gc', got '$proc'"
+if grep -q "xp_blame:spin/2\|xp_blame_spin" "$XP_VM_DIR/gc.out"; then
+	xp_fail "gc: the non-allocating xp_blame:spin/2 was blamed"
+else
+	xp_pass "gc: xp_blame:spin/2 not blamed"
+fi
+grep -q "^extrospect blame: matching global::garbage_collect" "$XP_VM_DIR/gc.out" &&
+	xp_pass "gc: matches global::garbage_collect" || xp_fail "gc: global::garbage_collect not matched"
+
+blame stacks --stacks "$XP_VM_PID" gc
+xp_expect "exit status of 'blame --stacks gc'" 0 "$RC"
+xp_expect "gc --stacks: first stack" "xp_blame:gc_churn/3" "$(row "$XP_VM_DIR/stacks.out" "Erlang stacks" 1)"
+
+# ---- copy_struct ---------------------------------------------------------------------------------
+blame copy "$XP_VM_PID" copy_struct
+if ((otp >= 28)); then
+	xp_expect "exit status of 'blame copy_struct' on OTP $otp" 2 "$RC"
+	grep -q "alias 'copy_struct' needs the runtime's function names.*OTP 28+ hides them" \
+		"$XP_VM_DIR/copy.err" && xp_pass "copy_struct on OTP $otp: refused with the reason" ||
+		xp_fail "copy_struct on OTP $otp: no one-line reason on stderr"
+	[[ -s "$XP_VM_DIR/copy.out" ]] && xp_fail "copy_struct on OTP $otp: printed a table" ||
+		xp_pass "copy_struct on OTP $otp: no table"
+else
+	xp_expect "exit status of 'blame copy_struct'" 0 "$RC"
+	figure "$XP_VM_DIR/copy.out" copy_struct
+	xp_expect "copy_struct: first Erlang function" "xp_blame:send_big/3" \
+		"$(row "$XP_VM_DIR/copy.out" "Erlang functions" 1)"
+	proc=$(row "$XP_VM_DIR/copy.out" "Processes:" 1)
+	[[ "$proc" == *" xp_blame_copy" ]] && xp_pass "copy_struct: first process $proc" ||
+		xp_fail "copy_struct: first process: expected '... xp_blame_copy', got '$proc'"
+	xp_expect "copy_struct: matched frame" copy_struct_x "$(row "$XP_VM_DIR/copy.out" "Matched frames:" 1)"
+fi
+
+# ---- errors --------------------------------------------------------------------------------------
+RC=0
+xp_sampler blame -d 1 "$XP_VM_PID" no_such_function_xp >/dev/null 2>"$XP_VM_DIR/typo.err" || RC=$?
+xp_expect "exit status of 'blame no_such_function_xp'" 2 "$RC"
+xp_expect "its message" "extrospect: blame: 'no_such_function_xp' is not a function of beam.smp or of any library the VM has loaded" \
+	"$(sed 's/ (OTP 28+ hides.*//' "$XP_VM_DIR/typo.err")"
+RC=0
+xp_sampler blame --help >"$XP_VM_DIR/help.out" 2>&1 || RC=$?
+xp_expect "exit status of 'blame --help'" 0 "$RC"
+grep -q "^Examples:" "$XP_VM_DIR/help.out" && grep -q "^Sampling options:" "$XP_VM_DIR/help.out" &&
+	xp_pass "--help has examples and the sampling options" || xp_fail "--help lacks examples"
+
+xp_summary
