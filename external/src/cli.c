@@ -474,9 +474,18 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 	return CLI_RUN;
 }
 
+static const struct {
+	const char *name;
+	enum cli_command command;
+} commands[] = {
+    {"info", CLI_INFO},	  {"record", CLI_RECORD}, {"top", CLI_TOP},	     {"pstack", CLI_PSTACK},
+    {"blame", CLI_BLAME}, {"sched", CLI_SCHED},	  {"perf-map", CLI_PERFMAP}, {"inject", CLI_INJECT},
+};
+
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen)
 {
 	const char *cmd;
+	size_t i;
 
 	memset(opts, 0, sizeof(*opts));
 	if (argc < 2) {
@@ -490,22 +499,10 @@ enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *e
 		return CLI_VERSION;
 	opts->freq_hz = 997;
 	opts->limit = 20;
-	if (strcmp(cmd, "info") == 0)
-		opts->command = CLI_INFO;
-	else if (strcmp(cmd, "record") == 0)
-		opts->command = CLI_RECORD;
-	else if (strcmp(cmd, "top") == 0)
-		opts->command = CLI_TOP;
-	else if (strcmp(cmd, "pstack") == 0)
-		opts->command = CLI_PSTACK;
-	else if (strcmp(cmd, "blame") == 0)
-		opts->command = CLI_BLAME;
-	else if (strcmp(cmd, "sched") == 0)
-		opts->command = CLI_SCHED;
-	else if (strcmp(cmd, "perf-map") == 0)
-		opts->command = CLI_PERFMAP;
-	else if (strcmp(cmd, "inject") == 0)
-		opts->command = CLI_INJECT;
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(cmd, commands[i].name) == 0)
+			opts->command = commands[i].command;
+	}
 	if (opts->command != CLI_NONE)
 		return parse_command(argc - 1, argv + 1, opts, err, errlen);
 	snprintf(err, errlen, "unknown command '%s' (see extrospect --help)", cmd);

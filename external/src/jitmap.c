@@ -4,6 +4,7 @@
  * Does not own: reading memory (mem.c), or finding the descriptor's symbol (the caller does;
  * jitmap__scan only finds it structurally when there is no symbol, as on OTP 28+). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,6 +512,18 @@ void jitmap__finish(struct jitmap *map)
 cleanup:
 	free(heap);
 	free(pts);
+}
+
+bool jitmap__frame_name(const struct jit_range *r, char *buf, size_t len)
+{
+	static const char prologue[] = "-CodeInfoPrologue";
+	size_t n = strlen(r->name), p = sizeof(prologue) - 1;
+
+	if (n > p && strcmp(r->name + n - p, prologue) == 0)
+		n -= p;
+	snprintf(buf, len, "%.*s", (int)n, r->name);
+	return strncmp(buf, "global::", 8) != 0 && strncmp(buf, "erts_beamasm:", 13) != 0 &&
+	       !strstr(buf, "::code");
 }
 
 const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)

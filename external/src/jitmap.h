@@ -5,6 +5,7 @@
 #ifndef XP_JITMAP_H
 #define XP_JITMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,11 @@ int jitmap__new(struct jitmap **out);
 
 /* Sort and index after adding; jitmap__load does it itself. Until then lookups find nothing. */
 void jitmap__finish(struct jitmap *map);
+
+/* How a range shows as a stack frame: its name without the "-CodeInfoPrologue" suffix (a pc in
+ * a function's prologue, its breakpoint area, is that function), and whether it is an Erlang
+ * function (false for shared fragments, JIT internals and a module's header/footer code). */
+bool jitmap__frame_name(const struct jit_range *r, char *buf, size_t len);
 
 /* The newest range containing addr, or NULL. */
 const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr);

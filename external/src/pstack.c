@@ -47,19 +47,10 @@ static const char *const kind_names[] = {
 
 int pstack__jit_frame(struct pstack_ctx *c, const struct jit_range *r, uint32_t *id)
 {
-	static const char prologue[] = "-CodeInfoPrologue";
-	size_t n = strlen(r->name), p = sizeof(prologue) - 1;
-	enum frame_kind kind = FRAME_ERLANG;
 	char name[1024];
+	bool erlang = jitmap__frame_name(r, name, sizeof(name));
 
-	/* A pc in a function's prologue (its breakpoint area) is that function. */
-	if (n > p && strcmp(r->name + n - p, prologue) == 0)
-		n -= p;
-	snprintf(name, sizeof(name), "%.*s", (int)n, r->name);
-	if (strncmp(name, "global::", 8) == 0 || strncmp(name, "erts_beamasm:", 13) == 0 ||
-	    strstr(name, "::code"))
-		kind = FRAME_JIT_GLOBAL;
-	return agg__frame(c->agg, name, kind, id);
+	return agg__frame(c->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
 }
 
 static void add_frame(struct pstack_frames *fr, uint32_t id, uint64_t addr)

@@ -7,9 +7,12 @@
 
 #include "run.h"
 
-/* 1 ms cost a wake-up per millisecond for little accuracy; at 2 ms the median read delay is
- * about 1 ms (bench/README.md). */
-#define RUN_POLL_MS 2
+/* A sample in native code (a BIF, a NIF, GC) finds its process's Erlang stack live: the later
+ * it is read, the likelier the process has returned and its stack shows the next call. On a
+ * quiet machine 1 ms and 2 ms gave the same long-BIF ground truth (e2e.record.*.bif, within
+ * 1 point); on a loaded one, at 2 ms, it once came out 4 points low. A wake-up per millisecond
+ * costs about 0.5% of a core: accuracy first. */
+#define RUN_POLL_MS 1
 
 static double now_s(void)
 {

@@ -52,20 +52,10 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
 
 static int jit_frame(struct sampler *s, const struct jit_range *r, uint32_t *id)
 {
-	static const char prologue[] = "-CodeInfoPrologue";
-	size_t n = strlen(r->name), p = sizeof(prologue) - 1;
 	char name[1024];
-	enum frame_kind kind = FRAME_ERLANG;
+	bool erlang = jitmap__frame_name(r, name, sizeof(name));
 
-	/* An IP in a function's prologue (its breakpoint area) is that function. */
-	if (n > p && strcmp(r->name + n - p, prologue) == 0)
-		n -= p;
-	snprintf(name, sizeof(name), "%.*s", (int)n, r->name);
-	/* Shared fragments, JIT internals and a module's header/footer code are not functions. */
-	if (strncmp(name, "global::", 8) == 0 || strncmp(name, "erts_beamasm:", 13) == 0 ||
-	    strstr(name, "::code"))
-		kind = FRAME_JIT_GLOBAL;
-	return agg__frame(s->agg, name, kind, id);
+	return agg__frame(s->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
 }
 
 /* The aggregate's frame id of a native frame; names are cached by pc, as resolving one through
