@@ -391,6 +391,12 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	if (w.dirty)
 		w.e = p.stop;
+	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
+	 * c_p->stop, and the two were read together. The CFI-recovered rbp is not it: a fragment
+	 * may use rbp, and a GC moves the stack under it. */
+	if (s->t->frame_layout == XP_LAYOUT_FP && (w.ur || w.dirty) && p.frame_pointer >= p.stop &&
+	    p.frame_pointer < p.hend && !(p.frame_pointer & 7))
+		w.fp = p.frame_pointer;
 	if (sample_stack(s, ps, &ur, &p, &w.e, w.fp, &nwords, &complete)) {
 		s->st.dropped[DROP_STACK_UNREADABLE]++;
 		return;

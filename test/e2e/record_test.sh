@@ -200,6 +200,20 @@ record_ground() {
 	check_share "$tag: xp_split:work_a/2 share" "$XP_VM_DIR/$tag.folded" xp_split \
 		xp_split:work_a/2 xp_split:work_b/2 "$XP_VM_DIR/$tag.s0" "$XP_VM_DIR/$tag.s1"
 	check_deep "$tag: xp_deep chain" "$XP_VM_DIR/$tag.folded"
+	check_complete "$tag" "$XP_VM_DIR/$tag.err"
+}
+
+# The summary's share of Erlang stacks walked to the stack bottom (target: 99%; 98 here, so
+# that a loaded machine's few torn reads do not fail the run).
+check_complete() {
+	local tag=$1 err=$2 pct
+	pct=$(sed -n 's/^  Erlang stacks: [0-9]* walked, \([0-9.]*\)% complete.*/\1/p' "$err")
+	echo "FIGURE: OTP $otp $mode $case $tag: ${pct:-?}% of Erlang stacks complete to the bottom"
+	if [[ -n "$pct" ]] && awk -v p="$pct" 'BEGIN { exit !(p >= 98) }'; then
+		xp_pass "$tag: $pct% of Erlang stacks complete to the stack bottom (>= 98)"
+	else
+		xp_fail "$tag: ${pct:-no}% of Erlang stacks complete to the stack bottom (< 98)"
+	fi
 }
 
 check_filters() {
@@ -305,6 +319,22 @@ case_dirty() {
 	else
 		xp_fail "--threads all: no resolved xp_dirty_loop stack: $(roots "$XP_VM_DIR/all.folded" | tr '\n' ' ')"
 	fi
+	# Frame-pointer layout: a dirty or native sample (a GC moves the stack under the
+	# CFI-recovered rbp) walks from c_p->frame_pointer, read with c_p->stop.
+	xp_stop_vm
+	local flag=fp
+	[[ "$otp" == 25 ]] && flag=map
+	xp_start_vm "$otp" "$mode" xp_dirty +JPperf "$flag"
+	XP_RECORD_SECONDS=3 rec_ok dirtyfp
+	n=$(awk '/ xp_dirty_loop;xp_dirty:outer\/0;xp_dirty:middle\/1;[^;]+/ { s += $NF } END { print s + 0 }' "$XP_VM_DIR/dirtyfp.folded")
+	total=$(awk '/ xp_dirty_loop;/ { s += $NF } END { print s + 0 }' "$XP_VM_DIR/dirtyfp.folded")
+	echo "FIGURE: OTP $otp $mode dirty +JPperf $flag: $n of $total xp_dirty_loop samples are outer/0;middle/1;native"
+	if ((total >= 100 && 100 * n >= 90 * total)); then
+		xp_pass "+JPperf $flag: $n of $total dirty samples walk outer/0;middle/1 above native frames"
+	else
+		xp_fail "+JPperf $flag: only $n of $total dirty samples have outer/0;middle/1;native"
+	fi
+	check_complete "dirty +JPperf $flag" "$XP_VM_DIR/dirtyfp.err"
 }
 
 case_ground() {
