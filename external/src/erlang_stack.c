@@ -8,7 +8,7 @@
 static const char *const end_names[ESTACK_END_COUNT] = {
     [ESTACK_END_BOTTOM] = "bottom",	    [ESTACK_END_TRUNCATED] = "truncated",
     [ESTACK_END_UNRESOLVED] = "unresolved", [ESTACK_END_BAD_CHAIN] = "bad frame chain",
-    [ESTACK_END_NO_BOTTOM] = "no bottom",
+    [ESTACK_END_NO_BOTTOM] = "no bottom",   [ESTACK_END_MOVED_ON] = "moved on (read late)",
 };
 
 const char *erlang_stack__end_name(enum estack_end end)

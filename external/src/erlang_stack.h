@@ -37,6 +37,7 @@ enum estack_end {
 	ESTACK_END_UNRESOLVED, /* an aligned word is no known return address */
 	ESTACK_END_BAD_CHAIN,  /* FP layout: a frame pointer outside (previous, hend) */
 	ESTACK_END_NO_BOTTOM,  /* the words end without normal_exit */
+	ESTACK_END_MOVED_ON,   /* read after the sample, its top no longer calls the sampled code */
 	ESTACK_END_COUNT
 };
 

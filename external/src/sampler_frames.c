@@ -161,6 +161,12 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 
 	if (group_for(s, p, &group))
 		return;
+	/* A stack read too late keeps only what the sample itself holds (the leaf's caller when it
+	 * was on the C stack): its callers are unknown, and say so at the root. */
+	if (er->end == ESTACK_END_MOVED_ON &&
+	    agg__frame(s->agg, "[Erlang callers unknown: stack read too late]", FRAME_LABEL, &id) ==
+		0)
+		s->frames[n++] = id;
 	for (i = er->nframes; i-- > 0 && n < MAX_FRAMES;) {
 		if (jit_frame(s, er->frames[i].fn, &id) == 0)
 			s->frames[n++] = id;

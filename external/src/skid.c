@@ -6,6 +6,7 @@
 static const char *const contra_names[SKID_CONTRA_COUNT] = {
     [SKID_SWITCHED] = "scheduler had switched process",
     [SKID_HEAP_MOVED] = "process heap had moved (GC)",
+    [SKID_CALL_SITE] = "process had returned (call site)",
 };
 
 const char *skid__contradiction_name(enum skid_contradiction c)

@@ -15,6 +15,7 @@
 enum skid_contradiction {
 	SKID_SWITCHED = 0, /* the scheduler ran another process (or none) when read */
 	SKID_HEAP_MOVED,   /* the sample's stack pointer lay outside the heap read later (a GC) */
+	SKID_CALL_SITE, /* native sample: the stack read later no longer calls the sampled code */
 	SKID_CONTRA_COUNT
 };
 

