@@ -73,8 +73,7 @@ static void refresh_jit(struct sampler *s, uint64_t min_ns)
 	s->t->jit = m;
 	s->jdesc = d;
 	s->st.jit_refreshes++;
-	memset(s->calls, 0, sizeof(s->calls)); /* purged code's addresses may be reused */
-	memset(s->fn_calls, 0, sizeof(s->fn_calls));
+	callsite__reset(s->calls); /* purged code's addresses may be reused */
 	erlang_stack__cfg(&s->ecfg, m, s->t->frame_layout,
 			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);
 }
@@ -330,177 +329,6 @@ static bool on_dirty(struct sampler *s, const struct target_sched *sch, struct w
 	return known && w->cp;
 }
 
-/* A sample in native code whose Erlang stack was read live: the innermost return address on it
- * must follow a call to the JIT code the native frames return to (the leaf). When it does not,
- * the process had moved on by the time its stack was read. A return address after anything but
- * a direct call cannot be checked and passes. Code does not change under a return address, so
- * the decoded call targets are cached by address (dropped when the JIT map is re-read). */
-enum call_check { CALL_UNKNOWN = 0, CALL_AGREES, CALL_DISAGREES };
-
-/* OTP 26+ calls shared fragments through a veneer in the calling module's footer code: a
- * `jmp rel32` (seen as 40 e9 rel32 on 27 and 29) or `jmp [rip+disp32]` to the fragment. The
- * fragment is the call's target. */
-static uint64_t follow_veneer(struct sampler *s, uint64_t target)
-{
-	const struct jit_range *r = jitmap__lookup(s->t->jit, target);
-	uint8_t op[6];
-	int32_t disp;
-	uint64_t to;
-
-	if (!r || !strstr(r->name, "::code") || mem__read(s->t->mem, target, op, sizeof(op)))
-		return target;
-	if (op[0] == 0xe9 || (op[0] == 0x40 && op[1] == 0xe9)) {
-		/* asmjit pads its veneers' jumps with an empty REX prefix (40 e9 rel32). */
-		size_t len = op[0] == 0x40 ? 6 : 5;
-
-		memcpy(&disp, op + len - 4, sizeof(disp));
-		return target + len + (uint64_t)(int64_t)disp;
-	}
-	if (op[0] == 0xff && op[1] == 0x25) {
-		memcpy(&disp, op + 2, sizeof(disp));
-		if (mem__read_u64(s->t->mem, target + 6 + (uint64_t)(int64_t)disp, &to) == 0)
-			return to;
-	}
-	return target;
-}
-
-/* The target of the direct call just before return address ra (through a veneer), or 0 when
- * the instruction there is no direct call. Cached: code does not change under a return
- * address (the cache is dropped when the JIT map is re-read). */
-static uint64_t call_target(struct sampler *s, uint64_t ra)
-{
-	struct call_site *slot = &s->calls[(ra >> 2) % CALL_SLOTS];
-	uint8_t code[5];
-	int32_t rel;
-
-	if (slot->ra == ra)
-		return slot->target;
-	slot->ra = ra;
-	slot->target = 0;
-	if (mem__read(s->t->mem, ra - sizeof(code), code, sizeof(code)) == 0 && code[0] == 0xe8) {
-		memcpy(&rel, code + 1, sizeof(rel));
-		slot->target = follow_veneer(s, ra + (uint64_t)(int64_t)rel);
-	}
-	return slot->target;
-}
-
-/* Does a call to target enter the function (range) fn? Its own range, its prologue, or another
- * range of the same name. */
-static bool calls_into(struct sampler *s, uint64_t target, const struct jit_range *fn)
-{
-	const struct jit_range *r;
-	char a[256], b[256];
-
-	if (target >= fn->start && target < fn->end)
-		return true;
-	r = jitmap__lookup(s->t->jit, target);
-	if (!r)
-		return false;
-	jitmap__frame_name(r, a, sizeof(a));
-	jitmap__frame_name(fn, b, sizeof(b));
-	return strcmp(a, b) == 0;
-}
-
-/* Does the function containing target call (or jump to) the fragment leaf anywhere in its code,
- * directly or through a veneer? Scanned once per (function, fragment), cached. */
-static bool function_calls(struct sampler *s, uint64_t target, const struct jit_range *leaf)
-{
-	const struct jit_range *fn = jitmap__lookup(s->t->jit, target), *body;
-	struct fn_calls *slot;
-	uint64_t start, end;
-	char name[256];
-	uint8_t *code;
-	size_t n, i;
-
-	if (!fn || strncmp(fn->name, "global::", 8) == 0)
-		return false;
-	/* A call enters a function in its prologue, a range of its own that the body follows; a
-	 * NIF's prologue is patched to jump to global::call_nif_shared. Scan both. */
-	start = fn->start;
-	end = fn->end;
-	if (jitmap__frame_name(fn, name, sizeof(name)) && strcmp(name, fn->name) != 0 &&
-	    (body = jitmap__lookup(s->t->jit, fn->end)))
-		end = body->end;
-	slot = &s->fn_calls[((start ^ leaf->start) >> 3) % FN_CALL_SLOTS];
-	if (slot->fn == start && slot->leaf == leaf->start)
-		return slot->calls;
-	*slot = (struct fn_calls){.fn = start, .leaf = leaf->start};
-	n = end - start;
-	if (n < 5 || n > FN_SCAN_MAX || !(code = malloc(n)))
-		return false;
-	if (mem__read(s->t->mem, start, code, n) == 0) {
-		for (i = 0; i + 5 <= n && !slot->calls; i++) {
-			int32_t rel;
-			uint64_t to;
-
-			/* call or jmp rel32: a NIF's stub jumps to global::call_nif_shared. */
-			if (code[i] != 0xe8 && code[i] != 0xe9)
-				continue;
-			memcpy(&rel, code + i + 1, sizeof(rel));
-			to = follow_veneer(s, start + i + 5 + (uint64_t)(int64_t)rel);
-			slot->calls = to >= leaf->start && to < leaf->end;
-		}
-	}
-	free(code);
-	return slot->calls;
-}
-
-/* OTP 26+ (RA layout) may enter the runtime before calling a shared fragment: the fragment's
- * return address into the Erlang function is then on the scheduler's C stack, within a few
- * words of the fragment's stack pointer sp, in the sample's own copy. 0 when not there. */
-static uint64_t c_stack_caller(struct sampler *s, const struct perf_sample *ps, uint64_t sp,
-			       const struct jit_range *leaf)
-{
-	uint64_t base = ps->regs[PERF_R_SP], w;
-	size_t i;
-
-	for (i = 0; i < 4 && sp >= base && sp + 8 * (i + 1) <= base + ps->stack_size; i++) {
-		memcpy(&w, ps->stack + (sp - base) + 8 * i, sizeof(w));
-		const struct jit_range *r = jitmap__lookup(s->t->jit, w);
-		char name[256];
-
-		if (r && jitmap__frame_name(r, name, sizeof(name)) && call_target(s, w) &&
-		    calls_into(s, call_target(s, w), leaf))
-			return w;
-	}
-	return 0;
-}
-
-/* A sample in native code whose Erlang stack was read live: does that stack still hold the
- * sampled call? Its innermost return address must follow a call to the sampled JIT code (the
- * leaf), or, when the sample's C stack holds the leaf's caller (inner, exact), a call to that
- * caller's function. A return address after anything but a direct call cannot be checked. */
-static enum call_check call_site_check(struct sampler *s, const struct jit_range *leaf,
-				       const struct jit_range *inner, uint64_t ra)
-{
-	uint64_t target = call_target(s, ra);
-
-	if (!leaf || !target)
-		return CALL_UNKNOWN;
-	if (calls_into(s, target, inner ? inner : leaf))
-		return CALL_AGREES;
-	/* OTP 27+ enter some fragments with no return address on the Erlang stack: the call on top
-	 * is then to the (frameless) function that called the fragment. */
-	if (!inner && function_calls(s, target, leaf))
-		return CALL_AGREES;
-	/* NIFs and BIFs called through an export entry are entered through an address held in
-	 * data (a NIF's patched prologue), which no scan of the caller's code finds. */
-	if (strstr(leaf->name, "call_nif") || strstr(leaf->name, "call_bif") ||
-	    strstr(leaf->name, "dispatch"))
-		return CALL_UNKNOWN;
-	return CALL_DISAGREES;
-}
-
-/* The leaf's caller found on the C stack goes first (innermost) among the Erlang frames. */
-static void prepend_frame(struct estack_result *er, uint64_t ra, const struct jit_range *fn)
-{
-	size_t n = er->nframes < ESTACK_MAX_FRAMES ? er->nframes : ESTACK_MAX_FRAMES - 1;
-
-	memmove(&er->frames[1], &er->frames[0], n * sizeof(er->frames[0]));
-	er->frames[0] = (struct estack_frame){.ra = ra, .fn = fn};
-	er->nframes = n + 1;
-}
-
 /* The skid summary: the Process was read rec->read_delay_ns after the sample, perhaps part of
  * its stack too. The call-site check (cc) already caught a stack that had moved on. With
  * --skid-summary, also ask the scheduler now which process it runs: another one means the reads
@@ -542,8 +370,6 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	struct where w = {0};
 	struct process_view p;
 	struct estack_result er;
-	const struct jit_range *inner;
-	uint64_t inner_ra;
 	enum call_check cc;
 	size_t nwords;
 	bool complete;
@@ -599,23 +425,15 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
 	if (w.unnamed && er.end == ESTACK_END_BOTTOM)
 		er.end = ESTACK_END_UNRESOLVED;
-	inner_ra = !w.dirty && w.leaf && strncmp(w.leaf->name, "global::", 8) == 0 &&
-			   (w.ur || w.e != ps->regs[PERF_R_SP])
-		       ? c_stack_caller(s, ps, w.ur ? ur.jit_sp : ps->regs[PERF_R_SP], w.leaf)
-		       : 0;
-	inner = inner_ra ? jitmap__lookup(s->t->jit, inner_ra) : NULL;
-	cc = CALL_UNKNOWN;
-	if (er.nframes && ((w.ur && !w.dirty) || inner))
-		cc = call_site_check(s, w.leaf, inner, er.frames[0].ra);
+	cc = w.ur && !w.dirty && er.nframes
+		 ? callsite__check(s->calls, s->t->jit, w.leaf, er.frames[0].ra)
+		 : CALL_UNKNOWN;
 	if (cc == CALL_DISAGREES) {
-		/* The identity (r13), the native frames and the leaf's caller on the C stack are
-		 * the sample's own; the other Erlang frames are a later moment's: leave them out
-		 * rather than show them as this sample's. */
+		/* The identity (r13) and the native frames are the sample's own; the Erlang frames
+		 * are a later moment's: leave them out rather than show them as this sample's. */
 		er.end = ESTACK_END_MOVED_ON;
 		er.nframes = 0;
 	}
-	if (inner)
-		prepend_frame(&er, inner_ra, inner);
 	skid_check(s, sch, &w, cc, &rec);
 	s->st.erlang++;
 	s->st.estack_end[er.end]++;
@@ -692,7 +510,7 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 					&s->jdesc);
 	s->jit_tried_ns = now_ns();
 	s->words = malloc(STACK_CAP_BYTES);
-	if (!s->words) {
+	if (!s->words || callsite__new(&s->calls, t->mem)) {
 		rc = -ENOMEM;
 		goto cleanup;
 	}
@@ -756,6 +574,7 @@ void sampler__free(struct sampler *s)
 	if (!s)
 		return;
 	perf_session__free(s->perf);
+	callsite__free(s->calls);
 	unwinder__free(s->unw);
 	proc_maps__free(s->maps);
 	free(s->words);

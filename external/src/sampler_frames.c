@@ -161,8 +161,8 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 
 	if (group_for(s, p, &group))
 		return;
-	/* A stack read too late keeps only what the sample itself holds (the leaf's caller when it
-	 * was on the C stack): its callers are unknown, and say so at the root. */
+	/* A stack read too late keeps only what the sample itself holds (its leaf and native
+	 * frames): its Erlang callers are unknown, and say so at the root. */
 	if (er->end == ESTACK_END_MOVED_ON &&
 	    agg__frame(s->agg, "[Erlang callers unknown: stack read too late]", FRAME_LABEL, &id) ==
 		0)

@@ -5,19 +5,17 @@
 #ifndef XP_SAMPLER_INT_H
 #define XP_SAMPLER_INT_H
 
+#include "callsite.h"
 #include "process.h"
 #include "sampler.h"
 
 #define STACK_CAP_BYTES                                                                            \
-	(256u * 1024)		    /* deeper stacks are walked from the top, marked truncated     \
-				     */
-#define IDENT_SLOTS   4096	    /* process identity cache (open addressing) */
-#define SITE_SLOTS    4096	    /* call-site classification cache */
-#define CALL_SLOTS    4096	    /* decoded call instructions before return addresses */
-#define FN_CALL_SLOTS 1024	    /* does function F call fragment G? */
-#define FN_SCAN_MAX   (256u * 1024) /* longest function code scanned for calls */
-#define NAME_SLOTS    8192	    /* native frame name cache: naming through libdw is slow */
-#define MAX_FRAMES    (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
+	(256u * 1024)	 /* deeper stacks are walked from the top, marked truncated                \
+			  */
+#define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
+#define SITE_SLOTS  4096 /* call-site classification cache */
+#define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
+#define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
 /* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
  * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
  * VM with a few hundred modules, while samples queue up: keep them rare. */
@@ -31,15 +29,6 @@ struct ident {
 	uint64_t addr, pid;
 	uint32_t group;
 	bool used;
-};
-
-struct call_site {
-	uint64_t ra, target; /* target 0: not a direct call (cannot be checked) */
-};
-
-struct fn_calls {
-	uint64_t fn, leaf; /* range starts */
-	bool calls;
 };
 
 struct site {
@@ -64,8 +53,7 @@ struct sampler {
 	struct sampler_stats st;
 	struct ident ident[IDENT_SLOTS];
 	struct site sites[SITE_SLOTS];
-	struct call_site calls[CALL_SLOTS];
-	struct fn_calls fn_calls[FN_CALL_SLOTS];
+	struct callsite *calls; /* the call-site check and its caches */
 	struct native_name names[NAME_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];

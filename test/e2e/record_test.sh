@@ -297,11 +297,26 @@ check_moved() {
 	fi
 }
 
+# check_dirty_stacks WHAT FOLDED: >= 90% of xp_dirty_loop's samples (>= 100 of them) are
+# outer/0;middle/1 above the dirty BIF's native frames.
+check_dirty_stacks() {
+	local what=$1 folded=$2 n total
+	total=$(awk '/ xp_dirty_loop;/ { s += $NF } END { print s + 0 }' "$folded")
+	n=$(awk '/ xp_dirty_loop;xp_dirty:outer\/0;xp_dirty:middle\/1;[^;]+/ { s += $NF } END { print s + 0 }' "$folded")
+	echo "FIGURE: OTP $otp $mode $what: $n of $total xp_dirty_loop samples are outer/0;middle/1;native"
+	if ((total >= 100 && 100 * n >= 90 * total)); then
+		xp_pass "$what: $n of $total samples of xp_dirty_loop walk outer/0;middle/1 above native frames"
+	else
+		xp_fail "$what: only $n of $total samples of xp_dirty_loop have outer/0;middle/1;native"
+		sort -t' ' -k2 -rn "$folded" | head -n 5 | cut -c1-300
+	fi
+}
+
 # xp_dirty spends its time in a BIF on a dirty CPU scheduler. Its samples carry the process, its
 # Erlang frames from c_p->stop and the BIF's native frames; `--threads all` samples every thread;
 # --skid-summary reports read delays and contradictions.
 case_dirty() {
-	local folded n total nsched ntasks
+	local folded nsched ntasks
 	xp_start_vm "$otp" "$mode" xp_dirty
 	XP_RECORD_SECONDS=3 rec_ok dirty --skid-summary --include-idle
 	folded=$XP_VM_DIR/dirty.folded
@@ -315,15 +330,7 @@ case_dirty() {
 		fi
 		return 0
 	fi
-	total=$(awk '/ xp_dirty_loop;/ { s += $NF } END { print s + 0 }' "$folded")
-	n=$(awk '/ xp_dirty_loop;xp_dirty:outer\/0;xp_dirty:middle\/1;[^;]+/ { s += $NF } END { print s + 0 }' "$folded")
-	echo "FIGURE: OTP $otp $mode dirty: $n of $total xp_dirty_loop samples are outer/0;middle/1;native"
-	if ((total >= 100 && 100 * n >= 90 * total)); then
-		xp_pass "dirty scheduler: $n of $total samples of xp_dirty_loop walk outer/0;middle/1 above native frames"
-	else
-		xp_fail "dirty scheduler: only $n of $total samples of xp_dirty_loop have outer/0;middle/1;native"
-		sort -t' ' -k2 -rn "$folded" | head -n 5 | cut -c1-300
-	fi
+	check_dirty_stacks "dirty scheduler" "$folded"
 	check_label "dirty" <(grep ' xp_dirty_loop;' "$folded") "$(pid_label_re)" xp_dirty_loop
 	if grep -qE '^  Process fields read after the sample: [0-9]+ samples; delay p50 <= ' "$XP_VM_DIR/dirty.err" &&
 		grep -qE '^  contradicted by a later read: [0-9]+ of [0-9]+ checked' "$XP_VM_DIR/dirty.err"; then
@@ -353,14 +360,7 @@ case_dirty() {
 	[[ "$otp" == 25 ]] && flag=map
 	xp_start_vm "$otp" "$mode" xp_dirty +JPperf "$flag"
 	XP_RECORD_SECONDS=3 rec_ok dirtyfp
-	n=$(awk '/ xp_dirty_loop;xp_dirty:outer\/0;xp_dirty:middle\/1;[^;]+/ { s += $NF } END { print s + 0 }' "$XP_VM_DIR/dirtyfp.folded")
-	total=$(awk '/ xp_dirty_loop;/ { s += $NF } END { print s + 0 }' "$XP_VM_DIR/dirtyfp.folded")
-	echo "FIGURE: OTP $otp $mode dirty +JPperf $flag: $n of $total xp_dirty_loop samples are outer/0;middle/1;native"
-	if ((total >= 100 && 100 * n >= 90 * total)); then
-		xp_pass "+JPperf $flag: $n of $total dirty samples walk outer/0;middle/1 above native frames"
-	else
-		xp_fail "+JPperf $flag: only $n of $total dirty samples have outer/0;middle/1;native"
-	fi
+	check_dirty_stacks "dirty scheduler, +JPperf $flag" "$XP_VM_DIR/dirtyfp.folded"
 	check_complete "dirty +JPperf $flag" "$XP_VM_DIR/dirtyfp.err" 97
 }
 

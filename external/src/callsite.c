@@ -1,0 +1,181 @@
+/* The call-site check of native samples. See callsite.h. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callsite.h"
+
+#define CALL_SLOTS    4096	    /* decoded call instructions before return addresses */
+#define FN_CALL_SLOTS 1024	    /* does function F call fragment G? */
+#define FN_SCAN_MAX   (256u * 1024) /* longest function code scanned for calls */
+
+struct call_site {
+	uint64_t ra, target; /* target 0: not a direct call (cannot be checked) */
+};
+
+struct fn_calls {
+	uint64_t fn, leaf; /* range starts */
+	bool calls;
+};
+
+struct callsite {
+	struct mem *mem;
+	const struct jitmap *jit; /* the map of the check in progress */
+	struct call_site calls[CALL_SLOTS];
+	struct fn_calls fn_calls[FN_CALL_SLOTS];
+};
+
+int callsite__new(struct callsite **out, struct mem *mem)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->mem = mem;
+	return 0;
+}
+
+void callsite__reset(struct callsite *c)
+{
+	memset(c->calls, 0, sizeof(c->calls));
+	memset(c->fn_calls, 0, sizeof(c->fn_calls));
+}
+
+void callsite__free(struct callsite *c)
+{
+	free(c);
+}
+
+/* OTP 26+ calls shared fragments through a veneer in the calling module's footer code: a
+ * `jmp rel32` (seen as 40 e9 rel32 on 27 and 29) or `jmp [rip+disp32]` to the fragment. The
+ * fragment is the call's target. */
+static uint64_t follow_veneer(struct callsite *c, uint64_t target)
+{
+	const struct jit_range *r = jitmap__lookup(c->jit, target);
+	uint8_t op[6];
+	int32_t disp;
+	uint64_t to;
+
+	if (!r || !strstr(r->name, "::code") || mem__read(c->mem, target, op, sizeof(op)))
+		return target;
+	if (op[0] == 0xe9 || (op[0] == 0x40 && op[1] == 0xe9)) {
+		/* asmjit pads its veneers' jumps with an empty REX prefix (40 e9 rel32). */
+		size_t len = op[0] == 0x40 ? 6 : 5;
+
+		memcpy(&disp, op + len - 4, sizeof(disp));
+		return target + len + (uint64_t)(int64_t)disp;
+	}
+	if (op[0] == 0xff && op[1] == 0x25) {
+		memcpy(&disp, op + 2, sizeof(disp));
+		if (mem__read_u64(c->mem, target + 6 + (uint64_t)(int64_t)disp, &to) == 0)
+			return to;
+	}
+	return target;
+}
+
+/* The target of the direct call just before return address ra (through a veneer), or 0 when
+ * the instruction there is no direct call. Cached: code does not change under a return
+ * address (the cache is dropped when the JIT map is re-read). */
+static uint64_t call_target(struct callsite *c, uint64_t ra)
+{
+	struct call_site *slot = &c->calls[(ra >> 2) % CALL_SLOTS];
+	uint8_t code[5];
+	int32_t rel;
+
+	if (slot->ra == ra)
+		return slot->target;
+	slot->ra = ra;
+	slot->target = 0;
+	if (mem__read(c->mem, ra - sizeof(code), code, sizeof(code)) == 0 && code[0] == 0xe8) {
+		memcpy(&rel, code + 1, sizeof(rel));
+		slot->target = follow_veneer(c, ra + (uint64_t)(int64_t)rel);
+	}
+	return slot->target;
+}
+
+/* Does a call to target enter the function (range) fn? Its own range, its prologue, or another
+ * range of the same name. */
+static bool calls_into(struct callsite *c, uint64_t target, const struct jit_range *fn)
+{
+	const struct jit_range *r;
+	char a[256], b[256];
+
+	if (target >= fn->start && target < fn->end)
+		return true;
+	r = jitmap__lookup(c->jit, target);
+	if (!r)
+		return false;
+	jitmap__frame_name(r, a, sizeof(a));
+	jitmap__frame_name(fn, b, sizeof(b));
+	return strcmp(a, b) == 0;
+}
+
+/* Does the function containing target call (or jump to) the fragment leaf anywhere in its code,
+ * directly or through a veneer? Scanned once per (function, fragment), cached. */
+static bool function_calls(struct callsite *c, uint64_t target, const struct jit_range *leaf)
+{
+	const struct jit_range *fn = jitmap__lookup(c->jit, target), *body;
+	struct fn_calls *slot;
+	uint64_t start, end;
+	char name[256];
+	uint8_t *code;
+	size_t n, i;
+
+	if (!fn || strncmp(fn->name, "global::", 8) == 0)
+		return false;
+	/* A call enters a function in its prologue, a range of its own that the body follows; a
+	 * NIF's prologue is patched to jump to global::call_nif_shared. Scan both. */
+	start = fn->start;
+	end = fn->end;
+	if (jitmap__frame_name(fn, name, sizeof(name)) && strcmp(name, fn->name) != 0 &&
+	    (body = jitmap__lookup(c->jit, fn->end)))
+		end = body->end;
+	slot = &c->fn_calls[((start ^ leaf->start) >> 3) % FN_CALL_SLOTS];
+	if (slot->fn == start && slot->leaf == leaf->start)
+		return slot->calls;
+	*slot = (struct fn_calls){.fn = start, .leaf = leaf->start};
+	n = end - start;
+	if (n < 5 || n > FN_SCAN_MAX || !(code = malloc(n)))
+		return false;
+	if (mem__read(c->mem, start, code, n) == 0) {
+		for (i = 0; i + 5 <= n && !slot->calls; i++) {
+			int32_t rel;
+			uint64_t to;
+
+			/* call or jmp rel32: a NIF's stub jumps to global::call_nif_shared. */
+			if (code[i] != 0xe8 && code[i] != 0xe9)
+				continue;
+			memcpy(&rel, code + i + 1, sizeof(rel));
+			to = follow_veneer(c, start + i + 5 + (uint64_t)(int64_t)rel);
+			slot->calls = to >= leaf->start && to < leaf->end;
+		}
+	}
+	free(code);
+	return slot->calls;
+}
+
+/* A sample in native code whose Erlang stack was read live: does that stack still hold the
+ * sampled call? Its innermost return address must follow a call to the sampled JIT code (the
+ * leaf). A return address after anything but a direct call cannot be checked. */
+enum call_check callsite__check(struct callsite *c, const struct jitmap *jit,
+				const struct jit_range *leaf, uint64_t ra)
+{
+	uint64_t target;
+
+	c->jit = jit;
+	target = call_target(c, ra);
+	if (!leaf || !target)
+		return CALL_UNKNOWN;
+	if (calls_into(c, target, leaf))
+		return CALL_AGREES;
+	/* OTP 27+ enter some fragments with no return address on the Erlang stack: the call on top
+	 * is then to the (frameless) function that called the fragment. */
+	if (function_calls(c, target, leaf))
+		return CALL_AGREES;
+	/* NIFs and BIFs called through an export entry are entered through an address held in
+	 * data (a NIF's patched prologue), which no scan of the caller's code finds. */
+	if (strstr(leaf->name, "call_nif") || strstr(leaf->name, "call_bif") ||
+	    strstr(leaf->name, "dispatch"))
+		return CALL_UNKNOWN;
+	return CALL_DISAGREES;
+}

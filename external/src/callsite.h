@@ -1,0 +1,26 @@
+/* Does the Erlang stack of a sample taken in native code, read after the sample, still hold the
+ * sampled call? The innermost return address on it must follow a call to the JIT code the
+ * native frames return to (the leaf): directly, through an OTP 26+ veneer, or to a frameless
+ * function whose code calls the leaf. When it does not, the process had moved on by the time
+ * its stack was read. A return address after anything but a direct call cannot be checked.
+ * Code does not change under a return address, so decoded calls are cached (reset them when the
+ * JIT map is re-read: purged code's addresses may be reused). Does not own: reading the stack. */
+#ifndef XP_CALLSITE_H
+#define XP_CALLSITE_H
+
+#include <stdint.h>
+
+#include "jitmap.h"
+#include "mem.h"
+
+enum call_check { CALL_UNKNOWN = 0, CALL_AGREES, CALL_DISAGREES };
+
+struct callsite;
+
+int callsite__new(struct callsite **out, struct mem *mem);
+enum call_check callsite__check(struct callsite *c, const struct jitmap *jit,
+				const struct jit_range *leaf, uint64_t ra);
+void callsite__reset(struct callsite *c);
+void callsite__free(struct callsite *c);
+
+#endif /* XP_CALLSITE_H */
