@@ -37,7 +37,11 @@ struct agg {
 	size_t npool, cappool;
 	uint32_t *slots; /* stack index + 1 */
 	size_t nslots;
-	size_t *order; /* stack indexes, sorted when sorted is true */
+	size_t *order;	     /* stack indexes, sorted when sorted is true */
+	uint16_t *frame_mod; /* per frame id: index + 1 into mods, 0 = not set */
+	size_t cap_frame_mod;
+	char **mods; /* distinct module names */
+	size_t nmods, cap_mods;
 	bool sorted;
 	uint64_t total;
 };
@@ -378,6 +382,36 @@ enum frame_kind agg__frame_kind(const struct agg *a, uint32_t id)
 	return a && id < a->frames.n ? (enum frame_kind)a->frames.kinds[id] : FRAME_LABEL;
 }
 
+int agg__frame_set_module(struct agg *a, uint32_t id, const char *module)
+{
+	size_t i, old = a->cap_frame_mod;
+
+	if (!module || id >= a->frames.n)
+		return -EINVAL;
+	if (grow((void **)&a->frame_mod, &a->cap_frame_mod, (size_t)id + 1, sizeof(uint16_t)))
+		return -ENOMEM;
+	memset(a->frame_mod + old, 0, (a->cap_frame_mod - old) * sizeof(uint16_t));
+	if (a->frame_mod[id])
+		return 0;
+	for (i = 0; i < a->nmods && strcmp(a->mods[i], module); i++)
+		;
+	if (i == a->nmods) {
+		if (a->nmods >= UINT16_MAX - 1 ||
+		    grow((void **)&a->mods, &a->cap_mods, a->nmods + 1, sizeof(char *)) ||
+		    !(a->mods[a->nmods] = strdup(module)))
+			return -ENOMEM;
+		a->nmods++;
+	}
+	a->frame_mod[id] = (uint16_t)(i + 1);
+	return 0;
+}
+
+const char *agg__frame_module(const struct agg *a, uint32_t id)
+{
+	return a && id < a->cap_frame_mod && a->frame_mod[id] ? a->mods[a->frame_mod[id] - 1]
+							      : NULL;
+}
+
 const char *agg__group_name(const struct agg *a, uint32_t id)
 {
 	return a && id < a->groups.n ? a->groups.names[id] : NULL;
@@ -408,5 +442,9 @@ void agg__free(struct agg *a)
 	free(a->pool);
 	free(a->slots);
 	free(a->order);
+	free(a->frame_mod);
+	for (size_t i = 0; i < a->nmods; i++)
+		free(a->mods[i]);
+	free(a->mods);
 	free(a);
 }

@@ -30,6 +30,10 @@ int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nfr
 
 const char *agg__frame_name(const struct agg *a, uint32_t id);
 enum frame_kind agg__frame_kind(const struct agg *a, uint32_t id);
+/* The file a native frame's code is in ("beam.smp", "libc.so.6", "xp_nif.so"), as the sampler
+ * found it when it named the frame: the first one set is kept. NULL when not set. */
+int agg__frame_set_module(struct agg *a, uint32_t id, const char *module);
+const char *agg__frame_module(const struct agg *a, uint32_t id);
 const char *agg__group_name(const struct agg *a, uint32_t id);
 size_t agg__nframes(const struct agg *a);
 size_t agg__ngroups(const struct agg *a);

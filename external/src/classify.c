@@ -11,7 +11,6 @@
 #define RELOAD_NS   (1000 * 1000000ull) /* re-read the maps at most once a second */
 #define MAX_IMAGES  256			/* executable files looked at, at most */
 #define MOD_UNKNOWN ((uint16_t)0xffff)	/* looked up, no module */
-#define MOD_NOT_YET ((uint16_t)0xfffe)	/* not looked up yet */
 
 struct image {
 	char *path; /* as the target maps it */
@@ -26,8 +25,6 @@ struct classify {
 	size_t nimg;
 	char *mods[MAX_IMAGES + 8]; /* distinct module names, owned */
 	size_t nmods;
-	uint16_t *frame_mod; /* per frame id: index into mods, or MOD_* */
-	size_t nframe_mod;
 	uint64_t reloaded_ns;
 	const char *beam_base;
 };
@@ -151,7 +148,6 @@ void classify__free(struct classify *c)
 	}
 	for (i = 0; i < c->nmods; i++)
 		free(c->mods[i]);
-	free(c->frame_mod);
 	free(c);
 }
 
@@ -198,43 +194,9 @@ const char *classify__find_symbol(struct classify *c, const char *name)
 	return m < c->nmods ? c->mods[m] : NULL;
 }
 
-static uint16_t module_of_name(struct classify *c, const char *name)
-{
-	const char *p;
-
-	if ((p = strchr(name, '!')) && p > name)
-		return mod_index(c, name, (size_t)(p - name));
-	if ((p = strstr(name, "+0x")) && p > name)
-		return mod_index(c, name, (size_t)(p - name));
-	if (strncmp(name, "__vdso_", 7) == 0)
-		return mod_index(c, "[vdso]", 6);
-	if (name[0] == '[' || strncmp(name, "0x", 2) == 0)
-		return MOD_UNKNOWN;
-	return lookup_symbol(c, name);
-}
-
 const char *classify__module(struct classify *c, uint32_t frame)
 {
-	uint16_t m;
-
-	if (frame >= c->nframe_mod) {
-		size_t n = c->nframe_mod ? c->nframe_mod : 256, i;
-		uint16_t *v;
-
-		while (n <= frame)
-			n *= 2;
-		v = realloc(c->frame_mod, n * sizeof(*v));
-		if (!v)
-			return NULL;
-		for (i = c->nframe_mod; i < n; i++)
-			v[i] = MOD_NOT_YET;
-		c->frame_mod = v;
-		c->nframe_mod = n;
-	}
-	if (c->frame_mod[frame] == MOD_NOT_YET)
-		c->frame_mod[frame] = module_of_name(c, agg__frame_name(c->a, frame));
-	m = c->frame_mod[frame];
-	return m < c->nmods ? c->mods[m] : NULL;
+	return agg__frame_module(c->a, frame);
 }
 
 int classify__nif_frame(struct classify *c, const struct sample_record *rec)

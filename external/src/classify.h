@@ -1,8 +1,9 @@
 /* What a sampled frame is, for blame and sched: which module holds a native frame (beam.smp, a
  * system library, a NIF library), whether a frame marks garbage collection, and what a whole
- * sample was doing (Erlang code, emulator native code, a NIF, GC, no process). Module names come
- * from the frame name ("beam.smp!0x..", "libc.so.6!0x..") or from the symbol tables of the files
- * the VM has mapped, opened once each. Does not own: naming frames (unwind.c), sampling. */
+ * sample was doing (Erlang code, emulator native code, a NIF, GC, no process). A frame's module
+ * is the one the sampler found its code in (agg__frame_module); a name the user gives is looked
+ * up in the symbol tables of the files the VM has mapped, opened once each. Does not own: naming
+ * frames (unwind.c), sampling. */
 #ifndef XP_CLASSIFY_H
 #define XP_CLASSIFY_H
 
@@ -28,7 +29,7 @@ int classify__new(struct target *t, const struct agg *a, struct classify **out);
 void classify__free(struct classify *c);
 
 /* The module of a native frame ("beam.smp", "libc.so.6", "xp_nif.so", "[vdso]"), or NULL when
- * unknown. Cached per frame id. */
+ * unknown: the file the sampler found its code in. */
 const char *classify__module(struct classify *c, uint32_t frame);
 /* The module defining a symbol of that name (beam.smp, then each library the VM has mapped, the
  * maps re-read at most once a second), or NULL: can a native frame of that name ever appear? */

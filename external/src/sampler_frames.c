@@ -73,6 +73,7 @@ static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_
 		snprintf(name, sizeof(name), "[unknown]");
 	if (agg__frame(s->agg, name, FRAME_NATIVE, id))
 		return -ENOMEM;
+	agg__frame_set_module(s->agg, *id, unwinder__module(s->unw, f->pc));
 	*slot =
 	    (struct native_name){.pc = f->pc, .id = *id, .activation = f->activation, .used = true};
 	return 0;

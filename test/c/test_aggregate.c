@@ -25,6 +25,14 @@ static void test_intern(void)
 	CHECK_STR("name of c", "lists:foldl/3", agg__frame_name(ag, c));
 	CHECK_INT("kind of c", FRAME_NATIVE, agg__frame_kind(ag, c));
 	CHECK_INT("kind of d", FRAME_LABEL, agg__frame_kind(ag, d));
+	CHECK("no module set", agg__frame_module(ag, c) == NULL);
+	CHECK_INT("set module", 0, agg__frame_set_module(ag, c, "beam.smp"));
+	CHECK_INT("a second module is ignored", 0, agg__frame_set_module(ag, c, "libc.so.6"));
+	CHECK_STR("module of c", "beam.smp", agg__frame_module(ag, c));
+	CHECK_INT("set module of d", 0, agg__frame_set_module(ag, d, "beam.smp"));
+	CHECK_STR("module of d", "beam.smp", agg__frame_module(ag, d));
+	CHECK_INT("unknown frame id: no module", -EINVAL, agg__frame_set_module(ag, 99, "x.so"));
+	CHECK("unknown frame id has no module", agg__frame_module(ag, 99) == NULL);
 	CHECK("unknown frame id has no name", agg__frame_name(ag, 99) == NULL);
 	CHECK_INT("group 1", 0, agg__group(ag, "<0.1.0> init", &g1));
 	CHECK_INT("group 2", 0, agg__group(ag, "scheduler idle", &g2));
