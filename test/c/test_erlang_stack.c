@@ -6,51 +6,19 @@
 
 #include "check.h"
 #include "erlang_stack.h"
+#include "symfile.h"
 
 #define BASE_APP 0x7f0000100000ULL
 #define BASE_ASM 0x7f0000200000ULL
 
-struct range_spec {
-	uint32_t start, end;
-	const char *name;
-};
-
-/* A module symfile in the VM's format (reference §3.2), packed as the VM writes it. */
-static size_t symfile(uint8_t *b, const char *mod, uint64_t base, const struct range_spec *r,
-		      uint32_t n)
-{
-	uint16_t mlen = (uint16_t)(strlen(mod) + 1);
-	uint32_t code_size = r[n - 1].end, i, one = 1;
-	size_t off;
-
-	memset(b, 0, 4096);
-	memcpy(b, &one, 4);
-	memcpy(b + 8, &base, 8);
-	memcpy(b + 16, &n, 4);
-	memcpy(b + 20, &code_size, 4);
-	memcpy(b + 24, &mlen, 2);
-	memcpy(b + 26, mod, mlen);
-	off = 32 + mlen;
-	for (i = 0; i < n; i++) {
-		uint16_t nl = (uint16_t)(strlen(r[i].name) + 1);
-
-		memcpy(b + off, &r[i].start, 4);
-		memcpy(b + off + 4, &r[i].end, 4);
-		memcpy(b + off + 12, &nl, 2);
-		memcpy(b + off + 14, r[i].name, nl);
-		off += 16 + nl;
-	}
-	return off;
-}
-
 static struct jitmap *make_map(void)
 {
-	static const struct range_spec app[] = {
+	static const struct symfile_range app[] = {
 	    {0x000, 0x030, "app:leaf/1-CodeInfoPrologue"}, {0x030, 0x100, "app:leaf/1"},
 	    {0x100, 0x130, "app:mid/2-CodeInfoPrologue"},  {0x130, 0x200, "app:mid/2"},
 	    {0x200, 0x230, "app:top/0-CodeInfoPrologue"},  {0x230, 0x300, "app:top/0"},
 	};
-	static const struct range_spec asmr[] = {
+	static const struct symfile_range asmr[] = {
 	    {0x000, 0x040, "erts_beamasm:normal_exit/0"},
 	    {0x040, 0x080, "erts_beamasm:return_trace/0"},
 	};
@@ -59,8 +27,10 @@ static struct jitmap *make_map(void)
 
 	if (jitmap__new(&m))
 		return NULL;
-	jitmap__add_symfile(m, blob, symfile(blob, "app", BASE_APP, app, 6), 0x10, 0);
-	jitmap__add_symfile(m, blob, symfile(blob, "erts_beamasm", BASE_ASM, asmr, 2), 0x20, 1);
+	jitmap__add_symfile(m, blob, symfile_build(blob, "app", BASE_APP, app[5].end, app, 6), 0x10,
+			    0);
+	jitmap__add_symfile(
+	    m, blob, symfile_build(blob, "erts_beamasm", BASE_ASM, asmr[1].end, asmr, 2), 0x20, 1);
 	jitmap__finish(m);
 	return m;
 }

@@ -11,58 +11,28 @@
 
 #include "check.h"
 #include "perfmap.h"
-
-struct syn_range {
-	uint32_t start, end;
-	const char *name;
-};
-
-/* A module symfile laid out as beamasm_insert_gdb_info writes it (J/beam_jit_metadata.cpp). */
-static size_t syn_symfile(uint8_t *b, const char *mod, uint64_t base, uint32_t code_size,
-			  const struct syn_range *r, size_t n)
-{
-	uint16_t nl = (uint16_t)(strlen(mod) + 1);
-	size_t off = 32 + nl;
-
-	memset(b, 0, 4096);
-	memcpy(b, &(uint32_t){1}, 4);
-	memcpy(b + 8, &base, 8);
-	memcpy(b + 16, &(uint32_t){(uint32_t)n}, 4);
-	memcpy(b + 20, &code_size, 4);
-	memcpy(b + 24, &nl, 2);
-	memcpy(b + 26, mod, nl);
-	for (size_t i = 0; i < n; i++) {
-		uint16_t rl = (uint16_t)(strlen(r[i].name) + 1);
-
-		memcpy(b + off, &r[i].start, 4);
-		memcpy(b + off + 4, &r[i].end, 4);
-		memcpy(b + off + 12, &rl, 2);
-		memcpy(b + off + 14, r[i].name, rl);
-		off += 16 + rl;
-	}
-	return off;
-}
+#include "symfile.h"
 
 /* newmod (newest) at 0x10000 over part of oldmod (purged, OTP 25 keeps it) at 0x10000-0x80. */
 static struct jitmap *syn_map(bool with_old)
 {
-	static const struct syn_range nr[] = {{0, 0x40, "newmod:f/0"},
-					      {0x40, 0x80, "newmod:g/1"},
-					      {0x80, 0x80, "newmod::codeFooter"}};
-	static const struct syn_range orr[] = {{0, 0x40, "oldmod:a/0"},
-					       {0x40, 0x100, "oldmod:'b\nc'/2"}};
-	static const struct syn_range gr[] = {{0, 0x20, "global::apply_fun_shared"}};
+	static const struct symfile_range nr[] = {{0, 0x40, "newmod:f/0"},
+						  {0x40, 0x80, "newmod:g/1"},
+						  {0x80, 0x80, "newmod::codeFooter"}};
+	static const struct symfile_range orr[] = {{0, 0x40, "oldmod:a/0"},
+						   {0x40, 0x100, "oldmod:'b\nc'/2"}};
+	static const struct symfile_range gr[] = {{0, 0x20, "global::apply_fun_shared"}};
 	uint8_t b[4096];
 	struct jitmap *map = NULL;
 	size_t n;
 
 	jitmap__new(&map);
-	n = syn_symfile(b, "newmod", 0x10000, 0x80, nr, 3);
+	n = symfile_build(b, "newmod", 0x10000, 0x80, nr, 3);
 	CHECK_INT("add newmod", 0, jitmap__add_symfile(map, b, n, 0x100, 0));
-	n = syn_symfile(b, "global", 0x8000, 0x20, gr, 1);
+	n = symfile_build(b, "global", 0x8000, 0x20, gr, 1);
 	CHECK_INT("add global", 0, jitmap__add_symfile(map, b, n, 0x200, 1));
 	if (with_old) {
-		n = syn_symfile(b, "oldmod", 0x10000 - 0x80, 0x100, orr, 2);
+		n = symfile_build(b, "oldmod", 0x10000 - 0x80, 0x100, orr, 2);
 		CHECK_INT("add oldmod", 0, jitmap__add_symfile(map, b, n, 0x300, 2));
 	}
 	jitmap__finish(map);
