@@ -120,9 +120,19 @@ static int decodes_all(uint64_t table, const struct atomtab_layout *al,
 	return 1;
 }
 
+struct scan_ctx {
+	const struct atomtab_layout *al;
+	const struct atomtab_want *want;
+	unsigned nwant;
+	uint64_t min_entries;
+};
+
 /* Cheap test on the directly readable section bytes before any syscall. */
-static int prefilter(uint64_t a, const struct atomtab_layout *al, uint64_t min_entries)
+static int prefilter(uint64_t a, void *ctx)
 {
+	const struct scan_ctx *x = ctx;
+	const struct atomtab_layout *al = x->al;
+	uint64_t min_entries = x->min_entries;
 	uint32_t entries;
 	uint64_t seg;
 
@@ -132,34 +142,25 @@ static int prefilter(uint64_t a, const struct atomtab_layout *al, uint64_t min_e
 	       saferead__plausible(seg);
 }
 
+static int confirm(uint64_t a, void *ctx)
+{
+	const struct scan_ctx *x = ctx;
+
+	return decodes_all(a, x->al, x->want, x->nwant);
+}
+
 int atomtab__scan(const struct selfelf *se, const struct atomtab_layout *al,
 		  const struct atomtab_want *want, unsigned nwant, uint64_t *addr,
 		  unsigned *candidates)
 {
-	uint64_t min_entries = 0, found = 0, a, span;
-	unsigned i, nfound = 0;
+	struct scan_ctx x = {.al = al, .want = want, .nwant = nwant};
+	uint64_t span;
+	unsigned i;
 
-	*candidates = 0;
 	for (i = 0; i < nwant; i++)
-		if ((want[i].term >> ATOM_IX_SHIFT) + 1 > min_entries)
-			min_entries = (want[i].term >> ATOM_IX_SHIFT) + 1;
+		if ((want[i].term >> ATOM_IX_SHIFT) + 1 > x.min_entries)
+			x.min_entries = (want[i].term >> ATOM_IX_SHIFT) + 1;
 	span = (uint64_t)(al->itab_entries > al->itab_seg_table ? al->itab_entries + 4
 								: al->itab_seg_table + 8);
-	for (i = 0; i < se->n; i++) {
-		for (a = (se->r[i].start + 7) & ~7ull; a + span <= se->r[i].end; a += 8) {
-			if (!prefilter(a, al, min_entries))
-				continue;
-			(*candidates)++;
-			if (!decodes_all(a, al, want, nwant))
-				continue;
-			if (nfound++ == 0)
-				found = a;
-		}
-	}
-	if (nfound == 0)
-		return -ENOENT;
-	if (nfound > 1)
-		return -EEXIST;
-	*addr = found;
-	return 0;
+	return selfelf__scan_unique(se, span, prefilter, confirm, &x, addr, candidates);
 }

@@ -180,7 +180,7 @@ int jitself__walk(uint64_t desc, const char *must_module, struct jitself_want *w
 	return err;
 }
 
-static int prefilter(uint64_t a)
+static int prefilter(uint64_t a, void *ctx)
 {
 	uint32_t hdr[2];
 	uint64_t first;
@@ -191,30 +191,19 @@ static int prefilter(uint64_t a)
 	       saferead__plausible(first);
 }
 
+/* A descriptor whose list walks and holds the emulator (and must_module, when given). */
+static int confirm(uint64_t a, void *ctx)
+{
+	const char *must_module = ctx;
+	struct jitself_result res;
+
+	return !jitself__walk(a, must_module, NULL, 0, &res) && res.emulator_found &&
+	       (!must_module || res.module_found);
+}
+
 int jitself__scan(const struct selfelf *se, const char *must_module, uint64_t *addr,
 		  unsigned *candidates)
 {
-	struct jitself_result res;
-	uint64_t a, found = 0;
-	unsigned i, nfound = 0;
-
-	*candidates = 0;
-	for (i = 0; i < se->n; i++) {
-		for (a = (se->r[i].start + 7) & ~7ull; a + DESC_SIZE <= se->r[i].end; a += 8) {
-			if (!prefilter(a))
-				continue;
-			(*candidates)++;
-			if (jitself__walk(a, must_module, NULL, 0, &res) || !res.emulator_found ||
-			    (must_module && !res.module_found))
-				continue;
-			if (nfound++ == 0)
-				found = a;
-		}
-	}
-	if (nfound == 0)
-		return -ENOENT;
-	if (nfound > 1)
-		return -EEXIST;
-	*addr = found;
-	return 0;
+	return selfelf__scan_unique(se, DESC_SIZE, prefilter, confirm, (void *)must_module, addr,
+				    candidates);
 }

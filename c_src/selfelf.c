@@ -141,3 +141,31 @@ cleanup:
 	close(fd);
 	return err;
 }
+
+int selfelf__scan_unique(const struct selfelf *se, uint64_t span,
+			 int (*prefilter)(uint64_t a, void *ctx),
+			 int (*confirm)(uint64_t a, void *ctx), void *ctx, uint64_t *addr,
+			 unsigned *candidates)
+{
+	uint64_t a, found = 0;
+	unsigned i, nfound = 0;
+
+	*candidates = 0;
+	for (i = 0; i < se->n; i++) {
+		for (a = (se->r[i].start + 7) & ~7ull; a + span <= se->r[i].end; a += 8) {
+			if (!prefilter(a, ctx))
+				continue;
+			(*candidates)++;
+			if (!confirm(a, ctx))
+				continue;
+			if (nfound++ == 0)
+				found = a;
+		}
+	}
+	if (nfound == 0)
+		return -ENOENT;
+	if (nfound > 1)
+		return -EEXIST;
+	*addr = found;
+	return 0;
+}
