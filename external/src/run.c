@@ -50,12 +50,10 @@ int run__sample(struct run_ctx *ctx)
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;
-	if (!ctx->quiet)
-		fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n",
-			sampler__nthreads(s),
-			ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
-			ctx->opts.freq_hz,
-			ctx->tick || ctx->opts.duration_s > 0 ? "" : "; Ctrl-C stops and reports");
+	fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n", sampler__nthreads(s),
+		ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
+		ctx->opts.freq_hz,
+		ctx->tick || ctx->opts.duration_s > 0 ? "" : "; Ctrl-C stops and reports");
 	start = last_tick = last_progress = last_exists = now_s();
 	while (!*ctx->stop) {
 		double now = now_s();

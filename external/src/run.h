@@ -18,7 +18,6 @@ struct run_ctx {
 	struct agg *agg;
 	volatile sig_atomic_t *stop;
 	bool progress; /* a progress line on stderr */
-	bool quiet;    /* no "sampling N threads" line at the start */
 	/* Called about once a second while sampling (top's live view), may be NULL. */
 	void (*tick)(struct run_ctx *ctx, const struct sampler_stats *st);
 	void *user;
