@@ -300,17 +300,10 @@ int cmd__blame(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	b.agg = ctx.agg;
 	if ((rc = setup(&b, t, err, errlen)))
 		goto cleanup;
-	ctx.opts = (struct sampler_opts){.freq_hz = o->freq_hz,
-					 .duration_s = o->duration_s,
-					 .event = o->cycles ? PERF_EV_CYCLES : PERF_EV_CPU_CLOCK,
-					 .all_threads = o->all_threads,
-					 .include_idle = o->include_idle,
-					 .only_erlang = false, /* the hotspot is a native frame */
-					 .erlang_pid = o->erlang_pid,
-					 .name = o->name,
-					 .skid = o->skid_summary,
-					 .on_record = on_record,
-					 .record_ctx = &b};
+	cmd__sampler_opts(o, &ctx.opts);
+	ctx.opts.only_erlang = false; /* the hotspot is a native frame */
+	ctx.opts.on_record = on_record;
+	ctx.opts.record_ctx = &b;
 	if ((rc = run__sample(&ctx))) {
 		snprintf(err, errlen, "%s", ctx.err);
 		goto cleanup;

@@ -615,15 +615,11 @@ int cmd__sched(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 		goto cleanup;
 	}
 	/* Idle time is one of the answers: scheduler samples without a process are kept. */
-	ctx.opts = (struct sampler_opts){.freq_hz = o->freq_hz,
-					 .duration_s = o->duration_s,
-					 .event = o->cycles ? PERF_EV_CYCLES : PERF_EV_CPU_CLOCK,
-					 .include_idle = true,
-					 .erlang_pid = o->erlang_pid,
-					 .name = o->name,
-					 .skid = o->skid_summary,
-					 .on_record = on_record,
-					 .record_ctx = &v};
+	cmd__sampler_opts(o, &ctx.opts);
+	ctx.opts.include_idle = true;
+	ctx.opts.only_erlang = false; /* native frames say NIF, GC or emulator */
+	ctx.opts.on_record = on_record;
+	ctx.opts.record_ctx = &v;
 	if ((rc = run__sample(&ctx))) {
 		snprintf(err, errlen, "%s", ctx.err);
 		goto cleanup;
