@@ -425,7 +425,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
 	if (w.unnamed && er.end == ESTACK_END_BOTTOM)
 		er.end = ESTACK_END_UNRESOLVED;
-	cc = w.ur && !w.dirty && er.nframes
+	/* Frames not from the sample's own copy: a native sample's (not dirty: its process waits
+	 * in the call), or a JIT sample's whose code ran on the C stack (E from rbp or c_p->stop).
+	 */
+	cc = er.nframes && (w.ur ? !w.dirty : w.e != ps->regs[PERF_R_SP])
 		 ? callsite__check(s->calls, s->t->jit, w.leaf, er.frames[0].ra)
 		 : CALL_UNKNOWN;
 	if (cc == CALL_DISAGREES) {
