@@ -648,6 +648,22 @@ bool jitmap__line(const struct jitmap *map, const struct jit_range *r, uint64_t 
 
 	if (!mi || r < map->ranges || r >= map->ranges + map->nranges) /* not a range of map */
 		return false;
+	/* A pc in a function's prologue (its breakpoint area) is that function, as in
+	 * jitmap__frame_name; ERTS gives it the function's first line. The body follows it. */
+	if (!r->nlines && addr >= r->start && addr < r->end) {
+		const struct jit_range *body = jitmap__lookup(map, r->end);
+		char a[1024], b[1024];
+
+		if (body && body != r && body->start == r->end && body->module == r->module &&
+		    body->nlines && jitmap__frame_name(r, a, sizeof(a)) &&
+		    jitmap__frame_name(body, b, sizeof(b)) && strcmp(a, b) == 0 &&
+		    strcmp(body->name, b) == 0 && body->lines < map->nlines) {
+			r = body;
+			addr = mi->base + map->lines[body->lines].off;
+			if (addr < r->start)
+				addr = r->start;
+		}
+	}
 	if (!r->nlines || addr < r->start || addr >= r->end || addr < mi->base ||
 	    r->lines > map->nlines || r->nlines > map->nlines - r->lines)
 		return false;
