@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -85,9 +87,18 @@ cleanup:
 	return rc;
 }
 
+/* The live view (a terminal on stdout, no -d). Each second one frame replaces the last in a
+ * single write: cursor home, every line cleared to its end, the rest of the screen cleared, so
+ * the terminal never shows a blank or half-drawn screen (a clear then a write per line flickered).
+ * The frame fits the window, read each second (resizes follow): lines clipped to its width and
+ * the tables cut to its height, so the header and the hottest rows never scroll away. */
 struct top_view {
 	const struct cli_opts *o;
 };
+
+/* Lines of the frame besides table rows: header, blank, two table headings, blank between, and
+ * the last line left empty so the final newline does not scroll the screen. */
+#define TOP_FRAME_FIXED 6
 
 static void print_tables(const struct cli_opts *o, const struct agg *a, FILE *f)
 {
@@ -96,17 +107,113 @@ static void print_tables(const struct cli_opts *o, const struct agg *a, FILE *f)
 	report__top_processes(a, f, o->limit);
 }
 
-/* The live view: the whole screen redrawn once a second. */
+static unsigned count_lines(const char *p, size_t n)
+{
+	unsigned lines = 0;
+
+	while (n--)
+		lines += *p++ == '\n';
+	return lines;
+}
+
+/* The frame's text, its tables fitted to ROWS lines (0: unknown, -n rows each). */
+static int top_frame_text(const struct run_ctx *ctx, const struct sampler_stats *st, unsigned rows,
+			  char **text, size_t *len)
+{
+	const struct agg *a = ctx->agg;
+	unsigned limit = ((const struct top_view *)ctx->user)->o->limit;
+	unsigned fn_rows = limit, proc_rows = limit, avail = 0, keep, n;
+	FILE *m = open_memstream(text, len);
+	size_t mark;
+
+	if (!m)
+		return -errno;
+	if (rows > TOP_FRAME_FIXED + 1) {
+		/* Processes keep up to a third of the rows (at least one); functions take the
+		 * rest, then processes whatever functions left. A smaller window scrolls. */
+		avail = rows - TOP_FRAME_FIXED;
+		keep = avail / 3 ? avail / 3 : 1;
+		keep = agg__ngroups(a) < keep ? (unsigned)agg__ngroups(a) : keep;
+		fn_rows = avail - keep < limit ? avail - keep : limit;
+	}
+	fprintf(m, "extrospect top: pid %d, %.0fs, %llu samples (%llu kept)  Ctrl-C to quit\n\n",
+		(int)ctx->t->pid, st->elapsed_s, (unsigned long long)st->samples,
+		(unsigned long long)st->kept);
+	fflush(m);
+	mark = *len;
+	report__top_functions(a, m, fn_rows ? fn_rows : 1);
+	fflush(m);
+	n = count_lines(*text + mark, *len - mark); /* the heading and the rows */
+	if (avail && n) {
+		avail -= n - 1 < avail ? n - 1 : avail;
+		proc_rows = avail < limit ? avail : limit;
+	}
+	fputc('\n', m);
+	report__top_processes(a, m, proc_rows ? proc_rows : 1);
+	if (fclose(m) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Bytes of LINE (length N) that fit in COLS - 1 columns, never cutting a UTF-8 sequence (a byte
+ * is at most one column: clipping by bytes never overflows). The last column stays free: a
+ * line filling it leaves the cursor pending a wrap, where some terminals erase it. */
+static size_t clip_line(const char *line, size_t n, unsigned cols)
+{
+	if (!cols || n < cols)
+		return n;
+	n = cols - 1;
+	while (n && ((unsigned char)line[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+/* A tty write may be cut short by Ctrl-C's signal: finish it, or the screen keeps half a frame. */
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
 static void top_tick(struct run_ctx *ctx, const struct sampler_stats *st)
 {
-	const struct top_view *v = ctx->user;
+	struct winsize ws = {0};
+	char *text = NULL, *out = NULL;
+	size_t len = 0, outlen = 0, i = 0;
+	FILE *m;
 
-	printf("\033[H\033[2Jextrospect top: pid %d, %.0fs, %llu samples (%llu kept)  Ctrl-C to "
-	       "quit\n\n",
-	       (int)ctx->t->pid, st->elapsed_s, (unsigned long long)st->samples,
-	       (unsigned long long)st->kept);
-	print_tables(v->o, ctx->agg, stdout);
-	fflush(stdout);
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0)
+		ws.ws_row = ws.ws_col = 0;
+	if (top_frame_text(ctx, st, ws.ws_row, &text, &len))
+		goto cleanup;
+	m = open_memstream(&out, &outlen);
+	if (!m)
+		goto cleanup;
+	fputs("\033[H", m);
+	while (i < len) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+
+		fwrite(text + i, 1, clip_line(text + i, n, ws.ws_col), m);
+		fputs("\033[K\n", m);
+		i += n + 1;
+	}
+	fputs("\033[J", m);
+	if (fclose(m) == 0) {
+		fflush(stdout);
+		write_all(STDOUT_FILENO, out, outlen);
+	}
+cleanup:
+	free(out);
+	free(text);
 }
 
 int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
