@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "run.h"
@@ -39,6 +40,29 @@ static void progress_line(const struct sampler_stats *st, double elapsed)
 	fflush(stderr);
 }
 
+/* A sample taken in native code has its process's state read when the sampler wakes for it.
+ * Ranked RUN_NICE_AHEAD nice levels above the VM, the sampler gets a CPU as the kernel wakes it,
+ * not when a busy scheduler thread's time slice ends: on 2 busy cores the read delay's p90 went
+ * from about 1 ms to 0.1 ms. It still runs only when a sample arrives, so its CPU time is the
+ * same. Without CAP_SYS_NICE the priority stays as it was. */
+#define RUN_NICE_AHEAD 5
+
+static void raise_priority(pid_t vm)
+{
+	int vm_nice, mine, want;
+
+	errno = 0;
+	vm_nice = getpriority(PRIO_PROCESS, (id_t)vm);
+	if (errno)
+		return;
+	mine = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		return;
+	want = vm_nice - RUN_NICE_AHEAD < -20 ? -20 : vm_nice - RUN_NICE_AHEAD;
+	if (want < mine)
+		(void)setpriority(PRIO_PROCESS, 0, want);
+}
+
 /* RUN_POLL_MS, or less when the run ends sooner. */
 static int poll_ms(const struct sampler_opts *o, double elapsed)
 {
@@ -58,6 +82,8 @@ int run__sample(struct run_ctx *ctx)
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;
+	if (!ctx->opts.keep_priority)
+		raise_priority(ctx->t->pid);
 	fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n", sampler__nthreads(s),
 		ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
 		ctx->opts.freq_hz,
