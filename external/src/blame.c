@@ -159,7 +159,10 @@ static bool matches(const struct blame *b, const char *name)
 		const char *p = b->patterns[i];
 		size_t n = strlen(p);
 
-		if (n && p[n - 1] == '*' ? strncmp(name, p, n - 1) == 0 : strcmp(name, p) == 0)
+		/* With --lines an Erlang frame is "m:f/1 (m.erl:12)": "m:f/1" still names it. */
+		if (n && p[n - 1] == '*'
+			? strncmp(name, p, n - 1) == 0
+			: strncmp(name, p, n) == 0 && (!name[n] || strncmp(name + n, " (", 2) == 0))
 			return true;
 	}
 	return false;

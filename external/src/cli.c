@@ -69,6 +69,9 @@ static const char sampling_opts[] =
     "  --erlang-pid '<0.123.0>'  keep one Erlang process\n"
     "  --name REGNAME        keep one registered process\n"
     "  --only-erlang         leave out native frames\n"
+    "  --lines               (record, top, blame) name Erlang frames with their source line, as\n"
+    "                        a stack trace's {file, line}: \"mod:fun/2 (mod.erl:12)\"; a caller's\n"
+    "                        line is its call's. Each line is then a frame of its own\n"
     "  --include-idle        keep scheduler time spent without a process (idle, spinning)\n"
     "  --skid-summary        report how long after each sample its process was read, and how\n"
     "                        often a later read contradicted the sample\n"
@@ -95,7 +98,8 @@ static const char usage_record[] =
     "  extrospect record -d 30 -o vm.svg 4242            # interactive flame graph\n"
     "  extrospect record -d 30 -o vm.json 4242           # open in https://speedscope.app\n"
     "  extrospect record -o vm.folded --format collapsed 4242 && flamegraph.pl vm.folded\n"
-    "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n";
+    "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n"
+    "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n";
 
 static const char usage_top[] =
     "Usage: extrospect top [OPTIONS] PID\n"
@@ -112,7 +116,8 @@ static const char usage_top[] =
     "Examples:\n"
     "  extrospect top 4242\n"
     "  extrospect top -d 10 4242 > top.txt\n"
-    "  extrospect top --erlang-pid '<0.811.0>' 4242\n";
+    "  extrospect top --erlang-pid '<0.811.0>' 4242\n"
+    "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n";
 
 void cli__help(FILE *f, enum cli_command command)
 {
@@ -159,6 +164,7 @@ enum {
 	OPT_INCLUDE_IDLE,
 	OPT_FORMAT,
 	OPT_SKID,
+	OPT_LINES,
 	OPT_ALL,
 	OPT_STACKS,
 	OPT_FOLLOW,
@@ -187,6 +193,7 @@ static const struct option longopts[] = {
     {"limit", required_argument, NULL, 'n'},
     {"skid-summary", no_argument, NULL, OPT_SKID},
     {"keep-priority", no_argument, NULL, OPT_KEEP_PRIORITY},
+    {"lines", no_argument, NULL, OPT_LINES},
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
     {"follow", no_argument, NULL, OPT_FOLLOW},
@@ -220,6 +227,7 @@ static bool allowed(enum cli_command cmd, int c)
 	case 'n':
 		return cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED;
 	case OPT_SKID:
+	case OPT_LINES:
 		return cmd == CLI_RECORD || cmd == CLI_TOP || cmd == CLI_BLAME;
 	case OPT_ONLY_ERLANG:
 		return samples(cmd) || cmd == CLI_PSTACK;
@@ -315,6 +323,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case OPT_KEEP_PRIORITY:
 		o->keep_priority = true;
+		return 0;
+	case OPT_LINES:
+		o->lines = true;
 		return 0;
 	case OPT_ALL:
 		o->all = true;

@@ -1,6 +1,7 @@
 /* The BEAM's GDB JIT interface (reference §3.2): walk __jit_debug_descriptor's entry list with
  * bounded reads, parse each custom symfile (J/beam_jit_metadata.cpp, same layout in 25, 27, 29),
- * and resolve code addresses to the newest range covering them. Everything read is untrusted.
+ * and resolve code addresses to the newest range covering them, and to their source line from
+ * the range's line table. Everything read is untrusted.
  * Does not own: reading memory (mem.c), or finding the descriptor's symbol (the caller does;
  * jitmap__scan only finds it structurally when there is no symbol, as on OTP 28+). */
 #include <errno.h>
@@ -25,6 +26,16 @@
 
 #define STR_CHUNK (64u << 10)
 
+/* A line_info kept compactly (a VM has ~100k ranges): loc packs line and file index as ERTS
+ * does (beam_code.h LOC_LINE / LOC_FILE, same in 25, 27, 29); loc 0 is "no line". */
+#define LOC_LINE_MAX ((1u << 24) - 1)
+#define LOC_FILES    255u
+
+struct jit_line {
+	uint32_t off; /* from the module's base */
+	uint32_t loc; /* file index << 24 | line */
+};
+
 struct str_chunk {
 	struct str_chunk *next;
 	size_t used, cap;
@@ -43,6 +54,10 @@ struct jitmap {
 	size_t nmods, cap_mods;
 	struct jit_seg *segs; /* disjoint, sorted, newest range wins; NULL until finished */
 	size_t nsegs;
+	struct jit_line *lines; /* every range's line table, back to back */
+	size_t nlines, cap_lines;
+	const char **files; /* every module's file names, back to back */
+	size_t nfiles, cap_files;
 	struct str_chunk *strings;
 	struct jitmap_stats stats;
 };
@@ -133,19 +148,32 @@ static bool range_is_function(const char *name, size_t n)
 	return false;
 }
 
-static int add_range(struct jitmap *map, uint64_t base, const uint8_t *r, const char *name,
-		     size_t nlen, uint32_t gen)
+/* One module symfile being parsed. map == NULL only validates. */
+struct parse {
+	struct jitmap *map;
+	const uint8_t *b;
+	size_t len;
+	uint64_t base;
+	uint32_t code_size, gen;
+	uint32_t files0; /* the module's file names: map->files[files0..nfiles) */
+	bool unsorted;	 /* the current range's lines are out of order: dropped */
+};
+
+static int add_range(struct parse *p, const uint8_t *r, const char *name, size_t nlen)
 {
+	struct jitmap *map = p->map;
 	struct jit_range *jr;
 
 	if (grow((void **)&map->ranges, &map->cap_ranges, map->nranges + 1, sizeof(*jr)))
 		return -ENOMEM;
 	jr = &map->ranges[map->nranges];
-	jr->start = base + get(r, 4);
-	jr->end = base + get(r + 4, 4);
+	jr->start = p->base + get(r, 4);
+	jr->end = p->base + get(r + 4, 4);
 	jr->name = str_dup(map, name, nlen);
 	jr->module = (uint32_t)map->nmods;
-	jr->generation = gen;
+	jr->generation = p->gen;
+	jr->lines = (uint32_t)map->nlines;
+	jr->nlines = 0;
 	if (!jr->name)
 		return -ENOMEM;
 	map->nranges++;
@@ -154,11 +182,61 @@ static int add_range(struct jitmap *map, uint64_t base, const uint8_t *r, const 
 	return 0;
 }
 
-/* One range_info and its line_infos at *off. With map == NULL only validates. */
-static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t *off, uint64_t base,
-		       uint32_t code_size, uint32_t gen)
+/* The index of file (n bytes, no NUL) in the module's table, added when new; LOC_FILES when the
+ * table is full (ERTS itself has 8 bits for it: beam_code.h LOC_FILE), or -ENOMEM. */
+static int file_index(struct parse *p, const char *file, size_t n)
 {
-	size_t o = *off;
+	struct jitmap *map = p->map;
+	uint32_t i;
+
+	for (i = (uint32_t)map->nfiles; i-- > p->files0;) /* newest first: the one just used */
+		if (!strcmp(map->files[i], file))	  /* file ends at n: blob_name checked it */
+			return (int)(i - p->files0);
+	if (map->nfiles - p->files0 >= LOC_FILES || map->nfiles >= UINT32_MAX)
+		return LOC_FILES;
+	if (grow((void **)&map->files, &map->cap_files, map->nfiles + 1, sizeof(*map->files)))
+		return -ENOMEM;
+	map->files[map->nfiles] = str_dup(map, file, n);
+	if (!map->files[map->nfiles])
+		return -ENOMEM;
+	return (int)(map->nfiles++ - p->files0);
+}
+
+/* A line_info of the range just added. A line ERTS could not have written (0, beyond 24 bits)
+ * or a file beyond the table is kept as "no line" so that it still ends the line before it. */
+static int add_line(struct parse *p, const uint8_t *li, const char *file, size_t n)
+{
+	struct jitmap *map = p->map;
+	struct jit_range *jr = &map->ranges[map->nranges - 1];
+	uint32_t off = get(li, 4), line = get(li + 4, 4), loc = 0;
+	int fi;
+
+	if (p->unsorted || map->nlines >= UINT32_MAX)
+		return 0;
+	/* OTP writes them in address order; lookups rely on it. Out of order: no table. */
+	if (jr->nlines && map->lines[map->nlines - 1].off > off) {
+		map->nlines = jr->lines;
+		jr->nlines = 0;
+		p->unsorted = true;
+		return 0;
+	}
+	fi = file_index(p, file, n);
+	if (fi < 0)
+		return fi;
+	if (line && line <= LOC_LINE_MAX && fi < (int)LOC_FILES)
+		loc = (uint32_t)fi << 24 | line;
+	if (grow((void **)&map->lines, &map->cap_lines, map->nlines + 1, sizeof(*map->lines)))
+		return -ENOMEM;
+	map->lines[map->nlines++] = (struct jit_line){off, loc};
+	jr->nlines++;
+	return 0;
+}
+
+/* One range_info and its line_infos at *off. */
+static int parse_range(struct parse *p, size_t *off)
+{
+	const uint8_t *b = p->b;
+	size_t len = p->len, o = *off;
 	uint32_t start, end, nlines;
 	const char *name, *file;
 	uint16_t nlen;
@@ -169,12 +247,13 @@ static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t 
 	end = get(b + o + 4, 4);
 	nlines = get(b + o + 8, 4);
 	nlen = get(b + o + 12, 2);
-	if (start > end || end > code_size || blob_name(b, len, o + RI_NAME, nlen, &name))
+	if (start > end || end > p->code_size || blob_name(b, len, o + RI_NAME, nlen, &name))
 		return -EPROTO;
 	if (len - o < (size_t)RI_SIZE + nlen)
 		return -EPROTO;
-	if (map && add_range(map, base, b + o, name, nlen - 1u, gen))
+	if (p->map && add_range(p, b + o, name, nlen - 1u))
 		return -ENOMEM;
+	p->unsorted = false;
 	o += RI_SIZE + nlen;
 	if (nlines > (len - o) / (LI_SIZE + 1))
 		return -EPROTO;
@@ -186,8 +265,12 @@ static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t 
 		flen = get(b + o + 8, 2);
 		if (blob_name(b, len, o + LI_FILE, flen, &file) || len - o < (size_t)LI_SIZE + flen)
 			return -EPROTO;
+		if (p->map && add_line(p, b + o, file, flen - 1u))
+			return -ENOMEM;
 		o += LI_SIZE + flen;
 	}
+	if (p->map)
+		p->map->stats.lines += p->map->ranges[p->map->nranges - 1].nlines;
 	*off = o;
 	return 0;
 }
@@ -196,20 +279,23 @@ static int parse_range(struct jitmap *map, const uint8_t *b, size_t len, size_t 
 static int parse_module(struct jitmap *map, const uint8_t *b, size_t len, uint64_t entry,
 			uint32_t gen)
 {
-	uint64_t base = get(b + 8, 8);
-	uint32_t nranges = get(b + 16, 4), code_size = get(b + 20, 4);
+	struct parse p = {.map = map, .b = b, .len = len, .gen = gen};
+	uint32_t nranges = get(b + 16, 4);
 	uint16_t nlen = get(b + 24, 2);
 	size_t off = DI_SIZE + (size_t)nlen;
 	struct jit_module_info *mi;
 	const char *name;
 	int err;
 
+	p.base = get(b + 8, 8);
+	p.code_size = get(b + 20, 4);
+	p.files0 = map ? (uint32_t)map->nfiles : 0;
 	if (blob_name(b, len, DI_MOD_NAME, nlen, &name) || off > len)
 		return -EPROTO;
-	if (base > UINT64_MAX - code_size || nranges > (len - off) / (RI_SIZE + 1))
+	if (p.base > UINT64_MAX - p.code_size || nranges > (len - off) / (RI_SIZE + 1))
 		return -EPROTO;
 	for (uint32_t i = 0; i < nranges; i++) {
-		err = parse_range(map, b, len, &off, base, code_size, gen);
+		err = parse_range(&p, &off);
 		if (err)
 			return err;
 	}
@@ -223,10 +309,12 @@ static int parse_module(struct jitmap *map, const uint8_t *b, size_t len, uint64
 	mi->name = str_dup(map, name, nlen - 1u);
 	if (!mi->name)
 		return -ENOMEM;
-	mi->base = base;
-	mi->code_size = code_size;
+	mi->base = p.base;
+	mi->code_size = p.code_size;
 	mi->nranges = nranges;
 	mi->entry_addr = entry;
+	mi->files = p.files0;
+	mi->nfiles = (uint32_t)map->nfiles - p.files0;
 	map->nmods++;
 	map->stats.modules++;
 	return 0;
@@ -255,13 +343,15 @@ int jitmap__add_symfile(struct jitmap *map, const uint8_t *blob, size_t len, uin
 			uint32_t generation)
 {
 	struct jitmap_stats saved_stats;
-	size_t saved;
+	size_t saved, saved_lines, saved_files;
 	uint32_t header;
 	int err;
 
 	if (!map || !blob)
 		return -EINVAL;
 	saved = map->nranges;
+	saved_lines = map->nlines;
+	saved_files = map->nfiles;
 	saved_stats = map->stats;
 	if (len < DI_SIZE)
 		return -EPROTO;
@@ -280,6 +370,8 @@ int jitmap__add_symfile(struct jitmap *map, const uint8_t *blob, size_t len, uin
 	err = parse_module(map, blob, len, entry_addr, generation);
 	if (err) {
 		map->nranges = saved;
+		map->nlines = saved_lines;
+		map->nfiles = saved_files;
 		map->stats = saved_stats;
 	}
 	return err;
@@ -546,6 +638,54 @@ const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)
 	return &map->ranges[map->segs[lo - 1].range];
 }
 
+bool jitmap__line(const struct jitmap *map, const struct jit_range *r, uint64_t addr,
+		  const char **file, uint32_t *line)
+{
+	const struct jit_module_info *mi = map && r ? jitmap__module(map, r->module) : NULL;
+	const struct jit_line *l;
+	size_t lo = 0, hi;
+	uint64_t off;
+
+	if (!mi || r < map->ranges || r >= map->ranges + map->nranges) /* not a range of map */
+		return false;
+	/* A pc in a function's prologue (its breakpoint area) is that function, as in
+	 * jitmap__frame_name; ERTS gives it the function's first line. The body follows it. */
+	if (!r->nlines && addr >= r->start && addr < r->end) {
+		const struct jit_range *body = jitmap__lookup(map, r->end);
+		char a[1024], b[1024];
+
+		if (body && body != r && body->start == r->end && body->module == r->module &&
+		    body->nlines && jitmap__frame_name(r, a, sizeof(a)) &&
+		    jitmap__frame_name(body, b, sizeof(b)) && strcmp(a, b) == 0 &&
+		    strcmp(body->name, b) == 0 && body->lines < map->nlines) {
+			r = body;
+			addr = mi->base + map->lines[body->lines].off;
+			if (addr < r->start)
+				addr = r->start;
+		}
+	}
+	if (!r->nlines || addr < r->start || addr >= r->end || addr < mi->base ||
+	    r->lines > map->nlines || r->nlines > map->nlines - r->lines)
+		return false;
+	off = addr - mi->base;
+	l = map->lines + r->lines;
+	hi = r->nlines;
+	while (lo < hi) { /* the first line starting after off */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || !(l[lo - 1].loc & LOC_LINE_MAX) || (l[lo - 1].loc >> 24) >= mi->nfiles ||
+	    mi->files + (l[lo - 1].loc >> 24) >= map->nfiles)
+		return false;
+	*file = map->files[mi->files + (l[lo - 1].loc >> 24)];
+	*line = l[lo - 1].loc & LOC_LINE_MAX;
+	return true;
+}
+
 const struct jit_range *jitmap__find(const struct jitmap *map, const char *name)
 {
 	const struct jit_range *best = NULL;
@@ -597,6 +737,8 @@ void jitmap__free(struct jitmap *map)
 		map->strings = next;
 	}
 	free(map->segs);
+	free(map->files);
+	free(map->lines);
 	free(map->mods);
 	free(map->ranges);
 	free(map);

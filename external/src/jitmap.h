@@ -1,7 +1,8 @@
 /* The GDB JIT interface of the BEAM JIT (reference §3.2): find __jit_debug_descriptor, walk its
  * entry list with bounded, failure-tolerant reads, parse each custom (non-ELF) symfile, and answer
- * "which Erlang function is at this code address". Does not own: reading memory (mem.h), or finding
- * the descriptor by symbol (the caller passes the address, or asks jitmap__scan for one). */
+ * "which Erlang function, and which source line, is at this code address". Does not own: reading
+ * memory (mem.h), or finding the descriptor by symbol (the caller passes the address, or asks
+ * jitmap__scan for one). */
 #ifndef XP_JITMAP_H
 #define XP_JITMAP_H
 
@@ -25,14 +26,16 @@ struct jit_range {
 	uint64_t start, end; /* absolute addresses, [start, end) */
 	const char *name; /* "mod:fun/2", "global::garbage_collect", "mod:f/1-CodeInfoPrologue" */
 	uint32_t module;  /* index into jitmap modules */
-	uint32_t generation; /* position in the list: 0 = newest entry */
+	uint32_t generation;	/* position in the list: 0 = newest entry */
+	uint32_t lines, nlines; /* its line table, private to jitmap: see jitmap__line */
 };
 
 struct jit_module_info {
 	const char *name; /* "lists", "global", or "" for the emulator entry */
 	uint64_t base, code_size;
 	uint32_t nranges;
-	uint64_t entry_addr; /* the jit_code_entry this came from */
+	uint64_t entry_addr;	/* the jit_code_entry this came from */
+	uint32_t files, nfiles; /* its source file names, private to jitmap */
 };
 
 struct jitmap_stats {
@@ -41,6 +44,7 @@ struct jitmap_stats {
 	uint64_t emulator;  /* emulator entries (header 0) */
 	uint64_t functions; /* ranges that are Erlang functions (not prologues / header / footer) */
 	uint64_t ranges;    /* all ranges */
+	uint64_t lines;	    /* line_info records kept (jitmap__line) */
 	uint64_t bad_entries;  /* entries skipped: unreadable or unparseable */
 	uint64_t chain_broken; /* 1 when the walk stopped early: bad link, cycle, too many */
 	int32_t frame_layout;  /* from the emulator entry, -1 when none */
@@ -73,6 +77,13 @@ bool jitmap__frame_name(const struct jit_range *r, char *buf, size_t len);
 
 /* The newest range containing addr, or NULL. */
 const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr);
+/* The source line of addr in range r (a range of map): the last line_info of r starting at or
+ * before addr, as ERTS finds a stack trace's {file, line} (beam_ranges.c lookup_loc). For a return
+ * address pass ra - 1, as ERTS does, so that the line is the call's. False when unknown: no line
+ * table (shared fragments, prologues, header, footer, code compiled without line info), or addr
+ * outside r. *file is the name OTP stores, as given to the compiler ("lists.erl", or a path). */
+bool jitmap__line(const struct jitmap *map, const struct jit_range *r, uint64_t addr,
+		  const char **file, uint32_t *line);
 /* The newest range named exactly name ("lists:reverse/2", "global::garbage_collect"), or NULL. */
 const struct jit_range *jitmap__find(const struct jitmap *map, const char *name);
 

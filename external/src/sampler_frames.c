@@ -50,12 +50,29 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
 	return false;
 }
 
-static int jit_frame(struct sampler *s, const struct jit_range *r, uint32_t *id)
+/* A JIT frame's aggregate id. With --lines an Erlang function's name carries the source line of
+ * pc, "mod:fun/2 (mod.erl:12)", so each line is a frame of its own; fragments (global::...),
+ * prologues and code without a line table keep the bare name. */
+static int jit_frame(struct sampler *s, const struct jit_range *r, uint64_t pc, uint32_t *id)
 {
 	char name[1024];
 	bool erlang = jitmap__frame_name(r, name, sizeof(name));
+	const char *file;
+	uint32_t line;
 
+	if (erlang && s->opts.lines && jitmap__line(s->t->jit, r, pc, &file, &line)) {
+		size_t n = strlen(name);
+
+		snprintf(name + n, sizeof(name) - n, " (%s:%u)", file, line);
+	}
 	return agg__frame(s->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
+}
+
+/* Where the leaf frame is: the sampled pc in JIT code; for a sample in native code, the call
+ * into it (the return address by which the unwind reached JIT code, less one). */
+static uint64_t leaf_pc(const struct sample_record *rec, const struct unwind_result *ur)
+{
+	return ur ? ur->jit_pc - 1 : rec->ps->ip;
 }
 
 /* The aggregate's frame id of a native frame; names are cached by pc, as resolving one through
@@ -143,7 +160,7 @@ void sampler_frames__label(struct sampler *s, struct sample_record *rec,
 								   : labels[sch->type];
 	if (intern_label(s, label, &group))
 		return;
-	if (leaf && !s->opts.only_erlang && jit_frame(s, leaf, &id) == 0)
+	if (leaf && !s->opts.only_erlang && jit_frame(s, leaf, leaf_pc(rec, ur), &id) == 0)
 		s->frames[n++] = id;
 	nerlang = n;
 	if (ur)
@@ -168,11 +185,12 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 	    agg__frame(s->agg, "[Erlang callers unknown: stack read too late]", FRAME_LABEL, &id) ==
 		0)
 		s->frames[n++] = id;
+	/* A caller's line is its call's: ra - 1, as ERTS does for stack traces (beam_common.c). */
 	for (i = er->nframes; i-- > 0 && n < MAX_FRAMES;) {
-		if (jit_frame(s, er->frames[i].fn, &id) == 0)
+		if (jit_frame(s, er->frames[i].fn, er->frames[i].ra - 1, &id) == 0)
 			s->frames[n++] = id;
 	}
-	if (leaf && n < MAX_FRAMES && jit_frame(s, leaf, &id) == 0 &&
+	if (leaf && n < MAX_FRAMES && jit_frame(s, leaf, leaf_pc(rec, ur), &id) == 0 &&
 	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
 		s->frames[n++] = id;
 	if (unnamed && !s->opts.only_erlang && n < MAX_FRAMES &&

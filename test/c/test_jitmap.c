@@ -17,6 +17,9 @@
 #include "check.h"
 #include "jitmap.h"
 
+#define SYMFILE_CAP 8192 /* the 255-file test needs more than the default */
+#include "symfile.h"
+
 #define NORMAL_EXIT_25 0x7f8730200c30ull /* from jit_otp25_emulator.bin */
 
 struct blob {
@@ -160,7 +163,7 @@ static bool map_sane(const struct jitmap *map)
 static void test_garbage(struct blob *fx, size_t nfx)
 {
 	uint64_t seed = 0x5eed5eed12345678ull;
-	unsigned parsed = 0, insane = 0, odd_rc = 0;
+	unsigned parsed = 0, insane = 0, odd_rc = 0, bad_line = 0;
 
 	for (unsigned iter = 0; iter < 20000; iter++) {
 		const struct blob *src = &fx[iter % nfx];
@@ -186,12 +189,23 @@ static void test_garbage(struct blob *fx, size_t nfx)
 		odd_rc += rc != 0 && rc != -EPROTO;
 		insane += !map_sane(map);
 		jitmap__lookup(map, xorshift(&seed));
+		for (size_t k = 0; k < jitmap__range_count(map); k++) {
+			const struct jit_range *r = jitmap__range(map, k);
+			const char *file;
+			uint32_t line;
+
+			if (jitmap__line(map, r,
+					 r->start + xorshift(&seed) % (r->end - r->start + 1),
+					 &file, &line))
+				bad_line += !line || !file || strlen(file) > 0xffff;
+		}
 		jitmap__free(map);
 		free(b);
 	}
 	printf("INFO garbage: %u of 20000 blobs parsed\n", parsed);
 	CHECK_INT("garbage: only 0 or -EPROTO", 0, odd_rc);
 	CHECK_INT("garbage: parsed maps are sane", 0, insane);
+	CHECK_INT("garbage: lines found are sane", 0, bad_line);
 }
 
 /* Targeted corruptions of the logger_sup fixture, each of which must be refused. */
@@ -233,6 +247,188 @@ static void test_corrupt(const struct blob *fx)
 	CHECK_INT("corrupt: only the pristine copy added", 10, jitmap__stats(map)->ranges);
 	jitmap__free(map);
 	free(b);
+}
+
+/* ---- line tables ------------------------------------------------------------------------------
+ */
+
+/* "file:line" of addr in the range covering it, or "-" when the line is unknown. */
+static const char *line_at(const struct jitmap *map, uint64_t addr)
+{
+	static char buf[256];
+	const char *file;
+	uint32_t line;
+
+	if (!jitmap__line(map, jitmap__lookup(map, addr), addr, &file, &line))
+		return "-";
+	snprintf(buf, sizeof(buf), "%s:%u", file, line);
+	return buf;
+}
+
+/* The logger_sup fixture (OTP 25) carries 4 line_infos: start_link/0 {0xde: 36, 0x14b: 43},
+ * init/1 {0x14b: 43, 0x1a8: 53}; the first of each is the function head's, before its body. */
+static void test_lines_fixture(const struct blob *fx)
+{
+	struct jitmap *map = NULL, *other = NULL;
+	const struct jit_range *r;
+	const char *f1 = NULL, *f2 = NULL;
+	uint64_t base;
+	uint32_t line;
+
+	jitmap__new(&map);
+	CHECK_INT("lines: add logger_sup", 0,
+		  jitmap__add_symfile(map, fx[0].data, fx[0].len, 0, 0));
+	CHECK_INT("lines: add global", 0, jitmap__add_symfile(map, fx[3].data, fx[3].len, 0, 1));
+	jitmap__finish(map);
+	base = jitmap__module(map, 0)->base;
+	CHECK_INT("lines: stats", 4, jitmap__stats(map)->lines);
+	CHECK_INT("lines: one file in logger_sup", 1, jitmap__module(map, 0)->nfiles);
+	CHECK_STR("lines: start_link/0 body start", "logger_sup.erl:36",
+		  line_at(map, base + 0x110));
+	CHECK_STR("lines: start_link/0 before 0x14b", "logger_sup.erl:36",
+		  line_at(map, base + 0x14a));
+	CHECK_STR("lines: start_link/0 at 0x14b", "logger_sup.erl:43", line_at(map, base + 0x14b));
+	CHECK_STR("lines: init/1 body start", "logger_sup.erl:43", line_at(map, base + 0x180));
+	CHECK_STR("lines: init/1 before 0x1a8", "logger_sup.erl:43", line_at(map, base + 0x1a7));
+	CHECK_STR("lines: init/1 at 0x1a8", "logger_sup.erl:53", line_at(map, base + 0x1a8));
+	CHECK_STR("lines: init/1 last byte", "logger_sup.erl:53", line_at(map, base + 0x24f));
+	/* A prologue pc is its function's (jitmap__frame_name), at the function's first line. */
+	CHECK_STR("lines: init/1 prologue", "logger_sup.erl:43", line_at(map, base + 0x150));
+	CHECK_STR("lines: module_info/0 (none)", "-", line_at(map, base + 0x280));
+	CHECK_STR("lines: header", "-", line_at(map, base + 0x10));
+	CHECK_STR("lines: footer", "-", line_at(map, base + 0x400));
+	CHECK_STR("lines: fragment", "-", line_at(map, 0x7f87301ff810));
+	r = jitmap__find(map, "logger_sup:init/1");
+	CHECK("lines: init/1 outside its range", !jitmap__line(map, r, base + 0x250, &f1, &line));
+	CHECK("lines: init/1 below its range", !jitmap__line(map, r, base + 0x17f, &f1, &line));
+	CHECK("lines: NULL range", !jitmap__line(map, NULL, base + 0x180, &f1, &line));
+	CHECK("lines: NULL map", !jitmap__line(NULL, r, base + 0x180, &f1, &line));
+	jitmap__line(map, r, base + 0x180, &f1, &line);
+	jitmap__line(map, jitmap__find(map, "logger_sup:start_link/0"), base + 0x110, &f2, &line);
+	CHECK("lines: file names interned per module", f1 && f1 == f2);
+	/* A range of another map is refused, not read through this map's tables. */
+	jitmap__new(&other);
+	jitmap__finish(other);
+	CHECK("lines: range of another map", !jitmap__line(other, r, base + 0x180, &f1, &line));
+	jitmap__free(other);
+	jitmap__free(map);
+}
+
+#define LBASE 0x40000ull
+
+/* Synthetic tables: heads before the body, an included file, a "no line" entry, equal starts,
+ * an out-of-order table (dropped), lines ERTS cannot write, and a newer load of the module. */
+static void test_lines_synthetic(void)
+{
+	static const struct symfile_line f_lines[] = {{0x30, 10, "m.erl"}, {0x60, 12, "m.erl"},
+						      {0x80, 0, "m.erl"},  {0x90, 14, "inc/m.hrl"},
+						      {0xa0, 16, "m.erl"}, {0xa0, 17, "m.erl"}};
+	static const struct symfile_line g_lines[] = {{0x150, 20, "m.erl"}, {0x120, 21, "m.erl"}};
+	static const struct symfile_line h_lines[] = {{0x200, 1u << 24, "m.erl"},
+						      {0x250, 30, "m.erl"}};
+	static const struct symfile_line new_lines[] = {{0x40, 99, "m2.erl"}};
+	static const struct symfile_range rs[] = {
+	    {0, 0x40, "m::codeHeader"},
+	    {0x40, 0x100, "m:f/1"},
+	    {0x100, 0x200, "m:g/0"},
+	    {0x200, 0x300, "m:h/0"},
+	};
+	static const struct symfile_lines ls[] = {
+	    {NULL, 0}, {f_lines, 6}, {g_lines, 2}, {h_lines, 2}};
+	static const struct symfile_range rs_new[] = {{0x40, 0x100, "m:f/1"}};
+	static const struct symfile_lines ls_new[] = {{new_lines, 1}};
+	static uint8_t b[SYMFILE_CAP];
+	struct jitmap *map = NULL;
+	size_t n;
+
+	jitmap__new(&map);
+	n = symfile_build_lines(b, "m", LBASE, 0x300, rs, ls, 4);
+	CHECK_INT("lines syn: add", 0, jitmap__add_symfile(map, b, n, 0, 1));
+	jitmap__finish(map);
+	CHECK_INT("lines syn: kept (the unordered table dropped)", 8, jitmap__stats(map)->lines);
+	CHECK_INT("lines syn: files", 2, jitmap__module(map, 0)->nfiles);
+	CHECK_STR("lines syn: head line before the body", "m.erl:10", line_at(map, LBASE + 0x40));
+	CHECK_STR("lines syn: 0x5f", "m.erl:10", line_at(map, LBASE + 0x5f));
+	CHECK_STR("lines syn: 0x60", "m.erl:12", line_at(map, LBASE + 0x60));
+	CHECK_STR("lines syn: line 0 is no line", "-", line_at(map, LBASE + 0x80));
+	CHECK_STR("lines syn: line 0 until the next", "-", line_at(map, LBASE + 0x8f));
+	CHECK_STR("lines syn: included file", "inc/m.hrl:14", line_at(map, LBASE + 0x90));
+	CHECK_STR("lines syn: equal starts: the last", "m.erl:17", line_at(map, LBASE + 0xa0));
+	CHECK_STR("lines syn: last byte", "m.erl:17", line_at(map, LBASE + 0xff));
+	CHECK_STR("lines syn: unordered table dropped", "-", line_at(map, LBASE + 0x160));
+	CHECK_STR("lines syn: line beyond 24 bits", "-", line_at(map, LBASE + 0x210));
+	CHECK_STR("lines syn: after it", "m.erl:30", line_at(map, LBASE + 0x250));
+	CHECK_STR("lines syn: header", "-", line_at(map, LBASE + 0x10));
+	jitmap__free(map);
+
+	/* A newer load at the same place (generation 0): its range, its lines. */
+	jitmap__new(&map);
+	n = symfile_build_lines(b, "m", LBASE, 0x300, rs, ls, 4);
+	jitmap__add_symfile(map, b, n, 0, 1);
+	n = symfile_build_lines(b, "m", LBASE, 0x100, rs_new, ls_new, 1);
+	CHECK_INT("lines syn: add newer", 0, jitmap__add_symfile(map, b, n, 0, 0));
+	jitmap__finish(map);
+	CHECK_STR("lines syn: newest load's line", "m2.erl:99", line_at(map, LBASE + 0x60));
+	CHECK_STR("lines syn: older load elsewhere", "m.erl:30", line_at(map, LBASE + 0x250));
+	jitmap__free(map);
+}
+
+/* ERTS packs a file index in 8 bits: a module naming more files keeps the first 255. */
+static void test_lines_many_files(void)
+{
+	static struct symfile_line ls[300];
+	static char names[300][8];
+	static uint8_t b[SYMFILE_CAP];
+	struct symfile_range r = {0, 300 * 4, "m:f/0"};
+	struct symfile_lines l = {ls, 300};
+	struct jitmap *map = NULL;
+	size_t n;
+
+	for (uint32_t i = 0; i < 300; i++) {
+		snprintf(names[i], sizeof(names[i]), "%u", i);
+		ls[i] = (struct symfile_line){i * 4, i + 1, names[i]};
+	}
+	jitmap__new(&map);
+	n = symfile_build_lines(b, "m", LBASE, 300 * 4, &r, &l, 1);
+	CHECK("lines files: built", n > 0);
+	CHECK_INT("lines files: add", 0, jitmap__add_symfile(map, b, n, 0, 0));
+	jitmap__finish(map);
+	CHECK_INT("lines files: table capped", 255, jitmap__module(map, 0)->nfiles);
+	CHECK_STR("lines files: first", "0:1", line_at(map, LBASE));
+	CHECK_STR("lines files: 255th", "254:255", line_at(map, LBASE + 254 * 4 + 3));
+	CHECK_STR("lines files: 256th has no line", "-", line_at(map, LBASE + 255 * 4));
+	CHECK_STR("lines files: last has no line", "-", line_at(map, LBASE + 299 * 4));
+	jitmap__free(map);
+}
+
+/* A line_info whose file is not NUL-terminated where its length says: the whole blob is refused
+ * and leaves no line behind. */
+static void test_lines_malformed(void)
+{
+	static const struct symfile_line ls[] = {{0x40, 5, "m.erl"}, {0x50, 6, "m.erl"}};
+	static const struct symfile_range rs[] = {{0x40, 0x100, "m:f/1"}};
+	static const struct symfile_lines l = {ls, 2};
+	static uint8_t b[SYMFILE_CAP];
+	struct jitmap *map = NULL;
+	size_t n = symfile_build_lines(b, "m", LBASE, 0x100, rs, &l, 1);
+	size_t li2 = n - (12 + 6); /* the second line_info */
+
+	jitmap__new(&map);
+	b[li2 + 10 + 5] = 'x'; /* its file's NUL */
+	CHECK_INT("lines malformed: unterminated file", -EPROTO,
+		  jitmap__add_symfile(map, b, n, 0, 0));
+	b[li2 + 10 + 5] = '\0';
+	memcpy(b + li2 + 8, &(uint16_t){0}, 2);
+	CHECK_INT("lines malformed: file_length 0", -EPROTO, jitmap__add_symfile(map, b, n, 0, 0));
+	memcpy(b + li2 + 8, &(uint16_t){0xffff}, 2);
+	CHECK_INT("lines malformed: file_length past the end", -EPROTO,
+		  jitmap__add_symfile(map, b, n, 0, 0));
+	CHECK_INT("lines malformed: nothing kept", 0, jitmap__stats(map)->lines);
+	memcpy(b + li2 + 8, &(uint16_t){6}, 2);
+	CHECK_INT("lines malformed: repaired", 0, jitmap__add_symfile(map, b, n, 0, 0));
+	jitmap__finish(map);
+	CHECK_STR("lines malformed: repaired lookup", "m.erl:6", line_at(map, LBASE + 0x50));
+	jitmap__free(map);
 }
 
 /* ---- synthetic chains through the snapshot backend ------------------------------------------ */
@@ -656,6 +852,26 @@ cleanup:
 	return err;
 }
 
+/* Every OTP writes line tables: lists:nth/2 has lines from "lists.erl" (OTP's own modules are
+ * compiled with the file's base name, as their stack traces show). */
+static void live_check_lines(const char *label, const struct jitmap *map)
+{
+	const struct jit_range *r = jitmap__find(map, "lists:nth/2");
+	const char *file = NULL;
+	uint32_t line = 0;
+	char name[128];
+
+	printf("INFO %s: %" PRIu64 " line_infos kept\n", label, jitmap__stats(map)->lines);
+	snprintf(name, sizeof(name), "%s line tables", label);
+	CHECK(name, jitmap__stats(map)->lines > 1000);
+	snprintf(name, sizeof(name), "%s lists:nth/2 has a line", label);
+	if (!CHECK(name, r && jitmap__line(map, r, r->end - 1, &file, &line)))
+		return;
+	printf("INFO %s: lists:nth/2 last byte at %s:%u\n", label, file, line);
+	snprintf(name, sizeof(name), "%s lists:nth/2 file", label);
+	CHECK_STR(name, "lists.erl", file);
+}
+
 static void live_check_map(const char *label, const struct jitmap *map, double ms)
 {
 	const struct jitmap_stats *s = jitmap__stats(map);
@@ -681,6 +897,7 @@ static void live_check_map(const char *label, const struct jitmap *map, double m
 	CHECK_STR(name, "lists:reverse/2", name_at(map, r->end - 1));
 	snprintf(name, sizeof(name), "%s lookup global::garbage_collect", label);
 	CHECK(name, jitmap__find(map, "global::garbage_collect") != NULL);
+	live_check_lines(label, map);
 }
 
 static void live_vm(struct vm *vm)
@@ -779,6 +996,10 @@ int main(void)
 	test_truncated(fx, 4);
 	test_garbage(fx, 4);
 	test_corrupt(&fx[0]);
+	test_lines_fixture(fx);
+	test_lines_synthetic();
+	test_lines_many_files();
+	test_lines_malformed();
 	test_chain(fx);
 	test_overlap(fx);
 	test_scan(fx);
