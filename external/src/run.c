@@ -79,11 +79,11 @@ int run__sample(struct run_ctx *ctx)
 	double start, last_tick, last_progress, last_exists;
 	int rc;
 
+	if (!ctx->opts.keep_priority)
+		raise_priority(ctx->t->pid);
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;
-	if (!ctx->opts.keep_priority)
-		raise_priority(ctx->t->pid);
 	fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n", sampler__nthreads(s),
 		ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
 		ctx->opts.freq_hz,
