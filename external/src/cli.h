@@ -35,6 +35,7 @@ struct cli_opts {
 	enum cli_format format;
 	unsigned limit;	       /* top, blame, sched: rows */
 	bool skid_summary;     /* top, record, blame */
+	bool keep_priority;    /* sampling commands: do not raise the sampler's priority */
 	bool lines;	       /* record, top, blame: file:line in Erlang frame names */
 	bool all;	       /* pstack: every process */
 	bool stacks;	       /* blame: whole Erlang stacks */

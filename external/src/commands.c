@@ -22,7 +22,8 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .lines = o->lines,
 				    .erlang_pid = o->erlang_pid,
 				    .name = o->name,
-				    .skid = o->skid_summary};
+				    .skid = o->skid_summary,
+				    .keep_priority = o->keep_priority};
 }
 
 static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid, char *err,

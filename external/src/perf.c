@@ -1,5 +1,7 @@
 /* perf_event_open sampling of chosen threads of another process: one event per thread, one mmap
  * ring buffer per event, drained with the data_head/data_tail protocol into struct perf_sample.
+ * The fds sit in one epoll set: with wakeup_events set, a wait returns as soon as a sample is
+ * written, whatever the number of threads.
  * Owns the fds, the mappings, the record parser and the counters. Does not own: choosing the
  * threads (proc.c) or what a sample means (unwinding, Erlang stacks). Never ptraces, signals or
  * writes the target: the kernel does all the reading. */
@@ -9,10 +11,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/perf_event.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -24,6 +26,7 @@
 #define PERF_MAX_STACK	   65528u /* the kernel wants sample_stack_user < USHRT_MAX, 8-aligned */
 #define PERF_MAX_RECORD	   65536u /* perf_event_header.size is a u16 */
 #define PERF_SAMPLE_FIXED  512u	  /* a sample without its stack copy: ids, 17 registers, sizes */
+#define PERF_EPOLL_BATCH   64
 
 #define PERF_SAMPLE_LAYOUT                                                                         \
 	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |                   \
@@ -48,12 +51,13 @@ struct perf_thread {
 	int fd;
 	uint8_t *map; /* the metadata page, then 2^n data pages */
 	size_t map_len;
+	bool hung_up; /* the thread exited: drop it once its ring is drained */
 };
 
 struct perf_session {
 	struct perf_opts opts;
 	struct perf_thread *threads;
-	struct pollfd *pfds; /* parallel to threads, same capacity */
+	int epfd; /* every thread's fd, data.u64 = its tid */
 	size_t n, cap;
 	size_t page_size;
 	uint64_t regs_mask;
@@ -199,6 +203,7 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 	a.sample_type = PERF_SAMPLE_LAYOUT;
 	a.sample_regs_user = s->regs_mask;
 	a.sample_stack_user = s->opts.stack_bytes;
+	a.wakeup_events = s->opts.wakeup_events;
 	a.disabled = 1;	      /* enabled once its ring buffer exists */
 	a.exclude_kernel = 1; /* what perf_event_paranoid 2 allows without CAP_PERFMON */
 	a.exclude_hv = 1;
@@ -230,7 +235,6 @@ static int perf__raise_nofile(void)
 static int session__reserve(struct perf_session *s)
 {
 	struct perf_thread *t;
-	struct pollfd *p;
 	size_t cap;
 
 	if (s->n < s->cap)
@@ -240,10 +244,6 @@ static int session__reserve(struct perf_session *s)
 	if (!t)
 		return -ENOMEM;
 	s->threads = t;
-	p = realloc(s->pfds, cap * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	s->pfds = p;
 	s->cap = cap;
 	return 0;
 }
@@ -252,6 +252,7 @@ static int session__reserve(struct perf_session *s)
 static int session__attach(struct perf_session *s, pid_t tid)
 {
 	struct perf_thread t = {.tid = tid, .fd = -1, .map = MAP_FAILED};
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)tid};
 	int err;
 
 	for (size_t i = 0; i < s->n; i++) {
@@ -272,8 +273,13 @@ static int session__attach(struct perf_session *s, pid_t tid)
 		err = -errno;
 		goto cleanup;
 	}
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, t.fd, &ev)) {
+		err = -errno;
+		goto cleanup;
+	}
 	if (ioctl(t.fd, PERF_EVENT_IOC_ENABLE, 0)) {
 		err = -errno;
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t.fd, NULL);
 		goto cleanup;
 	}
 	s->threads[s->n++] = t;
@@ -312,6 +318,12 @@ int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntid
 		return -ENOMEM;
 	s->page_size = (size_t)page;
 	s->regs_mask = perf__regs_mask();
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0) {
+		err = -errno;
+		free(s);
+		return err;
+	}
 	err = perf__check_opts(opts, s->page_size, &s->opts);
 	if (err)
 		goto cleanup;
@@ -412,41 +424,54 @@ static int session__drain(struct perf_session *s, struct perf_thread *t, perf_sa
 	return delivered;
 }
 
-static void perf_thread__close(struct perf_thread *t)
+static void perf_thread__close(struct perf_session *s, struct perf_thread *t)
 {
+	if (t->fd >= 0)
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t->fd, NULL);
 	if (t->map && t->map != MAP_FAILED)
 		munmap(t->map, t->map_len);
 	if (t->fd >= 0)
 		close(t->fd);
 }
 
-/* Drop thread i (its fd reported hang-up: the thread exited). Keeps pfds parallel. */
+/* Drop thread i (its fd reported hang-up: the thread exited). */
 static void session__drop(struct perf_session *s, size_t i)
 {
-	perf_thread__close(&s->threads[i]);
+	perf_thread__close(s, &s->threads[i]);
 	s->n--;
 	s->threads[i] = s->threads[s->n];
-	s->pfds[i] = s->pfds[s->n];
 	s->stats.threads_gone++;
+}
+
+static void session__mark_hung_up(struct perf_session *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->threads[i].tid == tid)
+			s->threads[i].hung_up = true;
+	}
 }
 
 int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn, void *ctx)
 {
+	struct epoll_event ev[PERF_EPOLL_BATCH];
 	int rc, delivered = 0;
 
 	if (!s || !fn)
 		return -EINVAL;
-	for (size_t i = 0; i < s->n; i++)
-		s->pfds[i] = (struct pollfd){.fd = s->threads[i].fd, .events = POLLIN};
-	rc = poll(s->pfds, s->n, timeout_ms);
+	rc = epoll_wait(s->epfd, ev, PERF_EPOLL_BATCH, timeout_ms);
 	if (rc < 0 && errno != EINTR)
 		return -errno;
+	for (int k = 0; k < rc; k++) {
+		if (ev[k].events & (EPOLLHUP | EPOLLERR))
+			session__mark_hung_up(s, (pid_t)ev[k].data.u64);
+	}
+	/* Every ring, not just the ready ones: reading a data_head costs nothing. */
 	for (size_t i = 0; i < s->n;) {
 		int d = session__drain(s, &s->threads[i], fn, ctx);
 
 		delivered = d > INT_MAX - delivered ? INT_MAX : delivered + d;
 		/* Drained first: an exited thread's last samples are still in its buffer. */
-		if (rc > 0 && (s->pfds[i].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+		if (s->threads[i].hung_up) {
 			session__drop(s, i);
 			continue;
 		}
@@ -470,8 +495,9 @@ void perf_session__free(struct perf_session *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->n; i++)
-		perf_thread__close(&s->threads[i]);
-	free(s->pfds);
+		perf_thread__close(s, &s->threads[i]);
+	if (s->epfd >= 0)
+		close(s->epfd);
 	free(s->threads);
 	free(s);
 }

@@ -39,6 +39,8 @@ struct perf_opts {
 	uint32_t freq_hz;     /* samples per second per thread, e.g. 997 */
 	uint32_t stack_bytes; /* user stack copied per sample (<= 65528, multiple of 8) */
 	uint32_t mmap_pages;  /* ring buffer data pages per thread, a power of two */
+	uint32_t
+	    wakeup_events; /* wake a waiting poll every N samples; 0: when the ring is half full */
 };
 
 struct perf_sample {

@@ -3,16 +3,15 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "run.h"
 
-/* A sample in native code (a BIF, a NIF, GC) finds its process's Erlang stack live: the later
- * it is read, the likelier the process has returned and its stack shows the next call. On a
- * quiet machine 1 ms and 2 ms gave the same long-BIF ground truth (e2e.record.*.bif, within
- * 1 point); on a loaded one, at 2 ms, it once came out 4 points low. A wake-up per millisecond
- * costs about 0.5% of a core: accuracy first. */
-#define RUN_POLL_MS 1
+/* The sampler is woken by every sample (perf wakeup_events), so this timeout only bounds how
+ * late a duration end, a progress line or a refresh can be; an idle VM costs a wake-up per
+ * RUN_POLL_MS, not one per millisecond. */
+#define RUN_POLL_MS 50
 
 static double now_s(void)
 {
@@ -41,12 +40,47 @@ static void progress_line(const struct sampler_stats *st, double elapsed)
 	fflush(stderr);
 }
 
+/* A sample taken in native code has its process's state read when the sampler wakes for it.
+ * Ranked RUN_NICE_AHEAD nice levels above the VM, the sampler gets a CPU as the kernel wakes it,
+ * not when a busy scheduler thread's time slice ends: on 2 busy cores the read delay's p90 went
+ * from about 1 ms to 0.1 ms. It still runs only when a sample arrives, so its CPU time is the
+ * same. Without CAP_SYS_NICE the priority stays as it was. */
+#define RUN_NICE_AHEAD 5
+
+static void raise_priority(pid_t vm)
+{
+	int vm_nice, mine, want;
+
+	errno = 0;
+	vm_nice = getpriority(PRIO_PROCESS, (id_t)vm);
+	if (errno)
+		return;
+	mine = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		return;
+	want = vm_nice - RUN_NICE_AHEAD < -20 ? -20 : vm_nice - RUN_NICE_AHEAD;
+	if (want < mine)
+		(void)setpriority(PRIO_PROCESS, 0, want);
+}
+
+/* RUN_POLL_MS, or less when the run ends sooner. */
+static int poll_ms(const struct sampler_opts *o, double elapsed)
+{
+	double left = o->duration_s - elapsed;
+
+	if (o->duration_s <= 0 || left * 1000.0 >= RUN_POLL_MS)
+		return RUN_POLL_MS;
+	return left > 0 ? 1 + (int)(left * 1000.0) : 0;
+}
+
 int run__sample(struct run_ctx *ctx)
 {
 	struct sampler *s = NULL;
 	double start, last_tick, last_progress, last_exists;
 	int rc;
 
+	if (!ctx->opts.keep_priority)
+		raise_priority(ctx->t->pid);
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;
@@ -62,12 +96,9 @@ int run__sample(struct run_ctx *ctx)
 		st->elapsed_s = now - start;
 		if (ctx->opts.duration_s > 0 && now - start >= ctx->opts.duration_s)
 			break;
-		/* Drain every RUN_POLL_MS: a sample taken in native code finds the process's
-		 * Erlang stack live (from c_p->stop), which is only the stack the sample saw while
-		 * the process has not moved on (--skid-summary shows the delays). */
-		rc = sampler__poll(s, RUN_POLL_MS);
+		rc = sampler__poll(s, poll_ms(&ctx->opts, now - start));
 		/* Exited threads hang up their events (-ESRCH); /proc is asked once a second as a
-		 * backstop, not on every 1 ms turn of this loop. */
+		 * backstop, not on every turn of this loop. */
 		if (rc != -ESRCH && now - last_exists >= 1.0) {
 			last_exists = now;
 			if (proc__exists(ctx->t->pid) == -ENOENT)

@@ -453,7 +453,11 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 	struct perf_opts po = {.event = s->opts.event,
 			       .freq_hz = s->opts.freq_hz,
 			       .stack_bytes = 16384,
-			       .mmap_pages = 64};
+			       .mmap_pages = 64,
+			       /* Woken by every sample: one taken in native code reads its
+				* process's Erlang stack live, and each microsecond of delay lets
+				* more processes move on (--skid-summary). */
+			       .wakeup_events = 1};
 	struct proc_task *tasks = NULL;
 	pid_t *tids;
 	size_t ntasks = 0, n = 0, i;

@@ -57,6 +57,7 @@ struct sampler_opts {
 	const char *erlang_pid;	    /* "<0.123.0>" or NULL */
 	const char *name;	    /* registered name or NULL */
 	bool skid;		    /* re-read what the sample saw, to count contradictions */
+	bool keep_priority;	    /* run.c: do not rank the sampler above the VM */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 };

@@ -55,17 +55,29 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
  * prologues and code without a line table keep the bare name. */
 static int jit_frame(struct sampler *s, const struct jit_range *r, uint64_t pc, uint32_t *id)
 {
+	struct jit_name *slot = &s->jit_names[((uintptr_t)r >> 4) % JIT_SLOTS];
 	char name[1024];
-	bool erlang = jitmap__frame_name(r, name, sizeof(name));
+	bool erlang;
 	const char *file;
 	uint32_t line;
+	int rc;
+
+	/* Without --lines a range is one frame: its name is built and interned once per map. */
+	if (!s->opts.lines && slot->r == r && slot->epoch == s->st.jit_refreshes + 1) {
+		*id = slot->id;
+		return 0;
+	}
+	erlang = jitmap__frame_name(r, name, sizeof(name));
 
 	if (erlang && s->opts.lines && jitmap__line(s->t->jit, r, pc, &file, &line)) {
 		size_t n = strlen(name);
 
 		snprintf(name + n, sizeof(name) - n, " (%s:%u)", file, line);
 	}
-	return agg__frame(s->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
+	rc = agg__frame(s->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
+	if (rc == 0 && !s->opts.lines)
+		*slot = (struct jit_name){.r = r, .epoch = s->st.jit_refreshes + 1, .id = *id};
+	return rc;
 }
 
 /* Where the leaf frame is: the sampled pc in JIT code; for a sample in native code, the call

@@ -15,6 +15,7 @@
 #define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
 #define SITE_SLOTS  4096 /* call-site classification cache */
 #define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
+#define JIT_SLOTS   4096 /* JIT range -> frame id (without --lines) */
 #define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
 /* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
  * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
@@ -42,6 +43,13 @@ struct native_name {
 	bool activation, used;
 };
 
+/* A JIT range's frame id, valid for one JIT map (epoch = st.jit_refreshes when cached). */
+struct jit_name {
+	const struct jit_range *r;
+	uint64_t epoch;
+	uint32_t id;
+};
+
 struct sampler {
 	struct target *t;
 	struct sampler_opts opts;
@@ -55,6 +63,7 @@ struct sampler {
 	struct site sites[SITE_SLOTS];
 	struct callsite *calls; /* the call-site check and its caches */
 	struct native_name names[NAME_SLOTS];
+	struct jit_name jit_names[JIT_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];
 	bool live_read;		     /* the last read_stack read memory beyond the copy */

@@ -1,11 +1,15 @@
 /* Native unwinding of perf samples with libdwfl, and names for native code. One Dwfl per target,
  * reported once from its maps (every executable file mapping, and the vDSO); libdwfl's thread
  * callbacks read the sample being unwound through u->cur, so nothing is rebuilt per sample.
+ * A fast path walks the frames itself when every frame's CFI is the plain kind compilers emit
+ * (CFA = rsp or rbp + offset, registers saved at CFA + offset), from rules cached per pc; any
+ * other frame sends the whole sample to libdwfl, so both give the same answer.
  * Stops at the first return address the caller calls JIT code (it has no CFI: otp-internals.md
  * §2). Does not own: reading samples (perf.c), what is JIT code (the caller), Erlang frames. */
 #include "unwind.h"
 #include "symindex.h"
 
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,10 +32,23 @@ enum { DW_RBP = 6, DW_RSP = 7, DW_R13 = 13, DW_NREGS = 17 };
 
 enum fde_state { FDE_EMPTY = 0, FDE_NONE, FDE_FOUND, FDE_SIGNAL };
 
-/* Which function (FDE) covers a lookup pc; FDE_NONE when no module or no CFI covers it. */
+/* How the caller's value of a register is found (the fast path knows these kinds only). */
+enum reg_how { HOW_OTHER = 0, HOW_SAME, HOW_UNDEFINED, HOW_AT_CFA };
+
+struct reg_rule {
+	uint8_t how;	/* enum reg_how */
+	int32_t offset; /* HOW_AT_CFA: saved at CFA + offset */
+};
+
+/* Which function (FDE) covers a lookup pc; FDE_NONE when no module or no CFI covers it. With
+ * fast set, the CFI row at pc in the plain form the fast path follows. */
 struct fde_slot {
 	uint64_t pc, start; /* start: runtime address of the FDE's first instruction */
 	uint8_t state;	    /* enum fde_state */
+	bool fast;
+	uint8_t cfa_reg; /* DW_RSP or DW_RBP */
+	int32_t cfa_offset;
+	struct reg_rule ra, bp, r13;
 };
 
 struct unwinder {
@@ -46,6 +63,7 @@ struct unwinder {
 	unwind_is_jit_fn is_jit;
 	void *is_jit_ctx;
 	bool stopped, read_failed, prev_signal;
+	bool no_fast; /* tests: libdwfl only */
 	struct unwind_stats stats;
 	struct fde_slot fde[FDE_SLOTS];
 };
@@ -317,6 +335,45 @@ static void unwinder__report_maps(struct unwinder *u, const struct proc_maps *ma
 
 /* ---- the FDE covering a pc, cached ---- */
 
+static struct reg_rule unwinder__reg_rule(Dwarf_Frame *frame, int regno)
+{
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 0;
+
+	if (dwarf_frame_register(frame, regno, mem, &ops, &nops) != 0)
+		return (struct reg_rule){HOW_OTHER, 0};
+	if (nops == 0)
+		return (struct reg_rule){ops ? HOW_UNDEFINED : HOW_SAME, 0};
+	if (ops[0].atom != DW_OP_call_frame_cfa)
+		return (struct reg_rule){HOW_OTHER, 0};
+	if (nops == 1)
+		return (struct reg_rule){HOW_AT_CFA, 0};
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst &&
+	    (int64_t)ops[1].number == (int32_t)ops[1].number)
+		return (struct reg_rule){HOW_AT_CFA, (int32_t)ops[1].number};
+	return (struct reg_rule){HOW_OTHER, 0};
+}
+
+/* The row in the plain form: CFA = rsp or rbp + offset, the return address (column 16) saved. */
+static void unwinder__fast_rules(Dwarf_Frame *frame, struct fde_slot *s)
+{
+	Dwarf_Op *ops = NULL;
+	size_t nops = 0;
+
+	if (dwarf_frame_info(frame, NULL, NULL, NULL) != DW_NREGS - 1 ||
+	    dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops != 1 || ops[0].atom != DW_OP_bregx ||
+	    (ops[0].number != DW_RSP && ops[0].number != DW_RBP) ||
+	    (int64_t)ops[0].number2 != (int32_t)ops[0].number2)
+		return;
+	s->cfa_reg = (uint8_t)ops[0].number;
+	s->cfa_offset = (int32_t)ops[0].number2;
+	s->ra = unwinder__reg_rule(frame, DW_NREGS - 1);
+	s->bp = unwinder__reg_rule(frame, DW_RBP);
+	s->r13 = unwinder__reg_rule(frame, DW_R13);
+	s->fast = (s->ra.how == HOW_AT_CFA || s->ra.how == HOW_UNDEFINED) &&
+		  s->bp.how != HOW_OTHER && s->r13.how != HOW_OTHER;
+}
+
 static bool unwinder__fde_in(Dwarf_CFI *cfi, Dwarf_Addr bias, uint64_t pc, struct fde_slot *s)
 {
 	Dwarf_Frame *frame = NULL;
@@ -326,6 +383,8 @@ static bool unwinder__fde_in(Dwarf_CFI *cfi, Dwarf_Addr bias, uint64_t pc, struc
 		return false;
 	if (dwarf_frame_info(frame, NULL, NULL, &signalp) >= 0)
 		s->state = signalp ? FDE_SIGNAL : FDE_FOUND;
+	if (s->state == FDE_FOUND)
+		unwinder__fast_rules(frame, s);
 	free(frame);
 	return s->state != FDE_NONE;
 }
@@ -379,9 +438,8 @@ static bool unwinder__get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread
 
 /* Stack words from the sample's copy when it holds them, else from the live target (outer
  * frames rarely change while a sample is unwound). */
-static bool unwinder__memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+static bool unwinder__read(struct unwinder *u, Dwarf_Addr addr, Dwarf_Word *result)
 {
-	struct unwinder *u = arg;
 	const struct perf_sample *s = u->cur;
 	uint64_t sp = s->regs[PERF_R_SP], v;
 
@@ -399,6 +457,11 @@ static bool unwinder__memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *resul
 	u->stats.read_failed++;
 	u->read_failed = true;
 	return false;
+}
+
+static bool unwinder__memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	return unwinder__read(arg, addr, result);
 }
 
 static bool unwinder__set_initial_registers(Dwfl_Thread *thread, void *arg)
@@ -500,6 +563,84 @@ static void unwinder__walk(struct unwinder *u, const struct perf_sample *s,
 	u->out = NULL;
 }
 
+/* A register of the caller's frame by its rule: false when it cannot be had. */
+static bool unwinder__fast_reg(struct unwinder *u, const struct reg_rule *r, uint64_t cfa,
+			       uint64_t *v, bool *valid)
+{
+	switch (r->how) {
+	case HOW_SAME:
+		return true;
+	case HOW_UNDEFINED:
+		*valid = false;
+		return true;
+	case HOW_AT_CFA:
+		*valid = unwinder__read(u, cfa + (uint64_t)(int64_t)r->offset, v);
+		return *valid;
+	default:
+		return false;
+	}
+}
+
+/* The libdwfl walk's result for plain frames, without libdwfl: true when done, false when a
+ * frame needs libdwfl (a signal frame, an expression, a register it cannot read). */
+static bool unwinder__fast(struct unwinder *u, const struct perf_sample *s,
+			   struct unwind_result *out)
+{
+	uint64_t pc = s->regs[PERF_R_IP], sp = s->regs[PERF_R_SP], bp = s->regs[PERF_R_BP];
+	uint64_t r13 = s->regs[PERF_R_R13];
+	bool act = true, bp_ok = true, r13_ok = true;
+
+	for (;;) {
+		uint64_t look = act ? pc : pc - 1, cfa, ra = 0;
+		struct fde_slot f;
+		bool ra_ok = true;
+
+		if (u->is_jit && u->is_jit(look, u->is_jit_ctx)) {
+			out->stop = UNWIND_STOP_JIT;
+			out->jit_pc = pc;
+			out->jit_sp = sp;
+			out->jit_bp = bp_ok ? bp : 0;
+			out->jit_r13 = r13_ok ? r13 : 0;
+			out->jit_bp_valid = bp_ok;
+			out->jit_r13_valid = r13_ok;
+			return true;
+		}
+		out->frames[out->nframes++] = (struct unwind_frame){.pc = pc, .activation = act};
+		f = unwinder__fde(u, look);
+		if (f.state == FDE_NONE) {
+			out->stop = UNWIND_STOP_NO_CFI;
+			return true;
+		}
+		if (out->nframes == UNWIND_MAX_FRAMES) {
+			out->stop = UNWIND_STOP_DEPTH;
+			return true;
+		}
+		if (f.state != FDE_FOUND || !f.fast || (f.cfa_reg == DW_RBP && !bp_ok))
+			return false;
+		cfa = (f.cfa_reg == DW_RSP ? sp : bp) + (uint64_t)(int64_t)f.cfa_offset;
+		if (f.ra.how == HOW_UNDEFINED) {
+			out->stop = UNWIND_STOP_END;
+			return true;
+		}
+		if (!unwinder__fast_reg(u, &f.ra, cfa, &ra, &ra_ok) ||
+		    !unwinder__fast_reg(u, &f.bp, cfa, &bp, &bp_ok) ||
+		    !unwinder__fast_reg(u, &f.r13, cfa, &r13, &r13_ok))
+			return false;
+		if (ra == 0) { /* libdwfl: a zero return address ends the stack */
+			out->stop = UNWIND_STOP_END;
+			return true;
+		}
+		sp = cfa;
+		pc = ra;
+		act = false;
+	}
+}
+
+void unwinder__set_fast(struct unwinder *u, bool on)
+{
+	u->no_fast = !on;
+}
+
 void unwinder__unwind(struct unwinder *u, const struct perf_sample *s, unwind_is_jit_fn is_jit,
 		      void *ctx, struct unwind_result *out)
 {
@@ -520,7 +661,20 @@ void unwinder__unwind(struct unwinder *u, const struct perf_sample *s, unwind_is
 		out->jit_r13 = s->regs[PERF_R_R13];
 		out->jit_bp_valid = out->jit_r13_valid = true;
 	} else {
-		unwinder__walk(u, s, out);
+		bool done = false;
+
+		if (!u->no_fast) {
+			u->cur = s;
+			done = unwinder__fast(u, s, out);
+			u->cur = NULL;
+			u->stats.fast += done;
+		}
+		if (!done) {
+			out->nframes = 0;
+			out->jit_pc = out->jit_sp = out->jit_bp = out->jit_r13 = 0;
+			out->jit_bp_valid = out->jit_r13_valid = false;
+			unwinder__walk(u, s, out);
+		}
 	}
 	u->stats.stops[out->stop]++;
 	u->stats.frames += out->nframes;

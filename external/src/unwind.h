@@ -65,6 +65,7 @@ struct unwind_stats {
 	uint64_t read_live;		  /* ... read from the live target (process_vm_readv) */
 	uint64_t read_failed;		  /* ... unreadable either way */
 	uint64_t fde_lookups, fde_hits;	  /* function-start cache */
+	uint64_t fast;			  /* unwinds done by the fast path, not libdwfl */
 	uint32_t modules, modules_failed; /* files reported at new / skipped as unopenable */
 };
 
@@ -77,6 +78,8 @@ int unwinder__name(struct unwinder *u, uint64_t pc, bool with_offset, char *buf,
 int unwinder__name_frame(struct unwinder *u, const struct unwind_frame *f, bool with_offset,
 			 char *buf, size_t len);
 const struct unwind_stats *unwinder__stats(const struct unwinder *u);
+/* The fast path (on by default); tests compare it with libdwfl alone. */
+void unwinder__set_fast(struct unwinder *u, bool on);
 /* Module basename for a pc ("beam.smp", "libc.so.6", "crypto.so"), or NULL. */
 const char *unwinder__module(struct unwinder *u, uint64_t pc);
 const char *unwinder__stop_name(enum unwind_stop stop);

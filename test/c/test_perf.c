@@ -383,7 +383,7 @@ static void print_stats(const char *what, const struct perf_stats *st)
 	       what, st->samples, st->lost, st->throttled, st->malformed, st->threads_gone);
 }
 
-static const struct perf_opts opts_8k = {PERF_EV_CPU_CLOCK, 997, 8192, 64};
+static const struct perf_opts opts_8k = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 0};
 
 /* Registers and stacks of 1 s of samples. 0, or 77 when perf_event_open is refused. */
 static int test_live_samples(const struct child_info *ci)
@@ -442,7 +442,7 @@ static void test_cycles(const struct child_info *ci)
  * is killed and every fd must hang up without failing the session. */
 static void test_cost_and_exit(struct child_info *ci)
 {
-	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64};
+	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1};
 	struct perf_session *s = NULL;
 	uint64_t n = 0, t0;
 	double c0, wall;
@@ -472,6 +472,37 @@ static void test_cost_and_exit(struct child_info *ci)
 	s = NULL;
 	CHECK_INT("exit.open_dead_esrch", -ESRCH, perf_session__open(&s, ci->busy, NBUSY, &o));
 	CHECK("exit.open_dead_null", s == NULL);
+}
+
+/* wakeup_events = 1: a wait returns with the first sample or two, long before the ring is half
+ * full (8 KiB stacks, 1024 pages: about 256 samples per thread). Without it, the first return
+ * brings many. */
+static void test_wakeup(const struct child_info *ci)
+{
+	struct perf_opts o = opts_8k;
+	struct perf_session *s = NULL;
+	uint64_t each = 0, batch = 0;
+	int got = 0;
+
+	o.mmap_pages = 1024;
+	o.wakeup_events = 1;
+	if (!CHECK_INT("wakeup.open", 0, perf_session__open(&s, ci->busy, NBUSY, &o)))
+		return;
+	for (int i = 0; i < 40 && got == 0; i++)
+		got = perf_session__poll(s, 5000, on_count, &each);
+	printf("# wakeup_events 1: first wait delivered %d samples\n", got);
+	CHECK("wakeup.each_sample", got >= 1 && got < 16);
+	perf_session__free(s);
+	o.wakeup_events = 0;
+	s = NULL;
+	if (!CHECK_INT("wakeup.open_batch", 0, perf_session__open(&s, ci->busy, NBUSY, &o)))
+		return;
+	got = 0;
+	for (int i = 0; i < 40 && got == 0; i++)
+		got = perf_session__poll(s, 5000, on_count, &batch);
+	printf("# wakeup_events 0: first wait delivered %d samples\n", got);
+	CHECK("wakeup.batch", got >= 64);
+	perf_session__free(s);
 }
 
 static void test_bad_opts(void)
@@ -522,6 +553,7 @@ int main(void)
 		return check_skip("perf_event_open is not permitted here");
 	}
 	test_cycles(&ci);
+	test_wakeup(&ci);
 	test_cost_and_exit(&ci);
 	return check_done();
 }

@@ -24,7 +24,7 @@
 #define OTP_SID	 "/var/cache/extrospect/otp-sid"
 #define MAX_TIDS 64
 
-static const struct perf_opts opts_16k = {PERF_EV_CPU_CLOCK, 997, 16384, 512};
+static const struct perf_opts opts_16k = {PERF_EV_CPU_CLOCK, 997, 16384, 512, 0};
 
 static uint64_t now_ns(void)
 {
@@ -193,13 +193,57 @@ static void print_stats(const char *what, const struct unwinder *u)
 	const struct unwind_stats *st = unwinder__stats(u);
 
 	printf("# %s: %.1f frames/unwind; reads: stack %" PRIu64 " live %" PRIu64 " failed %" PRIu64
-	       "; fde cache %" PRIu64 "/%" PRIu64 "; modules %u (+%u failed); stops",
+	       "; fde cache %" PRIu64 "/%" PRIu64 "; modules %u (+%u failed); fast path %" PRIu64
+	       "; stops",
 	       what, st->unwinds ? (double)st->frames / (double)st->unwinds : 0.0, st->read_stack,
 	       st->read_live, st->read_failed, st->fde_hits, st->fde_lookups, st->modules,
-	       st->modules_failed);
+	       st->modules_failed, st->fast);
 	for (int i = 0; i < UNWIND_STOP_COUNT; i++)
 		printf(" %s %" PRIu64, unwinder__stop_name(i), st->stops[i]);
 	printf("\n");
+}
+
+/* ---- the fast path against libdwfl ---- */
+
+static uint64_t fast_compared, fast_mismatches;
+
+static bool same_unwind(const struct unwind_result *a, const struct unwind_result *b)
+{
+	if (a->stop != b->stop || a->nframes != b->nframes)
+		return false;
+	for (size_t i = 0; i < a->nframes; i++) {
+		if (a->frames[i].pc != b->frames[i].pc ||
+		    a->frames[i].activation != b->frames[i].activation)
+			return false;
+	}
+	return a->stop != UNWIND_STOP_JIT ||
+	       (a->jit_pc == b->jit_pc && a->jit_sp == b->jit_sp &&
+		a->jit_bp_valid == b->jit_bp_valid && a->jit_r13_valid == b->jit_r13_valid &&
+		(!a->jit_bp_valid || a->jit_bp == b->jit_bp) &&
+		(!a->jit_r13_valid || a->jit_r13 == b->jit_r13));
+}
+
+/* Unwinds with the fast path into r (timed by the caller), then again with libdwfl alone: the
+ * two must agree on every sample. */
+static void unwind_both(struct unwinder *u, const struct perf_sample *s, unwind_is_jit_fn is_jit,
+			void *ctx, struct unwind_result *r, uint64_t *ns)
+{
+	static struct unwind_result slow;
+	uint64_t t0 = now_ns();
+
+	unwinder__unwind(u, s, is_jit, ctx, r);
+	if (ns)
+		*ns += now_ns() - t0;
+	unwinder__set_fast(u, false);
+	unwinder__unwind(u, s, is_jit, ctx, &slow);
+	unwinder__set_fast(u, true);
+	fast_compared++;
+	if (same_unwind(r, &slow))
+		return;
+	if (fast_mismatches++ < 5)
+		printf("# fast/libdwfl differ at ip 0x%" PRIx64 ": stop %s/%s, frames %zu/%zu\n",
+		       s->regs[PERF_R_IP], unwinder__stop_name(r->stop),
+		       unwinder__stop_name(slow.stop), r->nframes, slow.nframes);
 }
 
 /* ---- the known chain, and a stop at a pretend-JIT outer_fn ---- */
@@ -384,7 +428,7 @@ static void test_fuzz(struct unwinder *u, const struct target *t)
 	const uint64_t code[] = {t->leaf_lo, t->middle_lo, t->outer_lo, t->leaf_hi};
 	struct perf_sample s = {
 	    .pid = (uint32_t)t->pid, .tid = (uint32_t)t->pid, .regs_valid = true};
-	uint64_t bad = 0, ns = 0, n = 20000, t0;
+	uint64_t bad = 0, ns = 0, n = 20000;
 	struct unwind_result r;
 
 	srandom(12345);
@@ -401,9 +445,7 @@ static void test_fuzz(struct unwinder *u, const struct target *t)
 			s.regs[PERF_R_SP] = t->middle_cfa - 8 * (uint64_t)(random() % 4096);
 		s.stack = i % 7 ? stack : NULL;
 		s.stack_size = (uint64_t)(random() % (sizeof(stack) + 1));
-		t0 = now_ns();
-		unwinder__unwind(u, &s, i % 3 ? NULL : random_is_jit, NULL, &r);
-		ns += now_ns() - t0;
+		unwind_both(u, &s, i % 3 ? NULL : random_is_jit, NULL, &r, &ns);
 		bad += r.nframes > UNWIND_MAX_FRAMES || (unsigned)r.stop >= UNWIND_STOP_COUNT;
 	}
 	s.regs_valid = false;
@@ -547,9 +589,9 @@ static void on_otp_sample(const struct perf_sample *s, void *ctx)
 	}
 	mod = unwinder__module(o->u, s->regs[PERF_R_IP]);
 	beam = mod && !strcmp(mod, "beam.smp");
-	t0 = now_ns();
-	unwinder__unwind(o->u, s, otp_is_jit, (void *)o->maps, &r);
-	lat_add(&o->lat, t0);
+	t0 = 0;
+	unwind_both(o->u, s, otp_is_jit, (void *)o->maps, &r, &t0);
+	lat_add(&o->lat, now_ns() - t0); /* the fast path's time only */
 	if (r.stop == UNWIND_STOP_JIT)
 		otp_count_sp(o, s->tid, r.jit_sp, r.jit_r13_valid ? r.jit_r13 : 0);
 	o->stops[r.stop]++;
@@ -717,6 +759,10 @@ int main(void)
 		test_otp("29", OTP_SID, dir);
 	else
 		printf("# OTP 29 chroot not found: not measured\n");
+	printf("# fast path against libdwfl: %" PRIu64 " samples compared, %" PRIu64 " differ\n",
+	       fast_compared, fast_mismatches);
+	CHECK("fast.compared", fast_compared > 1000);
+	CHECK_INT("fast.agrees_with_libdwfl", 0, fast_mismatches);
 	err = check_done();
 cleanup:
 	attach_close(&a);

@@ -418,6 +418,37 @@ has_perf_fd() {
 	return 1
 }
 
+# Waits until PID (a sampler) has its perf events open; false when it exits first or after 30 s.
+await_perf_fd() {
+	local deadline=$((SECONDS + 30))
+	until has_perf_fd "$1"; do
+		((SECONDS < deadline)) && kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.05
+	done
+}
+
+nice_of() { awk '{ sub(/^.*\) /, ""); print $17 }' "/proc/$1/stat"; }
+
+# A sampling run ranks itself 5 nice levels above the VM (we are root); --keep-priority keeps the
+# nice it was started with.
+check_priority() {
+	local rpid=$1 want got
+	want=$(($(nice_of "$XP_VM_PID") - 5))
+	((want >= -20)) || want=-20
+	got=$(nice_of "$rpid")
+	xp_expect "the sampler's nice while sampling (the VM's minus 5)" "$want" "$got"
+	"$XP_SAMPLER" record -d 1 --keep-priority -o "$XP_VM_DIR/keep.folded" --format collapsed \
+		"$XP_VM_PID" 2>/dev/null &
+	rpid=$!
+	if await_perf_fd "$rpid"; then
+		xp_expect "the sampler's nice with --keep-priority (this shell's)" "$(nice_of $$)" \
+			"$(nice_of "$rpid")"
+	else
+		xp_fail "record --keep-priority never opened its perf events"
+	fi
+	wait "$rpid" || true
+}
+
 # strace LOG of the sampler: what it must never do to the VM (pid $1).
 check_strace() {
 	local log=$1 vm=$2 hits
@@ -496,15 +527,9 @@ case_robust() {
 		2>"$XP_VM_DIR/exit.err" &
 	rpid=$!
 	# Ready when its perf events are open (attach done); then two seconds of sampling.
-	deadline=$((SECONDS + 30))
-	while ! has_perf_fd "$rpid"; do
-		if ((SECONDS >= deadline)) || ! kill -0 "$rpid" 2>/dev/null; then
-			xp_fail "record -d 30 never opened its perf events"
-			break
-		fi
-		sleep 0.05
-	done
-	sleep 2 # the sampling time before the crash, not a readiness wait
+	await_perf_fd "$rpid" || xp_fail "record -d 30 never opened its perf events"
+	check_priority "$rpid"
+	sleep 1 # the sampling time before the crash (with check_priority's 1 s), not a readiness wait
 	kill -KILL "$XP_VM_PID" # the harness's own VM; the sampler never signals it
 	deadline=$((SECONDS + 20))
 	while kill -0 "$rpid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
