@@ -476,7 +476,8 @@ static void test_cost_and_exit(struct child_info *ci)
 
 /* wakeup_events = 1: a wait returns with the first sample or two, long before the ring is half
  * full (8 KiB stacks, 1024 pages: about 256 samples per thread). Without it, the first return
- * brings many. */
+ * brings many. What arrived while the events were opened is drained first; the bounds leave room
+ * for a loaded machine that runs this test late. */
 static void test_wakeup(const struct child_info *ci)
 {
 	struct perf_opts o = opts_8k;
@@ -488,20 +489,22 @@ static void test_wakeup(const struct child_info *ci)
 	o.wakeup_events = 1;
 	if (!CHECK_INT("wakeup.open", 0, perf_session__open(&s, ci->busy, NBUSY, &o)))
 		return;
+	perf_session__poll(s, 0, on_count, &each);
 	for (int i = 0; i < 40 && got == 0; i++)
 		got = perf_session__poll(s, 5000, on_count, &each);
 	printf("# wakeup_events 1: first wait delivered %d samples\n", got);
-	CHECK("wakeup.each_sample", got >= 1 && got < 16);
+	CHECK("wakeup.each_sample", got >= 1 && got < 64);
 	perf_session__free(s);
 	o.wakeup_events = 0;
 	s = NULL;
 	if (!CHECK_INT("wakeup.open_batch", 0, perf_session__open(&s, ci->busy, NBUSY, &o)))
 		return;
+	perf_session__poll(s, 0, on_count, &batch);
 	got = 0;
 	for (int i = 0; i < 40 && got == 0; i++)
 		got = perf_session__poll(s, 5000, on_count, &batch);
 	printf("# wakeup_events 0: first wait delivered %d samples\n", got);
-	CHECK("wakeup.batch", got >= 64);
+	CHECK("wakeup.batch", got >= 128);
 	perf_session__free(s);
 }
 
