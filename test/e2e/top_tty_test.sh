@@ -76,6 +76,16 @@ await() {
 # into HDR.
 HDR=
 SCREEN=
+# FILE (top's exit status, written by the pane's wrapper) within SECS seconds, checked against
+# WANT; false when top was still running.
+expect_rc() {
+	if ! await "$2" test -s "$1"; then
+		xp_fail "$3: top still running $2 s later"
+		return 1
+	fi
+	xp_expect "$3: exit status of 'top PID'" "$4" "$(cat "$1")"
+}
+
 header_now() {
 	SCREEN=$(screen "$1")
 	HDR=$(head -n 1 <<<"$SCREEN" | sed -nE "s/^extrospect top: pid $XP_VM_PID, ([0-9]+)s, ([0-9]+) samples \(([0-9]+) kept\)  Ctrl-C to quit\$/\1 \2 \3/p")
@@ -203,7 +213,7 @@ check_final() {
 
 case_live() {
 	local -a counts=() times=()
-	local k dt rc lines last s0=$XP_VM_DIR/live.s0 s1=$XP_VM_DIR/live.s1
+	local k dt lines last s0=$XP_VM_DIR/live.s0 s1=$XP_VM_DIR/live.s1
 	cp "$XP_VM_DIR/ready.split" "$s0"
 	pane_start live '"$0" top "$1"; echo $? >"$2"' "$XP_SAMPLER" "$XP_VM_PID" "$XP_VM_DIR/live.rc"
 	if ! await 30 header_now live; then
@@ -257,12 +267,7 @@ case_live() {
 		echo "$SCREEN"
 	fi
 	tmx send-keys -t live C-c
-	if ! await 15 test -s "$XP_VM_DIR/live.rc"; then
-		xp_fail "Ctrl-C: top still running 15 s later"
-		return 0
-	fi
-	rc=$(cat "$XP_VM_DIR/live.rc")
-	xp_expect "Ctrl-C: exit status of 'top PID'" 0 "$rc"
+	expect_rc "$XP_VM_DIR/live.rc" 15 "Ctrl-C" 0 || return 0
 	check_final "Ctrl-C" "$(final_report live)" \
 		"^extrospect: [0-9]+ samples in [0-9.]+s: [0-9]+ kept, "
 }
@@ -349,7 +354,6 @@ case_frames() {
 
 # The VM killed (by this harness, as record_test.sh's robust case) under the live view.
 case_gone() {
-	local rc
 	pane_start gone '"$0" top "$1"; echo $? >"$2"' "$XP_SAMPLER" "$XP_VM_PID" "$XP_VM_DIR/gone.rc"
 	if ! await 30 header_now gone || ! await 5 header_changed gone 0; then
 		xp_fail "VM exit: the live view never showed samples"
@@ -357,12 +361,7 @@ case_gone() {
 		return 0
 	fi
 	kill -KILL "$XP_VM_PID" # the harness's own VM; the sampler never signals it
-	if ! await 20 test -s "$XP_VM_DIR/gone.rc"; then
-		xp_fail "VM exit: top still running 20 s after the VM was killed"
-		return 0
-	fi
-	rc=$(cat "$XP_VM_DIR/gone.rc")
-	xp_expect "VM exit: exit status of 'top PID' (exitcode.h EXIT_TARGET_EXITED)" 7 "$rc"
+	expect_rc "$XP_VM_DIR/gone.rc" 20 "VM exit (exitcode.h EXIT_TARGET_EXITED)" 7 || return 0
 	check_final "VM exit" "$(final_report gone)" \
 		"^extrospect: the VM \\(pid $XP_VM_PID\\) exited during the run; the table is partial\$"
 }
