@@ -99,7 +99,7 @@ xp_sampler top "$XP_VM_PID" -d 1 -n 5 --lines --name xp_lines >"$XP_VM_DIR/top.t
 	2>"$XP_VM_DIR/top.err" || rc=$?
 xp_expect "exit status of 'top --lines'" 0 "$rc"
 spin_re="$m:spin/2 \\($file:$(line_of spin)\\)"
-if grep -qE "^ +[0-9.]+% +[0-9.]+% +${spin_re//./\\.}\$" "$XP_VM_DIR/top.txt"; then
+if grep -qE "^ *[0-9.]+% +[0-9.]+% +${spin_re//./\\.}\$" "$XP_VM_DIR/top.txt"; then
 	xp_pass "top --lines lists '$m:spin/2 ($file:$(line_of spin))'"
 else
 	xp_fail "top --lines does not list '$m:spin/2 ($file:$(line_of spin))'"
