@@ -117,7 +117,6 @@ static bool function_calls(struct callsite *c, uint64_t target, const struct jit
 	const struct jit_range *fn = jitmap__lookup(c->jit, target), *body;
 	struct fn_calls *slot;
 	uint64_t start, end;
-	char name[256];
 	uint8_t *code;
 	size_t n, i;
 
@@ -127,8 +126,7 @@ static bool function_calls(struct callsite *c, uint64_t target, const struct jit
 	 * NIF's prologue is patched to jump to global::call_nif_shared. Scan both. */
 	start = fn->start;
 	end = fn->end;
-	if (jitmap__frame_name(fn, name, sizeof(name)) && strcmp(name, fn->name) != 0 &&
-	    (body = jitmap__lookup(c->jit, fn->end)))
+	if ((body = jitmap__prologue_body(c->jit, fn)))
 		end = body->end;
 	slot = &c->fn_calls[((start ^ leaf->start) >> 3) % FN_CALL_SLOTS];
 	if (slot->fn == start && slot->leaf == leaf->start)

@@ -618,6 +618,20 @@ bool jitmap__frame_name(const struct jit_range *r, char *buf, size_t len)
 	       !strstr(buf, "::code");
 }
 
+const struct jit_range *jitmap__prologue_body(const struct jitmap *map, const struct jit_range *r)
+{
+	const struct jit_range *body;
+	char name[1024];
+
+	if (!r || !jitmap__frame_name(r, name, sizeof(name)) || strcmp(name, r->name) == 0)
+		return NULL;
+	body = jitmap__lookup(map, r->end);
+	return body && body->start == r->end && body->module == r->module &&
+		       strcmp(body->name, name) == 0
+		   ? body
+		   : NULL;
+}
+
 const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)
 {
 	size_t lo = 0, hi;
@@ -649,15 +663,11 @@ bool jitmap__line(const struct jitmap *map, const struct jit_range *r, uint64_t 
 	if (!mi || r < map->ranges || r >= map->ranges + map->nranges) /* not a range of map */
 		return false;
 	/* A pc in a function's prologue (its breakpoint area) is that function, as in
-	 * jitmap__frame_name; ERTS gives it the function's first line. The body follows it. */
+	 * jitmap__frame_name; ERTS gives it the function's first line. */
 	if (!r->nlines && addr >= r->start && addr < r->end) {
-		const struct jit_range *body = jitmap__lookup(map, r->end);
-		char a[1024], b[1024];
+		const struct jit_range *body = jitmap__prologue_body(map, r);
 
-		if (body && body != r && body->start == r->end && body->module == r->module &&
-		    body->nlines && jitmap__frame_name(r, a, sizeof(a)) &&
-		    jitmap__frame_name(body, b, sizeof(b)) && strcmp(a, b) == 0 &&
-		    strcmp(body->name, b) == 0 && body->lines < map->nlines) {
+		if (body && body->nlines && body->lines < map->nlines) {
 			r = body;
 			addr = mi->base + map->lines[body->lines].off;
 			if (addr < r->start)

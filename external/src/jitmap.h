@@ -74,6 +74,9 @@ void jitmap__finish(struct jitmap *map);
  * a function's prologue, its breakpoint area, is that function), and whether it is an Erlang
  * function (false for shared fragments, JIT internals and a module's header/footer code). */
 bool jitmap__frame_name(const struct jit_range *r, char *buf, size_t len);
+/* The body ("M:F/A") that follows r when r is that function's prologue ("M:F/A-CodeInfoPrologue"),
+ * else NULL. */
+const struct jit_range *jitmap__prologue_body(const struct jitmap *map, const struct jit_range *r);
 
 /* The newest range containing addr, or NULL. */
 const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr);

@@ -299,6 +299,11 @@ static void test_lines_fixture(const struct blob *fx)
 	CHECK_STR("lines: footer", "-", line_at(map, base + 0x400));
 	CHECK_STR("lines: fragment", "-", line_at(map, 0x7f87301ff810));
 	r = jitmap__find(map, "logger_sup:init/1");
+	CHECK("prologue_body: init/1's prologue is followed by its body",
+	      r && jitmap__prologue_body(map, jitmap__lookup(map, base + 0x150)) == r);
+	CHECK("prologue_body: a body is not a prologue", !jitmap__prologue_body(map, r));
+	CHECK("prologue_body: a fragment is not a prologue",
+	      !jitmap__prologue_body(map, jitmap__lookup(map, 0x7f87301ff810)));
 	CHECK("lines: init/1 outside its range", !jitmap__line(map, r, base + 0x250, &f1, &line));
 	CHECK("lines: init/1 below its range", !jitmap__line(map, r, base + 0x17f, &f1, &line));
 	CHECK("lines: NULL range", !jitmap__line(map, NULL, base + 0x180, &f1, &line));
