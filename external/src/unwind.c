@@ -669,10 +669,8 @@ void unwinder__unwind(struct unwinder *u, const struct perf_sample *s, unwind_is
 			u->cur = NULL;
 			u->stats.fast += done;
 		}
-		if (!done) {
+		if (!done) { /* it declines before any JIT frame: only its frames to drop */
 			out->nframes = 0;
-			out->jit_pc = out->jit_sp = out->jit_bp = out->jit_r13 = 0;
-			out->jit_bp_valid = out->jit_r13_valid = false;
 			unwinder__walk(u, s, out);
 		}
 	}
