@@ -73,7 +73,9 @@ static void refresh_jit(struct sampler *s, uint64_t min_ns)
 	s->t->jit = m;
 	s->jdesc = d;
 	s->st.jit_refreshes++;
-	callsite__reset(s->calls); /* purged code's addresses may be reused */
+	/* Purged code's addresses may be reused, and the old map's ranges are gone. */
+	callsite__reset(s->calls);
+	memset(s->jit_names, 0, sizeof(s->jit_names));
 	erlang_stack__cfg(&s->ecfg, m, s->t->frame_layout,
 			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);
 }

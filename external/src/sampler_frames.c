@@ -63,7 +63,7 @@ static int jit_frame(struct sampler *s, const struct jit_range *r, uint64_t pc, 
 	int rc;
 
 	/* Without --lines a range is one frame: its name is built and interned once per map. */
-	if (!s->opts.lines && slot->r == r && slot->epoch == s->st.jit_refreshes + 1) {
+	if (!s->opts.lines && slot->r == r) {
 		*id = slot->id;
 		return 0;
 	}
@@ -76,7 +76,7 @@ static int jit_frame(struct sampler *s, const struct jit_range *r, uint64_t pc, 
 	}
 	rc = agg__frame(s->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
 	if (rc == 0 && !s->opts.lines)
-		*slot = (struct jit_name){.r = r, .epoch = s->st.jit_refreshes + 1, .id = *id};
+		*slot = (struct jit_name){.r = r, .id = *id};
 	return rc;
 }
 

@@ -43,10 +43,9 @@ struct native_name {
 	bool activation, used;
 };
 
-/* A JIT range's frame id, valid for one JIT map (epoch = st.jit_refreshes when cached). */
+/* A JIT range's frame id (emptied when the JIT map is replaced). */
 struct jit_name {
 	const struct jit_range *r;
-	uint64_t epoch;
 	uint32_t id;
 };
 
