@@ -106,6 +106,12 @@ xp_alive() {
 	[[ "${stat%% *}" != Z ]]
 }
 
+# Has process PID a perf event open (a sampler that has attached)? One fork per call: callers
+# poll it while a tool attaches.
+xp_has_perf_fd() {
+	[[ -n "$(find /proc/"$1"/fd -lname 'anon_inode:\[perf_event\]' -print -quit 2>/dev/null)" ]]
+}
+
 xp_ready_get() { sed -n "s/^$1=//p" "${2:-$XP_VM_READY}"; }
 
 # Runs a command with OTP's root as / (directly for the host).

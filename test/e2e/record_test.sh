@@ -409,19 +409,10 @@ pass_if_empty() {
 	if [[ -z "$1" ]]; then xp_pass "$2"; else xp_fail "$2: $1"; fi
 }
 
-# Has process PID a perf event open?
-has_perf_fd() {
-	local f
-	for f in "/proc/$1/fd/"*; do
-		[[ "$(readlink "$f" 2>/dev/null)" == *perf_event* ]] && return 0
-	done
-	return 1
-}
-
 # Waits until PID (a sampler) has its perf events open; false when it exits first or after 30 s.
 await_perf_fd() {
 	local deadline=$((SECONDS + 30))
-	until has_perf_fd "$1"; do
+	until xp_has_perf_fd "$1"; do
 		((SECONDS < deadline)) && kill -0 "$1" 2>/dev/null || return 1
 		sleep 0.05
 	done
