@@ -205,7 +205,7 @@ static void print_stats(const char *what, const struct unwinder *u)
 
 /* ---- the fast path against libdwfl ---- */
 
-static uint64_t fast_compared, fast_mismatches;
+static uint64_t fast_compared, fast_mismatches, fast_used;
 
 static bool same_unwind(const struct unwind_result *a, const struct unwind_result *b)
 {
@@ -229,9 +229,10 @@ static void unwind_both(struct unwinder *u, const struct perf_sample *s, unwind_
 			void *ctx, struct unwind_result *r, uint64_t *ns)
 {
 	static struct unwind_result slow;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), before = unwinder__stats(u)->fast;
 
 	unwinder__unwind(u, s, is_jit, ctx, r);
+	fast_used += unwinder__stats(u)->fast > before;
 	if (ns)
 		*ns += now_ns() - t0;
 	unwinder__set_fast(u, false);
@@ -759,9 +760,12 @@ int main(void)
 		test_otp("29", OTP_SID, dir);
 	else
 		printf("# OTP 29 chroot not found: not measured\n");
-	printf("# fast path against libdwfl: %" PRIu64 " samples compared, %" PRIu64 " differ\n",
-	       fast_compared, fast_mismatches);
+	printf("# fast path against libdwfl: %" PRIu64 " samples compared, %" PRIu64
+	       " differ; the fast path did %" PRIu64 "\n",
+	       fast_compared, fast_mismatches, fast_used);
 	CHECK("fast.compared", fast_compared > 1000);
+	/* Plain CFI is the rule: a fast path that always declined would compare equal too. */
+	CHECK("fast.used", fast_used * 10 >= fast_compared * 9);
 	CHECK_INT("fast.agrees_with_libdwfl", 0, fast_mismatches);
 	err = check_done();
 cleanup:
