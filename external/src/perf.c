@@ -277,6 +277,9 @@ static int session__attach(struct perf_session *s, pid_t tid)
 		err = -errno;
 		goto cleanup;
 	}
+	/* Without the program the thread is still sampled: its samples have no capture. */
+	if (s->opts.bpf_prog_fd > 0 && ioctl(t.fd, PERF_EVENT_IOC_SET_BPF, s->opts.bpf_prog_fd))
+		s->stats.bpf_unattached++;
 	if (ioctl(t.fd, PERF_EVENT_IOC_ENABLE, 0)) {
 		err = -errno;
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t.fd, NULL);

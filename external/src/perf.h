@@ -41,6 +41,7 @@ struct perf_opts {
 	uint32_t mmap_pages;  /* ring buffer data pages per thread, a power of two */
 	uint32_t
 	    wakeup_events; /* wake a waiting poll every N samples; 0: when the ring is half full */
+	int bpf_prog_fd;   /* > 0: a BPF program attached to every event (kcapture.h) */
 };
 
 struct perf_sample {
@@ -58,6 +59,7 @@ struct perf_stats {
 	uint64_t throttled;    /* PERF_RECORD_THROTTLE */
 	uint64_t malformed;    /* records skipped because they did not parse */
 	uint64_t threads_gone; /* threads that exited while sampled */
+	uint64_t bpf_unattached; /* events the BPF program could not be attached to */
 };
 
 struct perf_session;

@@ -74,14 +74,9 @@ static uint64_t span_word(const struct process_reader *r, const uint8_t *buf, en
 	return v;
 }
 
-static int read_bounds_span(const struct process_reader *r, uint64_t addr, struct process_view *p,
-			    uint64_t *sz)
+static void parse_span(const struct process_reader *r, const uint8_t *buf, struct process_view *p,
+		       uint64_t *sz)
 {
-	uint8_t buf[BOUNDS_MAX_BYTES];
-	int err;
-
-	if ((err = mem__read(r->mem, addr + r->bounds_lo, buf, r->bounds_len)))
-		return err;
 	p->pid = span_word(r, buf, XP_OFF_P_ID);
 	p->heap = span_word(r, buf, XP_OFF_P_HEAP);
 	p->hend = span_word(r, buf, XP_OFF_P_HEND);
@@ -90,6 +85,25 @@ static int read_bounds_span(const struct process_reader *r, uint64_t addr, struc
 	p->stop = span_word(r, buf, XP_OFF_P_STOP);
 	if (have(r->off, XP_OFF_P_FRAME_POINTER))
 		p->frame_pointer = span_word(r, buf, XP_OFF_P_FRAME_POINTER);
+}
+
+static int read_bounds_span(const struct process_reader *r, uint64_t addr, struct process_view *p,
+			    uint64_t *sz)
+{
+	uint8_t buf[BOUNDS_MAX_BYTES];
+	int err;
+
+	if ((err = mem__read(r->mem, addr + r->bounds_lo, buf, r->bounds_len)))
+		return err;
+	parse_span(r, buf, p, sz);
+	return 0;
+}
+
+static int check_bounds(const struct process_view *p, uint64_t sz)
+{
+	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
+	    p->hend - p->heap != sz * 8 || sz * 8 > PROCESS_MAX_HEAP || (p->hend & 7))
+		return -EINVAL;
 	return 0;
 }
 
@@ -115,10 +129,22 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
 	} else if (have(r->off, XP_OFF_P_FRAME_POINTER)) {
 		word(r, addr, XP_OFF_P_FRAME_POINTER, &p->frame_pointer);
 	}
-	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
-	    p->hend - p->heap != sz * 8 || sz * 8 > PROCESS_MAX_HEAP || (p->hend & 7))
+	return check_bounds(p, sz);
+}
+
+int process__bounds_from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
+			      struct process_view *p)
+{
+	uint64_t sz;
+
+	memset(p, 0, sizeof(*p));
+	p->addr = addr;
+	if (!r->bounds_len)
+		return -ENOTSUP;
+	if (!addr || (addr & 7))
 		return -EINVAL;
-	return 0;
+	parse_span(r, span, p, &sz);
+	return check_bounds(p, sz);
 }
 
 void process__pid_format(struct pid_format *f, const struct target *t)

@@ -67,6 +67,10 @@ bool process__is_running(uint32_t state);
 /* Read the stack bounds and pid of the Process at addr: 0, -EINVAL when the fields are not a
  * plausible process (not a pid, heap bounds inconsistent), or a read error. */
 int process__read_bounds(const struct process_reader *r, uint64_t addr, struct process_view *out);
+/* The same from a copy of the bounds span [addr + bounds_lo, + bounds_len) made elsewhere (the
+ * in-kernel capture). -ENOTSUP when this reader has no span. */
+int process__bounds_from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
+			      struct process_view *p);
 /* Fill name and initial (after read_bounds). Unreadable parts are left empty. */
 void process__read_identity(const struct process_reader *r, struct process_view *p);
 

@@ -1,0 +1,68 @@
+/* In-kernel capture: a small BPF program attached to every perf event copies, at the moment of the
+ * sample and in the sampled thread's context, the running Process's stack bounds and its Erlang
+ * stack (at most KCAP_STACK_MAX bytes), so that a sample taken in native code is walked
+ * as it was, not as it is when the sampler gets to it (a runtime call returns within microseconds;
+ * a garbage collection moves the stack). The program only reads (bpf_probe_read_user never faults
+ * a page in) and writes to its own ring buffer. Owns the program, its maps and the ring consumer.
+ * Does not own: what the bytes mean (process.c, sampler.c), the perf events (perf.c). */
+#ifndef XP_KCAPTURE_H
+#define XP_KCAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define KCAP_SPAN_MAX  512u  /* Process bytes copied: process_reader's bounds span */
+#define KCAP_STACK_MAX 8192u /* stack bytes copied, ending at hend */
+
+/* What to copy: the Process bytes [cp + span_lo, cp + span_lo + span_len), and from them the
+ * offsets (inside the Process) of the fields that bound the stack. All from the layout (layout.c
+ * or the agent), never fixed here. */
+struct kcap_cfg {
+	uint32_t span_lo, span_len;
+	uint32_t htop_off, hend_off, stop_off, heap_off;
+};
+
+/* One capture, as the BPF program wrote it. */
+struct kcap_rec {
+	uint32_t tid;
+	uint64_t time; /* CLOCK_MONOTONIC, like perf's sample time */
+	uint64_t ip, sp;
+	uint64_t cp;	       /* the Process copied: the scheduler's current_process, else r13 */
+	bool from_scheduler;   /* cp is the scheduler's current_process */
+	const uint8_t *span;   /* span_len bytes, NULL when the Process could not be read */
+	/* The stack copy [stack_addr, stack_addr + stack_len): it ends at hend, or (in a garbage
+	 * collection, stop outside [heap, hend)) it starts at stop. */
+	uint64_t stack_addr;
+	const uint8_t *stack;  /* NULL when nothing was copied */
+	size_t stack_len;
+};
+
+struct kcap_stats {
+	uint64_t records;   /* captures read from the ring */
+	uint64_t matched;   /* captures paired with their perf sample */
+	uint64_t unmatched; /* captures no sample claimed (lost perf records, exited threads) */
+	uint64_t malformed; /* captures too short for their header */
+};
+
+struct kcapture;
+
+/* Load the program. 0, or a negative errno with a one-line reason in why (no CAP_BPF, a kernel
+ * without ring buffers or bpf_probe_read_user, the verifier refused). */
+int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why, size_t whylen);
+/* The program fd to attach to a perf event (PERF_EVENT_IOC_SET_BPF). */
+int kcapture__prog_fd(const struct kcapture *k);
+/* Tell the program where thread tid's scheduler keeps its current process (the address of
+ * esdp->current_process): exact at the sample, where r13 may be a native function's scratch. */
+int kcapture__watch(struct kcapture *k, pid_t tid, uint64_t current_process_addr);
+/* Move every capture written so far out of the kernel's ring. Call before reading the perf
+ * rings: a capture is written before its sample, so every sample read after has its capture. */
+void kcapture__drain(struct kcapture *k);
+/* The capture of the sample (tid, time, ip, sp), or NULL. Valid until the next drain. */
+const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t time,
+				      uint64_t ip, uint64_t sp);
+const struct kcap_stats *kcapture__stats(const struct kcapture *k);
+void kcapture__free(struct kcapture *k);
+
+#endif /* XP_KCAPTURE_H */
