@@ -214,6 +214,21 @@ static void place_esdp(struct target *t, struct target_sched *s)
 		s->esdp_checked = esdp_matches(t, s->esdp, s->type, s->number);
 }
 
+bool target__learn_esdp(struct target *t, struct target_sched *s, uint64_t process)
+{
+	const struct target_value *o = &t->off[XP_OFF_P_SCHEDULER_DATA];
+	uint64_t esdp;
+
+	if (s->esdp_checked || s->type != XP_SCHED_NORMAL || !o->present || !process ||
+	    mem__read_u64(t->mem, process + (uint64_t)o->value, &esdp) || !esdp || (esdp & 7) ||
+	    !esdp_matches(t, esdp, s->type, s->number))
+		return false;
+	s->esdp = esdp;
+	s->esdp_checked = true;
+	s->from_stride = false;
+	return true;
+}
+
 static int cmp_sched(const void *a, const void *b)
 {
 	const struct target_sched *x = a, *y = b;

@@ -107,6 +107,11 @@ void target__free(struct target *t);
  * the scheduler threads and their data. */
 int target__discover(struct target *t);
 int target__discover_with_layout(struct target *t);
+/* A normal scheduler whose ErtsSchedulerData was not found at attach (OTP 28+ without the agent
+ * exports no symbol for it): learn it from the process it runs, exactly known in JIT code (r13),
+ * through Process.scheduler_data, kept only if its type and number read back as this scheduler's.
+ * true when s->esdp is now checked. */
+bool target__learn_esdp(struct target *t, struct target_sched *s, uint64_t process);
 /* checks.c: cross-checks of what was found, recorded in t->checks. */
 void target__run_checks(struct target *t);
 void target__add_check(struct target *t, const char *name, enum check_result r, const char *fmt,
