@@ -9,6 +9,8 @@
 #define CALL_SLOTS    4096	    /* decoded call instructions before return addresses */
 #define FN_CALL_SLOTS 1024	    /* does function F call fragment G? */
 #define FN_SCAN_MAX   (256u * 1024) /* longest function code scanned for calls */
+#define FN_TAILS      8		    /* tail calls followed from one function */
+#define FN_TAIL_DEPTH 2		    /* tail calls followed in a chain */
 
 struct call_site {
 	uint64_t ra, target; /* target 0: not a direct call (cannot be checked) */
@@ -110,15 +112,45 @@ static bool calls_into(struct callsite *c, uint64_t target, const struct jit_ran
 	return strcmp(a, b) == 0;
 }
 
+/* Scan code [start, start + n) for a call or jump to leaf, directly or through a veneer. Tail
+ * calls (a jmp to another Erlang function's start or into its prologue, where its entry label
+ * is) are collected in tails. */
+static bool code_calls(struct callsite *c, const uint8_t *code, size_t n, uint64_t start,
+		       const struct jit_range *leaf, uint64_t *tails, size_t *ntails)
+{
+	for (size_t i = 0; i + 5 <= n; i++) {
+		const struct jit_range *r;
+		int32_t rel;
+		uint64_t to;
+
+		/* call or jmp rel32: a NIF's stub jumps to global::call_nif_shared. */
+		if (code[i] != 0xe8 && code[i] != 0xe9)
+			continue;
+		memcpy(&rel, code + i + 1, sizeof(rel));
+		to = follow_veneer(c, start + i + 5 + (uint64_t)(int64_t)rel);
+		if (to >= leaf->start && to < leaf->end)
+			return true;
+		if (code[i] == 0xe9 && *ntails < FN_TAILS && (to < start || to >= start + n) &&
+		    (r = jitmap__lookup(c->jit, to)) && strncmp(r->name, "global::", 8) != 0 &&
+		    (r->start == to || strstr(r->name, "Prologue")))
+			tails[(*ntails)++] = to;
+	}
+	return false;
+}
+
 /* Does the function containing target call (or jump to) the fragment leaf anywhere in its code,
- * directly or through a veneer? Scanned once per (function, fragment), cached. */
-static bool function_calls(struct callsite *c, uint64_t target, const struct jit_range *leaf)
+ * directly or through a veneer, or tail-call (depth levels deep) a function that does? Frameless
+ * functions leave no return address: `unit/2` tail-calling `map_updates/3`, which calls the
+ * fragment, puts unit/2's caller on top. Scanned once per (function, fragment), cached. */
+static bool function_calls(struct callsite *c, uint64_t target, const struct jit_range *leaf,
+			   int depth)
 {
 	const struct jit_range *fn = jitmap__lookup(c->jit, target), *body;
 	struct fn_calls *slot;
-	uint64_t start, end;
+	uint64_t start, end, tails[FN_TAILS];
+	size_t n, ntails = 0;
 	uint8_t *code;
-	size_t n, i;
+	bool calls = false;
 
 	if (!fn || strncmp(fn->name, "global::", 8) == 0)
 		return false;
@@ -131,25 +163,17 @@ static bool function_calls(struct callsite *c, uint64_t target, const struct jit
 	slot = &c->fn_calls[((start ^ leaf->start) >> 3) % FN_CALL_SLOTS];
 	if (slot->fn == start && slot->leaf == leaf->start)
 		return slot->calls;
-	*slot = (struct fn_calls){.fn = start, .leaf = leaf->start};
 	n = end - start;
 	if (n < 5 || n > FN_SCAN_MAX || !(code = malloc(n)))
 		return false;
-	if (mem__read(c->mem, start, code, n) == 0) {
-		for (i = 0; i + 5 <= n && !slot->calls; i++) {
-			int32_t rel;
-			uint64_t to;
-
-			/* call or jmp rel32: a NIF's stub jumps to global::call_nif_shared. */
-			if (code[i] != 0xe8 && code[i] != 0xe9)
-				continue;
-			memcpy(&rel, code + i + 1, sizeof(rel));
-			to = follow_veneer(c, start + i + 5 + (uint64_t)(int64_t)rel);
-			slot->calls = to >= leaf->start && to < leaf->end;
-		}
-	}
+	if (mem__read(c->mem, start, code, n) == 0)
+		calls = code_calls(c, code, n, start, leaf, tails, &ntails);
 	free(code);
-	return slot->calls;
+	for (size_t i = 0; !calls && depth > 0 && i < ntails; i++)
+		calls = function_calls(c, tails[i], leaf, depth - 1);
+	/* Written last: the tail calls' own lookups may have used this slot. */
+	*slot = (struct fn_calls){.fn = start, .leaf = leaf->start, .calls = calls};
+	return calls;
 }
 
 /* A sample in native code whose Erlang stack was read live: does that stack still hold the
@@ -168,7 +192,7 @@ enum call_check callsite__check(struct callsite *c, const struct jitmap *jit,
 		return CALL_AGREES;
 	/* OTP 27+ enter some fragments with no return address on the Erlang stack: the call on top
 	 * is then to the (frameless) function that called the fragment. */
-	if (function_calls(c, target, leaf))
+	if (function_calls(c, target, leaf, FN_TAIL_DEPTH))
 		return CALL_AGREES;
 	/* NIFs and BIFs called through an export entry are entered through an address held in
 	 * data (a NIF's patched prologue), which no scan of the caller's code finds. */
