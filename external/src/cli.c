@@ -77,6 +77,9 @@ static const char sampling_opts[] =
     "                        often a later read contradicted the sample\n"
     "  --keep-priority       do not rank the sampler 5 nice levels above the VM (it does so\n"
     "                        when allowed, to read each sample's process within ~0.1 ms)\n"
+    "  --no-bpf              do not copy each sample's Erlang stack in the kernel (a BPF program\n"
+    "                        on the perf events, used when root or CAP_BPF allows): read it\n"
+    "                        after the sample instead, which loses fast runtime calls\n"
     "  --no-agent            ignore the agent\n";
 
 static const char usage_record[] =
@@ -173,7 +176,8 @@ enum {
 	OPT_COOKIE_FILE,
 	OPT_CODE_PATH,
 	OPT_PERF_DATA,
-	OPT_KEEP_PRIORITY
+	OPT_KEEP_PRIORITY,
+	OPT_NO_BPF
 };
 
 static const struct option longopts[] = {
@@ -193,6 +197,7 @@ static const struct option longopts[] = {
     {"limit", required_argument, NULL, 'n'},
     {"skid-summary", no_argument, NULL, OPT_SKID},
     {"keep-priority", no_argument, NULL, OPT_KEEP_PRIORITY},
+    {"no-bpf", no_argument, NULL, OPT_NO_BPF},
     {"lines", no_argument, NULL, OPT_LINES},
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
@@ -323,6 +328,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case OPT_KEEP_PRIORITY:
 		o->keep_priority = true;
+		return 0;
+	case OPT_NO_BPF:
+		o->no_bpf = true;
 		return 0;
 	case OPT_LINES:
 		o->lines = true;

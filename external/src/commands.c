@@ -23,7 +23,8 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .erlang_pid = o->erlang_pid,
 				    .name = o->name,
 				    .skid = o->skid_summary,
-				    .keep_priority = o->keep_priority};
+				    .keep_priority = o->keep_priority,
+				    .no_bpf = o->no_bpf};
 }
 
 static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid, char *err,

@@ -162,6 +162,17 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			fprintf(f, "    ended %-16s %" PRIu64 "\n", erlang_stack__end_name(i),
 				st->estack_end[i]);
 	}
+	if (st->kcapture_why[0])
+		fprintf(f, "  in-kernel capture: off (%s): stacks were read after the sample\n",
+			st->kcapture_why);
+	else if (st->erlang)
+		fprintf(f,
+			"  in-kernel capture: %" PRIu64 " of %" PRIu64
+			" Erlang samples walked as copied at the sample\n",
+			st->captured, st->erlang);
+	if (ps->bpf_unattached)
+		fprintf(f, "  in-kernel capture: not attached to %" PRIu64 " threads\n",
+			ps->bpf_unattached);
 	if (st->maps_refreshes)
 		fprintf(f,
 			"  memory maps re-read %" PRIu64

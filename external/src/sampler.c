@@ -174,21 +174,34 @@ static enum site_kind classify_site(struct sampler *s, uint64_t ra)
 	return slot->kind;
 }
 
-/* [e, hend) as words: from the sample's stack copy where it covers, the rest read live. */
+/* Copy what [base, base + len) holds of [at, at + want) to dst, when it holds its start. */
+static uint64_t copy_from(uint64_t base, const uint8_t *data, uint64_t len, uint64_t at,
+			  uint8_t *dst, uint64_t want)
+{
+	uint64_t n;
+
+	if (!data || at < base || at - base >= len)
+		return 0;
+	n = len - (at - base) < want ? len - (at - base) : want;
+	memcpy(dst, data + (at - base), n);
+	return n;
+}
+
+/* [e, hend) as words: from the sample's stack copy where it covers, then from the in-kernel
+ * capture, the rest read live. */
 static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t e, uint64_t hend,
 		      size_t *nwords, bool *complete)
 {
-	uint64_t want = hend - e, sp = ps->regs[PERF_R_SP], have = 0;
+	uint64_t want = hend - e, have;
+	uint8_t *w = (uint8_t *)s->words;
 
 	*complete = want <= STACK_CAP_BYTES;
 	if (want > STACK_CAP_BYTES)
 		want = STACK_CAP_BYTES;
-	if (e >= sp && e < sp + ps->stack_size) {
-		have = sp + ps->stack_size - e;
-		if (have > want)
-			have = want;
-		memcpy(s->words, ps->stack + (e - sp), have);
-	}
+	have = copy_from(ps->regs[PERF_R_SP], ps->stack, ps->stack_size, e, w, want);
+	if (s->cap && have < want)
+		have += copy_from(s->cap->stack_addr, s->cap->stack, s->cap->stack_len, e + have,
+				  w + have, want - have);
 	s->live_read = have < want;
 	if (have < want && mem__read(s->t->mem, e + have, (uint8_t *)s->words + have, want - have))
 		return -EFAULT;
@@ -214,16 +227,16 @@ static uint64_t native_e(struct sampler *s, const struct unwind_result *ur,
 	}
 }
 
-/* The sample's own copy of a stack that ends inside the copy: the words from E to the stack
+/* A copy (the sample's, or the capture's) of a stack that ends inside the copy: the words from E to the stack
  * bottom, normal_exit (in FP layout after a zero frame pointer), which is the last word below
  * hend (reference "Design implications", check 4). */
-static bool stack_from_copy(struct sampler *s, const struct perf_sample *ps, size_t *nwords)
+static bool stack_from_copy(struct sampler *s, const uint8_t *data, size_t len, size_t *nwords)
 {
-	size_t n = ps->stack_size / 8, i;
+	size_t n = len / 8, i;
 
 	if (n > STACK_CAP_BYTES / 8)
 		n = STACK_CAP_BYTES / 8;
-	memcpy(s->words, ps->stack, n * 8);
+	memcpy(s->words, data, n * 8);
 	for (i = 0; s->ecfg.normal_exit && i < n; i++) {
 		if (s->words[i] != s->ecfg.normal_exit)
 			continue;
@@ -239,10 +252,32 @@ static bool stack_from_copy(struct sampler *s, const struct perf_sample *ps, siz
  * native code (E is then found from the call site). */
 static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 			const struct unwind_result *ur, const struct process_view *p, uint64_t *e,
-			uint64_t fp, size_t *nwords, bool *complete)
+			uint64_t *fp, size_t *nwords, bool *complete)
 {
+	uint64_t len;
+
 	s->live_read = s->heap_moved = false;
-	if (!*e) {
+	if (!*e && s->cap && (p->stop <= p->heap || p->stop >= p->hend)) {
+		/* Captured in a garbage collection, from stop on: the stack already copied to the
+		 * new heap, whose end is not known yet; it ends at normal_exit. */
+		*e = p->stop;
+		if (s->cap->stack_addr != p->stop || (*e & 7) ||
+		    !stack_from_copy(s, s->cap->stack, s->cap->stack_len, nwords))
+			return -EFAULT;
+		*complete = true;
+		/* FP layout: the saved frame pointer is the new copy's, or still the old block's
+		 * (then the copy is walked as if it were still there, ending at the old hend). */
+		len = *nwords * 8;
+		if (s->t->frame_layout == XP_LAYOUT_FP && p->frame_pointer >= p->stop &&
+		    p->frame_pointer < p->stop + len) {
+			*fp = p->frame_pointer;
+		} else if (s->t->frame_layout == XP_LAYOUT_FP && p->frame_pointer < p->hend &&
+			   p->frame_pointer >= p->hend - len) {
+			*e = p->hend - len;
+			*fp = p->frame_pointer;
+		}
+		return 0;
+	} else if (!*e) {
 		*e = native_e(s, ur, p);
 		/* E from the call site, outside the heap read now: a GC moved the stack since the
 		 * call (the fragment's own, or one after the sample). c_p->stop is where it went;
@@ -250,19 +285,27 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 		if ((*e <= p->heap || *e >= p->hend) && p->stop > p->heap && p->stop < p->hend) {
 			*e = p->stop;
 			s->heap_moved = true;
+		} else if ((*e <= p->heap || *e >= p->hend) && s->cap && ur->jit_bp_valid &&
+			   ur->jit_bp > p->heap && ur->jit_bp < p->hend) {
+			/* Captured in a garbage collection: stop already points into the new
+			 * heap, heap and hend are still the old block, whose stack the capture
+			 * copied, and rbp still holds E of the call into the runtime. The
+			 * call-site check and the walk to the bottom validate it. */
+			*e = ur->jit_bp;
 		}
 	} else if (*e <= p->heap || *e >= p->hend) {
 		/* rsp is outside the heap block read now. Either the process was garbage collected
 		 * since the sample and its heap moved (the sample's copy still holds the stack as
 		 * it was: reading [E, hend) live would mix in the process's current frames), or JIT
 		 * code runs on the scheduler's C stack between entering the runtime and the call,
-		 * with E parked in rbp (plain) or c_p->stop (reference §2). */
-		if (!(*e & 7) && stack_from_copy(s, ps, nwords)) {
+		 * with E parked in rbp (plain) or c_p->stop (reference §2). With a capture, p is
+		 * as the sample saw it: only the second can be. */
+		if (!s->cap && !(*e & 7) && stack_from_copy(s, ps->stack, ps->stack_size, nwords)) {
 			*complete = true;
 			s->heap_moved = true;
 			return 0;
 		}
-		*e = fp > p->heap && fp < p->hend && !(fp & 7) ? fp : p->stop;
+		*e = *fp > p->heap && *fp < p->hend && !(*fp & 7) ? *fp : p->stop;
 	}
 	if (*e <= p->heap || *e >= p->hend || (*e & 7))
 		return -EFAULT;
@@ -364,6 +407,31 @@ static void skid_check(struct sampler *s, const struct target_sched *sch, const 
 	k->at_risk += why != SKID_CALL_SITE && s->live_read && cc != CALL_AGREES;
 }
 
+/* A JIT sample's process is exact (r13): learn its scheduler's data from it when attach could
+ * not, so that the capture (and the native samples' fallback) can ask for current_process. */
+static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp)
+{
+	const struct target_value *cur = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
+	struct target_sched *m;
+
+	if (!sch || sch->esdp_checked || s->learn_tries >= LEARN_ESDP_TRIES)
+		return;
+	s->learn_tries++;
+	m = &s->t->sched[sch - s->t->sched];
+	if (target__learn_esdp(s->t, m, cp) && s->kc && cur->present)
+		kcapture__watch(s->kc, m->tid, m->esdp + (uint64_t)cur->value);
+}
+
+/* The sample's in-kernel capture. The capture is written before its sample: draining the ring
+ * now finds it (two loads when the ring is empty). */
+static const struct kcap_rec *capture_of(struct sampler *s, const struct perf_sample *ps)
+{
+	if (!s->kc)
+		return NULL;
+	kcapture__drain(s->kc);
+	return kcapture__find(s->kc, ps->tid, ps->time, ps->regs[PERF_R_IP], ps->regs[PERF_R_SP]);
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
@@ -372,6 +440,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	struct where w = {0};
 	struct process_view p;
 	struct estack_result er;
+	const struct kcap_rec *k;
 	enum call_check cc;
 	size_t nwords;
 	bool complete;
@@ -381,6 +450,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_NO_USER_REGS]++;
 		return;
 	}
+	/* Claimed for every sample, used or not, so that captures do not pile up. */
+	k = capture_of(s, ps);
 	if (!sch && !s->opts.all_threads) {
 		s->st.dropped[DROP_UNKNOWN_THREAD]++;
 		return;
@@ -389,6 +460,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	if (w.leaf || w.unnamed) {
 		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
 		w.cp = is_scheduler_loop(w.leaf) ? 0 : ps->regs[PERF_R_R13];
+		learn_esdp(s, sch, w.cp);
 		w.e = ps->regs[PERF_R_SP];
 		w.fp = ps->regs[PERF_R_BP];
 	} else {
@@ -403,7 +475,11 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		return;
 	}
 	rec.read_delay_ns = delay_since(ps->time);
-	if (process__read_bounds(&s->pr, w.cp, &p)) {
+	/* The capture copied the process r13 or the scheduler named at the sample: used when it
+	 * is the one this sample resolved to (r13 may be a native function's scratch). */
+	s->cap = k && k->cp == w.cp && k->span ? k : NULL;
+	if (s->cap ? process__bounds_from_span(&s->pr, w.cp, s->cap->span, &p)
+		   : process__read_bounds(&s->pr, w.cp, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
 		return;
 	}
@@ -415,7 +491,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	if (s->t->frame_layout == XP_LAYOUT_FP && (w.ur || w.dirty) && p.frame_pointer >= p.stop &&
 	    p.frame_pointer < p.hend && !(p.frame_pointer & 7))
 		w.fp = p.frame_pointer;
-	if (sample_stack(s, ps, &ur, &p, &w.e, w.fp, &nwords, &complete)) {
+	if (sample_stack(s, ps, &ur, &p, &w.e, &w.fp, &nwords, &complete)) {
 		s->st.dropped[DROP_STACK_UNREADABLE]++;
 		return;
 	}
@@ -440,6 +516,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		er.nframes = 0;
 	}
 	skid_check(s, sch, &w, cc, &rec);
+	if (s->cap)
+		s->st.captured++;
+	else if (s->kc)
+		s->st.not_captured++;
 	s->st.erlang++;
 	s->st.estack_end[er.end]++;
 	sampler_frames__erlang(s, &rec, &p, &er, w.leaf, w.unnamed, w.ur);
@@ -448,6 +528,35 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 static void on_sample(const struct perf_sample *ps, void *ctx)
 {
 	resolve(ctx, ps);
+}
+
+/* The in-kernel capture, unless --no-bpf or the kernel says no (st.kcapture_why). Each scheduler
+ * thread whose esdp is known gets its current_process looked up at the sample. */
+static void open_kcapture(struct sampler *s)
+{
+	const struct target_value *cur = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
+	const struct target_value *htop = &s->t->off[XP_OFF_P_HTOP];
+	const struct target_value *hend = &s->t->off[XP_OFF_P_HEND];
+	struct kcap_cfg c = {.span_lo = s->pr.bounds_lo,
+			     .span_len = s->pr.bounds_len,
+			     .htop_off = (uint32_t)htop->value,
+			     .hend_off = (uint32_t)hend->value,
+			     .stop_off = (uint32_t)s->t->off[XP_OFF_P_STOP].value,
+			     .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value};
+	size_t i;
+
+	if (s->opts.no_bpf) {
+		snprintf(s->st.kcapture_why, sizeof(s->st.kcapture_why), "--no-bpf");
+		return;
+	}
+	if (kcapture__open(&s->kc, &c, s->st.kcapture_why, sizeof(s->st.kcapture_why)))
+		return;
+	for (i = 0; cur->present && i < s->t->nsched; i++) {
+		const struct target_sched *sch = &s->t->sched[i];
+
+		if (sch->esdp && sch->esdp_checked)
+			kcapture__watch(s->kc, sch->tid, sch->esdp + (uint64_t)cur->value);
+	}
 }
 
 static int open_perf(struct sampler *s, char *err, size_t errlen)
@@ -477,6 +586,14 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 	free(tasks);
 	if (!tids)
 		return -ENOMEM;
+	open_kcapture(s);
+	if (s->kc) {
+		/* Captured at the sample: nothing is lost by reading a batch of samples at once,
+		 * and a wake-up per sample was most of the sampler's cost. */
+		po.bpf_prog_fd = kcapture__prog_fd(s->kc);
+		po.mmap_pages = 128;
+		po.wakeup_events = 8;
+	}
 	rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
 	free(tids);
 	if (rc == -EACCES || rc == -EPERM)
@@ -583,6 +700,7 @@ void sampler__free(struct sampler *s)
 	if (!s)
 		return;
 	perf_session__free(s->perf);
+	kcapture__free(s->kc);
 	callsite__free(s->calls);
 	unwinder__free(s->unw);
 	proc_maps__free(s->maps);

@@ -58,6 +58,7 @@ struct sampler_opts {
 	const char *name;	    /* registered name or NULL */
 	bool skid;		    /* re-read what the sample saw, to count contradictions */
 	bool keep_priority;	    /* run.c: do not rank the sampler above the VM */
+	bool no_bpf;		    /* no in-kernel capture (kcapture.h) */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 };
@@ -71,6 +72,10 @@ struct sampler_stats {
 	uint64_t jit_refreshes;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */
+	/* In-kernel capture: on when kcapture_why is empty. Erlang samples whose Process and stack
+	 * came from it, and those (native samples) that had to be read after the sample. */
+	uint64_t captured, not_captured;
+	char kcapture_why[200];
 	double elapsed_s;
 };
 

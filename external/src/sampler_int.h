@@ -6,6 +6,7 @@
 #define XP_SAMPLER_INT_H
 
 #include "callsite.h"
+#include "kcapture.h"
 #include "process.h"
 #include "sampler.h"
 
@@ -23,6 +24,7 @@
 #define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
 #define JIT_REFRESH_MISS_NS (100 * 1000000ull)
 #define MAPS_REFRESH_NS	    (1000 * 1000000ull)
+#define LEARN_ESDP_TRIES    1000 /* JIT samples asked for their scheduler's data, at most */
 
 enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
 
@@ -61,6 +63,9 @@ struct sampler {
 	struct ident ident[IDENT_SLOTS];
 	struct site sites[SITE_SLOTS];
 	struct callsite *calls; /* the call-site check and its caches */
+	struct kcapture *kc;	/* NULL: no in-kernel capture (st.kcapture_why says why) */
+	const struct kcap_rec *cap; /* the sample's capture of its process, or NULL */
+	uint32_t learn_tries;	    /* learn_esdp() attempts so far */
 	struct native_name names[NAME_SLOTS];
 	struct jit_name jit_names[JIT_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
