@@ -10,6 +10,9 @@
 #   fp      ground's share and chain on a frame-pointer VM (+JPperf map on 25, +JPperf fp on 27+)
 #   dirty   a BIF on a dirty CPU scheduler: the process and its stack from c_p->stop;
 #           --threads all; --skid-summary
+#   capture xp_maps (map updates, arithmetic fragments, garbage collections) on 2 schedulers: the
+#           in-kernel capture walks >= 99% of Erlang samples, >= 99% complete, < 1% dropped;
+#           with --no-bpf the summary says the capture is off (figures printed for comparison)
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
 # A share is left unchecked when the workload ran more than XP_MAX_STRETCH times slower than its
@@ -20,7 +23,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust|dirty"
+usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust|dirty|capture"
 otp=${1:?$usage}
 mode=${2:?$usage}
 case=${3:?$usage}
@@ -544,8 +547,53 @@ case_robust() {
 	fi
 }
 
+# summary_num ERR SED-EXPR: one number from a record summary (empty when absent).
+summary_num() { sed -n "$2" "$1" | head -n 1; }
+
+# at_least WHAT PART WHOLE PERCENT: PART >= PERCENT% of WHOLE (WHOLE > 0).
+at_least() {
+	local what=$1 part=${2:-0} whole=${3:-0} min=$4
+	if ((whole > 0 && 100 * part >= min * whole)); then
+		xp_pass "$what: $part of $whole (>= $min%)"
+	else
+		xp_fail "$what: $part of $whole (< $min%)"
+	fi
+}
+
+case_capture() {
+	local err walked complete captured samples dropped
+	[[ $(id -u) -eq 0 ]] || xp_skip "the in-kernel capture needs root (CAP_BPF and CAP_PERFMON)"
+	xp_start_vm "$otp" "$mode" xp_maps +S 2
+	rec_ok cap
+	err=$XP_VM_DIR/cap.err
+	samples=$(summary_num "$err" 's/^extrospect: \([0-9]*\) samples in .*/\1/p')
+	dropped=$(summary_num "$err" 's/.* \([0-9]*\) dropped$/\1/p')
+	walked=$(summary_num "$err" 's/^  Erlang stacks: \([0-9]*\) walked, .*/\1/p')
+	captured=$(summary_num "$err" 's/^  in-kernel capture: \([0-9]*\) of [0-9]* Erlang samples.*/\1/p')
+	complete=$(awk -v w="${walked:-0}" -v p="$(summary_num "$err" \
+		's/^  Erlang stacks: [0-9]* walked, \([0-9.]*\)% complete.*/\1/p')" \
+		'BEGIN { printf "%d", w * p / 100 + 0.5 }')
+	echo "FIGURE: OTP $otp $mode capture: $captured of $walked Erlang samples captured, $complete complete, $dropped of $samples dropped"
+	at_least "Erlang samples walked from the in-kernel capture" "$captured" "$walked" 99
+	at_least "Erlang stacks complete to the stack bottom (all walks counted)" "$complete" "$walked" 99
+	at_least "samples not dropped" "$((samples - ${dropped:-0}))" "$samples" 99
+	grep -q ' xp_maps_1;.*xp_maps:map_updates/3' "$XP_VM_DIR/cap.folded" &&
+		xp_pass "xp_maps_1's map_updates/3 is in the profile" ||
+		xp_fail "no xp_maps_1 stack with xp_maps:map_updates/3"
+	rec_ok nobpf --no-bpf
+	err=$XP_VM_DIR/nobpf.err
+	if grep -q '^  in-kernel capture: off (--no-bpf): stacks were read after the sample$' "$err"; then
+		xp_pass "--no-bpf: the summary says the capture is off"
+	else
+		xp_fail "--no-bpf: no 'in-kernel capture: off (--no-bpf)' line"
+	fi
+	echo "FIGURE: OTP $otp $mode capture --no-bpf: $(grep '^  Erlang stacks' "$err")"
+	xp_stop_vm
+}
+
 xp_require_sampler
 case $case in
+capture) case_capture ;;
 ground) case_ground ;;
 fp) case_fp ;;
 bif) case_bif ;;
