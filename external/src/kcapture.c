@@ -53,12 +53,13 @@ enum {
 #define KCAP_MAX_INSNS	192
 #define KCAP_MAX_LABELS L_COUNT
 #define KCAP_MATCH_NS	1000000ull /* perf stamps its sample a microsecond or two before */
-#define KCAP_WATCH_MAX	4096		  /* scheduler threads the program looks up */
+#define KCAP_WATCH_MAX	4096	   /* scheduler threads the program looks up */
 #define KCAP_LOG_BYTES	(64u << 10)
 
 /* The sampled registers, as the program sees them (struct bpf_perf_event_data). */
-#define PT(field) ((int16_t)(offsetof(struct bpf_perf_event_data, regs) +                         \
-			     offsetof(bpf_user_pt_regs_t, field)))
+#define PT(field)                                                                                  \
+	((int16_t)(offsetof(struct bpf_perf_event_data, regs) +                                    \
+		   offsetof(bpf_user_pt_regs_t, field)))
 
 struct slot {
 	struct kcap_rec rec;
@@ -69,8 +70,8 @@ struct slot {
 struct kcapture {
 	struct kcap_cfg cfg;
 	int scratch_fd, watch_fd, ring_fd, prog_fd;
-	uint8_t *cons;	  /* the consumer position page (read-write) */
-	uint8_t *prod;	  /* the producer position page, then the data mapped twice */
+	uint8_t *cons; /* the consumer position page (read-write) */
+	uint8_t *prod; /* the producer position page, then the data mapped twice */
 	size_t page_size;
 	struct slot slots[KCAP_PENDING];
 	size_t next; /* the slot the next capture goes into */
@@ -93,8 +94,8 @@ static void emit(struct prog *p, uint8_t code, uint8_t dst, uint8_t src, int16_t
 		p->overflow = true;
 		return;
 	}
-	p->insn[p->n++] = (struct bpf_insn){
-	    .code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm};
+	p->insn[p->n++] =
+	    (struct bpf_insn){.code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm};
 }
 
 /* A conditional jump to a label placed later; op is BPF_JEQ, BPF_JNE, ... */
@@ -167,7 +168,6 @@ static void call(struct prog *p, int32_t fn)
 }
 
 /* ---- the program ----------------------------------------------------------------------------- */
-
 
 /* r6 = ctx, r7 = the capture (per-CPU scratch), r8 = cp, r9 = stack bytes. */
 static void program_head(struct prog *p, const struct kcapture *k)
@@ -357,7 +357,7 @@ static int load(const struct prog *p, char *why, size_t whylen)
 		a.prog_type = BPF_PROG_TYPE_PERF_EVENT;
 		a.insns = (uint64_t)(uintptr_t)p->insn;
 		a.insn_cnt = (uint32_t)p->n;
-		a.license = (uint64_t)(uintptr_t)"GPL"; /* bpf_probe_read_user is GPL-only */
+		a.license = (uint64_t)(uintptr_t) "GPL"; /* bpf_probe_read_user is GPL-only */
 		if (pass && (log = calloc(1, KCAP_LOG_BYTES))) {
 			a.log_buf = (uint64_t)(uintptr_t)log;
 			a.log_size = KCAP_LOG_BYTES;
@@ -374,7 +374,9 @@ static int load(const struct prog *p, char *why, size_t whylen)
 		line = log ? strrchr(log, '\n') : NULL;
 		snprintf(why, whylen, "the kernel refused the capture program: %s%s%s",
 			 strerror(-fd), log && log[0] ? ": " : "",
-			 line ? line + 1 : log ? log : "");
+			 line  ? line + 1
+			 : log ? log
+			       : "");
 	}
 	free(log);
 	return fd;
@@ -555,8 +557,8 @@ void kcapture__drain(struct kcapture *k)
 	}
 }
 
-const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t time,
-				      uint64_t ip, uint64_t sp)
+const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t time, uint64_t ip,
+				      uint64_t sp)
 {
 	if (!k)
 		return NULL;

@@ -29,13 +29,13 @@ struct kcap_rec {
 	uint32_t tid;
 	uint64_t time; /* CLOCK_MONOTONIC, like perf's sample time */
 	uint64_t ip, sp;
-	uint64_t cp;	       /* the Process copied: the scheduler's current_process, else r13 */
-	bool from_scheduler;   /* cp is the scheduler's current_process */
-	const uint8_t *span;   /* span_len bytes, NULL when the Process could not be read */
+	uint64_t cp;	     /* the Process copied: the scheduler's current_process, else r13 */
+	bool from_scheduler; /* cp is the scheduler's current_process */
+	const uint8_t *span; /* span_len bytes, NULL when the Process could not be read */
 	/* The stack copy [stack_addr, stack_addr + stack_len): it ends at hend, or (in a garbage
 	 * collection, stop outside [heap, hend)) it starts at stop. */
 	uint64_t stack_addr;
-	const uint8_t *stack;  /* NULL when nothing was copied */
+	const uint8_t *stack; /* NULL when nothing was copied */
 	size_t stack_len;
 };
 
@@ -60,8 +60,8 @@ int kcapture__watch(struct kcapture *k, pid_t tid, uint64_t current_process_addr
  * rings: a capture is written before its sample, so every sample read after has its capture. */
 void kcapture__drain(struct kcapture *k);
 /* The capture of the sample (tid, time, ip, sp), or NULL. Valid until the next drain. */
-const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t time,
-				      uint64_t ip, uint64_t sp);
+const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t time, uint64_t ip,
+				      uint64_t sp);
 const struct kcap_stats *kcapture__stats(const struct kcapture *k);
 void kcapture__free(struct kcapture *k);
 

@@ -54,11 +54,11 @@ struct perf_sample {
 };
 
 struct perf_stats {
-	uint64_t samples;      /* delivered to the callback */
-	uint64_t lost;	       /* PERF_RECORD_LOST: records the kernel dropped */
-	uint64_t throttled;    /* PERF_RECORD_THROTTLE */
-	uint64_t malformed;    /* records skipped because they did not parse */
-	uint64_t threads_gone; /* threads that exited while sampled */
+	uint64_t samples;	 /* delivered to the callback */
+	uint64_t lost;		 /* PERF_RECORD_LOST: records the kernel dropped */
+	uint64_t throttled;	 /* PERF_RECORD_THROTTLE */
+	uint64_t malformed;	 /* records skipped because they did not parse */
+	uint64_t threads_gone;	 /* threads that exited while sampled */
 	uint64_t bpf_unattached; /* events the BPF program could not be attached to */
 };
 

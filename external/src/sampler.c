@@ -227,9 +227,9 @@ static uint64_t native_e(struct sampler *s, const struct unwind_result *ur,
 	}
 }
 
-/* A copy (the sample's, or the capture's) of a stack that ends inside the copy: the words from E to the stack
- * bottom, normal_exit (in FP layout after a zero frame pointer), which is the last word below
- * hend (reference "Design implications", check 4). */
+/* A copy (the sample's, or the capture's) of a stack that ends inside the copy: the words from E to
+ * the stack bottom, normal_exit (in FP layout after a zero frame pointer), which is the last word
+ * below hend (reference "Design implications", check 4). */
 static bool stack_from_copy(struct sampler *s, const uint8_t *data, size_t len, size_t *nwords)
 {
 	size_t n = len / 8, i;

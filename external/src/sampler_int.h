@@ -62,8 +62,8 @@ struct sampler {
 	struct sampler_stats st;
 	struct ident ident[IDENT_SLOTS];
 	struct site sites[SITE_SLOTS];
-	struct callsite *calls; /* the call-site check and its caches */
-	struct kcapture *kc;	/* NULL: no in-kernel capture (st.kcapture_why says why) */
+	struct callsite *calls;	    /* the call-site check and its caches */
+	struct kcapture *kc;	    /* NULL: no in-kernel capture (st.kcapture_why says why) */
 	const struct kcap_rec *cap; /* the sample's capture of its process, or NULL */
 	uint32_t learn_tries;	    /* learn_esdp() attempts so far */
 	struct native_name names[NAME_SLOTS];
