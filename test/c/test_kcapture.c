@@ -1,0 +1,183 @@
+/* kcapture.c tests, live: three threads of this process spin with r13 pointing at fake Process
+ * structs while perf samples them with the capture program attached. A: a plain process (the
+ * stack is the 3000 bytes below hend); B: one in a garbage collection (stop outside [heap, hend):
+ * the copy starts at stop); C: r13 = 0, its "scheduler" slot (kcapture__watch) names A's process.
+ * Every capture must be found for its sample and hold exactly the fake's bytes. Exits 77 when
+ * perf_event_open or BPF is not permitted (not root). Does not own: the sampler's use of it. */
+#include "check.h"
+#include "kcapture.h"
+#include "perf.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HEAP_BYTES  16384
+#define STACK_BYTES 3000
+#define GC_BYTES    16384
+
+/* The fake Process: fields at these byte offsets, the span [8, 56). */
+enum { F_HTOP = 16, F_HEND = 24, F_STOP = 32, F_HEAP = 40, SPAN_LO = 8, SPAN_LEN = 48 };
+
+struct spinner {
+	uint64_t r13;
+	volatile int *stop;
+	volatile pid_t tid;
+};
+
+struct seen {
+	pid_t tid[3];
+	const uint64_t *proc[3];
+	const uint8_t *stack_at[3];
+	size_t stack_len[3];
+	bool sched[3];
+	unsigned samples[3], found[3], exact[3];
+	struct kcapture *k;
+};
+
+static void *spin(void *arg)
+{
+	struct spinner *s = arg;
+
+	s->tid = (pid_t)syscall(SYS_gettid);
+	__asm__ volatile("mov %0, %%r13\n"
+			 "1: pause\n"
+			 "cmpl $0, (%1)\n"
+			 "je 1b\n"
+			 :
+			 : "r"(s->r13), "r"(s->stop)
+			 : "r13", "memory");
+	return NULL;
+}
+
+static void on_sample(const struct perf_sample *ps, void *ctx)
+{
+	struct seen *w = ctx;
+	const struct kcap_rec *r;
+	int i;
+
+	for (i = 0; i < 3 && w->tid[i] != (pid_t)ps->tid; i++)
+		;
+	if (i == 3 || !ps->regs_valid)
+		return;
+	w->samples[i]++;
+	kcapture__drain(w->k);
+	r = kcapture__find(w->k, ps->tid, ps->time, ps->regs[PERF_R_IP], ps->regs[PERF_R_SP]);
+	if (!r)
+		return;
+	w->found[i]++;
+	if (r->cp == (uint64_t)(uintptr_t)w->proc[i] && r->from_scheduler == w->sched[i] &&
+	    r->span && memcmp(r->span, (const uint8_t *)w->proc[i] + SPAN_LO, SPAN_LEN) == 0 &&
+	    r->stack_addr == (uint64_t)(uintptr_t)w->stack_at[i] &&
+	    r->stack_len == w->stack_len[i] && memcmp(r->stack, w->stack_at[i], r->stack_len) == 0)
+		w->exact[i]++;
+}
+
+static void fake_process(uint64_t *p, uint8_t *heap, uint8_t *stop)
+{
+	memset(p, 0, 64);
+	p[F_HEAP / 8] = (uint64_t)(uintptr_t)heap;
+	p[F_HEND / 8] = (uint64_t)(uintptr_t)(heap + HEAP_BYTES);
+	p[F_HTOP / 8] = (uint64_t)(uintptr_t)(heap + HEAP_BYTES - STACK_BYTES);
+	p[F_STOP / 8] = (uint64_t)(uintptr_t)stop;
+}
+
+static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
+{
+	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 1, kcapture__prog_fd(k)};
+	struct spinner sp[3];
+	struct perf_session *ps = NULL;
+	volatile int stop = 0;
+	pthread_t th[3];
+	struct timespec t0, t;
+	int rc, i;
+
+	for (i = 0; i < 3; i++) {
+		sp[i] = (struct spinner){.r13 = i == 2 ? 0 : (uint64_t)(uintptr_t)w->proc[i],
+					 .stop = &stop};
+		pthread_create(&th[i], NULL, spin, &sp[i]);
+	}
+	for (i = 0; i < 3; i++) {
+		while (!sp[i].tid)
+			sched_yield();
+		w->tid[i] = sp[i].tid;
+	}
+	kcapture__watch(k, w->tid[2], (uint64_t)(uintptr_t)cur);
+	rc = perf_session__open(&ps, w->tid, 3, &o);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (!rc)
+			perf_session__poll(ps, 50, on_sample, w);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!rc && (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+	if (!rc)
+		CHECK_INT("perf.bpf_unattached", 0, (int)perf_session__stats(ps)->bpf_unattached);
+	stop = 1;
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	perf_session__free(ps);
+	return rc;
+}
+
+int main(void)
+{
+	static uint64_t proc_a[8], proc_b[8];
+	uint8_t *heap_a = malloc(HEAP_BYTES), *heap_b = malloc(HEAP_BYTES), *gc = malloc(GC_BYTES);
+	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP};
+	struct kcap_cfg bad = cfg;
+	struct kcapture *k = NULL;
+	struct seen w = {.proc = {proc_a, proc_b, proc_a}, .sched = {false, false, true}};
+	uint64_t cur = (uint64_t)(uintptr_t)proc_a;
+	char why[256] = "";
+	int rc;
+
+	for (size_t i = 0; i < HEAP_BYTES; i++) {
+		heap_a[i] = (uint8_t)(i * 7);
+		heap_b[i] = (uint8_t)(i * 13);
+	}
+	for (size_t i = 0; i < GC_BYTES; i++)
+		gc[i] = (uint8_t)(i * 3 + 1);
+	fake_process(proc_a, heap_a, heap_a + HEAP_BYTES - 800);
+	fake_process(proc_b, heap_b, gc); /* stop outside [heap, hend): in a GC */
+	w.stack_at[0] = w.stack_at[2] = heap_a + HEAP_BYTES - STACK_BYTES;
+	w.stack_len[0] = w.stack_len[2] = STACK_BYTES;
+	w.stack_at[1] = gc;
+	w.stack_len[1] = KCAP_STACK_MAX;
+
+	bad.hend_off = 64; /* outside the span */
+	CHECK_INT("open.bad_cfg", -EINVAL, kcapture__open(&k, &bad, why, sizeof(why)));
+	CHECK("open.bad_cfg.why", strstr(why, "not known") != NULL);
+	rc = kcapture__open(&k, &cfg, why, sizeof(why));
+	if (rc == -EPERM || rc == -EACCES)
+		return check_skip(why);
+	if (!CHECK("open", rc == 0)) {
+		printf("  %s\n", why);
+		return check_done();
+	}
+	w.k = k;
+	if (run(k, &w, &cur))
+		return check_skip("perf_event_open is not permitted here");
+	for (int i = 0; i < 3; i++) {
+		char name[64];
+
+		printf("thread %c: %u samples, %u captures found, %u exact\n", 'A' + i,
+		       w.samples[i], w.found[i], w.exact[i]);
+		snprintf(name, sizeof(name), "thread%c.samples", 'A' + i);
+		CHECK(name, w.samples[i] >= 100);
+		snprintf(name, sizeof(name), "thread%c.every_sample_found", 'A' + i);
+		CHECK_INT(name, (int)w.samples[i], (int)w.found[i]);
+		snprintf(name, sizeof(name), "thread%c.every_capture_exact", 'A' + i);
+		CHECK_INT(name, (int)w.found[i], (int)w.exact[i]);
+	}
+	CHECK("find.none", kcapture__find(k, 1, 0, 0, 0) == NULL);
+	CHECK_INT("stats.malformed", 0, (int)kcapture__stats(k)->malformed);
+	kcapture__free(k);
+	kcapture__free(NULL);
+	free(heap_a);
+	free(heap_b);
+	free(gc);
+	return check_done();
+}
