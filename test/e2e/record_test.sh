@@ -577,9 +577,11 @@ case_capture() {
 	at_least "Erlang samples walked from the in-kernel capture" "$captured" "$walked" 99
 	at_least "Erlang stacks complete to the stack bottom (all walks counted)" "$complete" "$walked" 99
 	at_least "samples not dropped" "$((samples - ${dropped:-0}))" "$samples" 99
-	grep -q ' xp_maps_1;.*xp_maps:map_updates/3' "$XP_VM_DIR/cap.folded" &&
-		xp_pass "xp_maps_1's map_updates/3 is in the profile" ||
+	if grep -q ' xp_maps_1;.*xp_maps:map_updates/3' "$XP_VM_DIR/cap.folded"; then
+		xp_pass "xp_maps_1's map_updates/3 is in the profile"
+	else
 		xp_fail "no xp_maps_1 stack with xp_maps:map_updates/3"
+	fi
 	rec_ok nobpf --no-bpf
 	err=$XP_VM_DIR/nobpf.err
 	if grep -q '^  in-kernel capture: off (--no-bpf): stacks were read after the sample$' "$err"; then
