@@ -516,10 +516,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		er.nframes = 0;
 	}
 	skid_check(s, sch, &w, cc, &rec);
-	if (s->cap)
-		s->st.captured++;
-	else if (s->kc)
-		s->st.not_captured++;
+	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
 	s->st.estack_end[er.end]++;
 	sampler_frames__erlang(s, &rec, &p, &er, w.leaf, w.unnamed, w.ur);

@@ -72,9 +72,9 @@ struct sampler_stats {
 	uint64_t jit_refreshes;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */
-	/* In-kernel capture: on when kcapture_why is empty. Erlang samples whose Process and stack
-	 * came from it, and those (native samples) that had to be read after the sample. */
-	uint64_t captured, not_captured;
+	/* In-kernel capture: on when kcapture_why is empty; the Erlang samples whose Process and
+	 * stack came from it. */
+	uint64_t captured;
 	char kcapture_why[200];
 	double elapsed_s;
 };
