@@ -285,13 +285,6 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 		if ((*e <= p->heap || *e >= p->hend) && p->stop > p->heap && p->stop < p->hend) {
 			*e = p->stop;
 			s->heap_moved = true;
-		} else if ((*e <= p->heap || *e >= p->hend) && s->cap && ur->jit_bp_valid &&
-			   ur->jit_bp > p->heap && ur->jit_bp < p->hend) {
-			/* Captured in a garbage collection: stop already points into the new
-			 * heap, heap and hend are still the old block, whose stack the capture
-			 * copied, and rbp still holds E of the call into the runtime. The
-			 * call-site check and the walk to the bottom validate it. */
-			*e = ur->jit_bp;
 		}
 	} else if (*e <= p->heap || *e >= p->hend) {
 		/* rsp is outside the heap block read now. Either the process was garbage collected
