@@ -565,10 +565,8 @@ const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t
 	for (size_t i = 0; i < KCAP_PENDING; i++) {
 		struct slot *s = &k->slots[i];
 
-		uint64_t dt = s->rec.time > time ? s->rec.time - time : time - s->rec.time;
-
 		if (!s->used || s->rec.tid != tid || s->rec.ip != ip || s->rec.sp != sp ||
-		    dt > KCAP_MATCH_NS)
+		    (s->rec.time > time ? s->rec.time - time : time - s->rec.time) > KCAP_MATCH_NS)
 			continue;
 		s->used = false;
 		k->st.matched++;
