@@ -21,12 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PERF_DEFAULT_PAGES 16
-#define PERF_MAX_PAGES	   (1u << 16)
-#define PERF_MAX_STACK	   65528u /* the kernel wants sample_stack_user < USHRT_MAX, 8-aligned */
-#define PERF_MAX_RECORD	   65536u /* perf_event_header.size is a u16 */
-#define PERF_SAMPLE_FIXED  512u	  /* a sample without its stack copy: ids, 17 registers, sizes */
-#define PERF_EPOLL_BATCH   64
+#define PERF_DEFAULT_PAGES  16
+#define PERF_MAX_PAGES	    (1u << 16)
+#define PERF_MAX_STACK	    65528u /* the kernel wants sample_stack_user < USHRT_MAX, 8-aligned */
+#define PERF_MAX_RECORD	    65536u /* perf_event_header.size is a u16 */
+#define PERF_SAMPLE_FIXED   512u   /* a sample without its stack copy: ids, 17 registers, sizes */
+#define PERF_EPOLL_BATCH    64
+#define PERF_SAMPLE_TIME_AT 16 /* in a sample body: ip, then pid and tid, then time */
 
 #define PERF_SAMPLE_LAYOUT                                                                         \
 	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |                   \
@@ -52,6 +53,9 @@ struct perf_thread {
 	uint8_t *map; /* the metadata page, then 2^n data pages */
 	size_t map_len;
 	bool hung_up; /* the thread exited: drop it once its ring is drained */
+	/* During a poll: the ring's read window, and its next sample's time when ready. */
+	uint64_t head, tail, next_time;
+	bool ready;
 };
 
 struct perf_session {
@@ -355,18 +359,27 @@ static void ring__copy(const uint8_t *data, uint64_t size, uint64_t off, void *d
 	memcpy((uint8_t *)dst + first, data, len - first);
 }
 
-/* One record: 1 if a sample was delivered, else 0. */
+/* The record at ring offset off (its header is h): 1 if a sample was delivered, else 0. fn is
+ * NULL when only non-sample records are expected. */
 static int session__record(struct perf_session *s, const struct perf_event_header *h,
-			   const uint8_t *rec, perf_sample_fn fn, void *ctx)
+			   const uint8_t *data, uint64_t size, uint64_t off, perf_sample_fn fn,
+			   void *ctx)
 {
-	const uint8_t *body = rec + sizeof(*h);
+	const uint8_t *rec, *body;
 	size_t len = h->size - sizeof(*h);
 	struct perf_sample smp;
 	uint64_t lost[2]; /* id, lost */
 
+	if ((off & (size - 1)) + h->size <= size) {
+		rec = data + (off & (size - 1));
+	} else {
+		ring__copy(data, size, off, s->scratch, h->size);
+		rec = s->scratch;
+	}
+	body = rec + sizeof(*h);
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
-		if (perf__parse_sample(body, len, &smp)) {
+		if (!fn || perf__parse_sample(body, len, &smp)) {
 			s->stats.malformed++;
 			return 0;
 		}
@@ -389,41 +402,68 @@ static int session__record(struct perf_session *s, const struct perf_event_heade
 	}
 }
 
-/* Deliver every complete record between data_tail and data_head, releasing space as we go. */
-static int session__drain(struct perf_session *s, struct perf_thread *t, perf_sample_fn fn,
-			  void *ctx)
+/* The ring's data area and size. */
+static const uint8_t *ring__data(const struct perf_session *s, const struct perf_thread *t,
+				 uint64_t *size)
+{
+	const struct perf_event_mmap_page *meta = (const struct perf_event_mmap_page *)t->map;
+
+	*size = meta->data_size ? meta->data_size : t->map_len - s->page_size;
+	return t->map + (meta->data_offset ? meta->data_offset : s->page_size);
+}
+
+static void ring__release(struct perf_thread *t)
 {
 	struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *)t->map;
-	const uint8_t *data = t->map + (meta->data_offset ? meta->data_offset : s->page_size);
-	uint64_t size = meta->data_size ? meta->data_size : t->map_len - s->page_size;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = meta->data_tail; /* only we write it */
+
+	__atomic_store_n(&meta->data_tail, t->tail, __ATOMIC_RELEASE);
+}
+
+/* Step t's read position to its next sample, handling the records before it (lost, throttle,
+ * malformed) on the way; t->ready says whether one is there, t->next_time is its time. */
+static void ring__next_sample(struct perf_session *s, struct perf_thread *t)
+{
+	uint64_t size;
+	const uint8_t *data = ring__data(s, t, &size);
 	struct perf_event_header h;
-	int delivered = 0;
+	uint64_t time;
 
-	while (head - tail >= sizeof(h)) {
-		const uint8_t *rec;
-		uint64_t pos = tail & (size - 1);
-
-		ring__copy(data, size, tail, &h, sizeof(h));
-		if (h.size < sizeof(h) || h.size > head - tail) {
+	t->ready = false;
+	while (t->head - t->tail >= sizeof(h)) {
+		ring__copy(data, size, t->tail, &h, sizeof(h));
+		if (h.size < sizeof(h) || h.size > t->head - t->tail) {
 			/* A record cannot be framed: nothing after it can be either. */
 			s->stats.malformed++;
-			tail = head;
+			t->tail = t->head;
 			break;
 		}
-		if (pos + h.size <= size) {
-			rec = data + pos;
-		} else {
-			ring__copy(data, size, tail, s->scratch, h.size);
-			rec = s->scratch;
+		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + PERF_SAMPLE_TIME_AT + 8) {
+			ring__copy(data, size, t->tail + sizeof(h) + PERF_SAMPLE_TIME_AT, &time,
+				   sizeof(time));
+			t->next_time = time;
+			t->ready = true;
+			return;
 		}
-		if (session__record(s, &h, rec, fn, ctx) && delivered < INT_MAX)
-			delivered++;
-		tail += h.size;
-		__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+		session__record(s, &h, data, size, t->tail, NULL, NULL);
+		t->tail += h.size;
 	}
-	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	ring__release(t);
+}
+
+/* Deliver t's next sample (ring__next_sample found it) and step to the one after. */
+static int ring__deliver(struct perf_session *s, struct perf_thread *t, perf_sample_fn fn,
+			 void *ctx)
+{
+	uint64_t size;
+	const uint8_t *data = ring__data(s, t, &size);
+	struct perf_event_header h;
+	int delivered;
+
+	ring__copy(data, size, t->tail, &h, sizeof(h));
+	delivered = session__record(s, &h, data, size, t->tail, fn, ctx);
+	t->tail += h.size;
+	ring__release(t);
+	ring__next_sample(s, t);
 	return delivered;
 }
 
@@ -469,11 +509,31 @@ int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn
 			session__mark_hung_up(s, (pid_t)ev[k].data.u64);
 	}
 	/* Every ring, not just the ready ones: reading a data_head costs nothing. */
-	for (size_t i = 0; i < s->n;) {
-		int d = session__drain(s, &s->threads[i], fn, ctx);
+	for (size_t i = 0; i < s->n; i++) {
+		struct perf_thread *t = &s->threads[i];
 
-		delivered = d > INT_MAX - delivered ? INT_MAX : delivered + d;
-		/* Drained first: an exited thread's last samples are still in its buffer. */
+		t->head = __atomic_load_n(&((struct perf_event_mmap_page *)t->map)->data_head,
+					  __ATOMIC_ACQUIRE);
+		t->tail = ((struct perf_event_mmap_page *)t->map)->data_tail; /* only we write it */
+		ring__next_sample(s, t);
+	}
+	/* Oldest first across the rings, so that a consumer pairing samples with other
+	 * time-ordered data (kcapture) sees them in the order they were taken. */
+	for (;;) {
+		struct perf_thread *first = NULL;
+
+		for (size_t i = 0; i < s->n; i++) {
+			if (s->threads[i].ready &&
+			    (!first || s->threads[i].next_time < first->next_time))
+				first = &s->threads[i];
+		}
+		if (!first)
+			break;
+		if (ring__deliver(s, first, fn, ctx) && delivered < INT_MAX)
+			delivered++;
+	}
+	/* Drained first: an exited thread's last samples are still in its buffer. */
+	for (size_t i = 0; i < s->n;) {
 		if (s->threads[i].hung_up) {
 			session__drop(s, i);
 			continue;

@@ -73,8 +73,8 @@ int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntid
 		       const struct perf_opts *opts);
 /* Add a thread later (a scheduler thread that appeared). */
 int perf_session__add_thread(struct perf_session *s, pid_t tid);
-/* Wait up to timeout_ms for data, then deliver every complete sample. Returns the number
- * delivered, or a negative errno. */
+/* Wait up to timeout_ms for data, then deliver every complete sample, oldest first across the
+ * threads' rings. Returns the number delivered, or a negative errno. */
 int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn, void *ctx);
 const struct perf_stats *perf_session__stats(const struct perf_session *s);
 size_t perf_session__nthreads(const struct perf_session *s);
