@@ -48,13 +48,17 @@ enum {
 #define F_FROM_SCHEDULER 1u
 #define F_SPAN_OK	 2u
 
-#define KCAP_RING_BYTES (4u << 20) /* ~50 ms of captures at 2 x 997 Hz with deep stacks */
-#define KCAP_PENDING	256	   /* captures kept until their sample is read */
-#define KCAP_MAX_INSNS	192
-#define KCAP_MAX_LABELS L_COUNT
-#define KCAP_MATCH_NS	1000000ull /* perf stamps its sample a microsecond or two before */
-#define KCAP_WATCH_MAX	4096	   /* scheduler threads the program looks up */
-#define KCAP_LOG_BYTES	(64u << 10)
+/* The capture ring holds what a sampler that wakes every RUN_POLL_MS (50 ms), or a little later,
+ * may find: KCAP_RING_SECONDS of full-size captures on every CPU. */
+#define KCAP_RING_MIN	  (4u << 20)
+#define KCAP_RING_MAX	  (64u << 20)
+#define KCAP_RING_SECONDS 0.125
+#define KCAP_PENDING	  256 /* captures kept until their sample is read */
+#define KCAP_MAX_INSNS	  192
+#define KCAP_MAX_LABELS	  L_COUNT
+#define KCAP_MATCH_NS	  1000000ull /* perf stamps its sample a microsecond or two before */
+#define KCAP_WATCH_MAX	  4096	     /* scheduler threads the program looks up */
+#define KCAP_LOG_BYTES	  (64u << 10)
 
 /* The sampled registers, as the program sees them (struct bpf_perf_event_data). */
 #define PT(field)                                                                                  \
@@ -73,6 +77,7 @@ struct kcapture {
 	uint8_t *cons; /* the consumer position page (read-write) */
 	uint8_t *prod; /* the producer position page, then the data mapped twice */
 	size_t page_size;
+	uint32_t ring_bytes; /* a power of two */
 	struct slot slots[KCAP_PENDING];
 	size_t next; /* the slot the next capture goes into */
 	struct kcap_stats st;
@@ -407,6 +412,16 @@ static int load_program(struct kcapture *k, char *why, size_t whylen)
 	return fd;
 }
 
+static uint32_t ring_bytes(const struct kcap_cfg *c)
+{
+	double want = (double)c->cpus * c->rate_hz * KCAP_RING_SECONDS * H_MAX;
+	uint32_t b = KCAP_RING_MIN;
+
+	while (b < KCAP_RING_MAX && b < want)
+		b <<= 1;
+	return b;
+}
+
 static int map_ring(struct kcapture *k)
 {
 	void *m;
@@ -415,8 +430,8 @@ static int map_ring(struct kcapture *k)
 	if (m == MAP_FAILED)
 		return -errno;
 	k->cons = m;
-	m = mmap(NULL, k->page_size + 2 * (size_t)KCAP_RING_BYTES, PROT_READ, MAP_SHARED,
-		 k->ring_fd, (off_t)k->page_size);
+	m = mmap(NULL, k->page_size + 2 * (size_t)k->ring_bytes, PROT_READ, MAP_SHARED, k->ring_fd,
+		 (off_t)k->page_size);
 	if (m == MAP_FAILED)
 		return -errno;
 	k->prod = m;
@@ -449,6 +464,7 @@ int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why,
 		return -ENOMEM;
 	k->cfg = *cfg;
 	k->page_size = (size_t)page;
+	k->ring_bytes = ring_bytes(cfg);
 	k->scratch_fd = k->watch_fd = k->ring_fd = k->prog_fd = -1;
 	for (size_t i = 0; i < KCAP_PENDING; i++) {
 		if (!(k->slots[i].buf = malloc(H_MAX))) {
@@ -458,7 +474,7 @@ int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why,
 	}
 	k->scratch_fd = map_create(BPF_MAP_TYPE_PERCPU_ARRAY, 4, H_MAX, 1);
 	k->watch_fd = map_create(BPF_MAP_TYPE_HASH, 4, 8, KCAP_WATCH_MAX);
-	k->ring_fd = map_create(BPF_MAP_TYPE_RINGBUF, 0, 0, KCAP_RING_BYTES);
+	k->ring_fd = map_create(BPF_MAP_TYPE_RINGBUF, 0, 0, k->ring_bytes);
 	err = k->scratch_fd < 0 ? k->scratch_fd : k->watch_fd < 0 ? k->watch_fd : k->ring_fd;
 	if (err < 0) {
 		snprintf(why, whylen, "cannot create BPF maps: %s%s", strerror(-err),
@@ -533,9 +549,9 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 	k->next = (k->next + 1) % KCAP_PENDING;
 }
 
-void kcapture__drain(struct kcapture *k)
+void kcapture__drain(struct kcapture *k, uint64_t upto)
 {
-	uint64_t cons, prod, mask = KCAP_RING_BYTES - 1;
+	uint64_t cons, prod, mask = k->ring_bytes - 1, time;
 	const uint8_t *data;
 
 	if (!k)
@@ -549,6 +565,14 @@ void kcapture__drain(struct kcapture *k)
 
 		if (len & BPF_RINGBUF_BUSY_BIT)
 			break; /* still being written: next time */
+		/* Later than the sample being read: it stays in the ring until its own. The
+		 * ring holds captures in commit order, which across CPUs is time order to within
+		 * microseconds. */
+		if (!(len & BPF_RINGBUF_DISCARD_BIT) && len >= H_TIME + 8) {
+			memcpy(&time, h + BPF_RINGBUF_HDR_SZ + H_TIME, sizeof(time));
+			if (time > upto + KCAP_MATCH_NS)
+				break;
+		}
 		if (!(len & BPF_RINGBUF_DISCARD_BIT))
 			keep(k, h + BPF_RINGBUF_HDR_SZ, len & ~BPF_RINGBUF_DISCARD_BIT);
 		len &= ~BPF_RINGBUF_DISCARD_BIT;
@@ -585,7 +609,7 @@ void kcapture__free(struct kcapture *k)
 	if (!k)
 		return;
 	if (k->prod)
-		munmap(k->prod, k->page_size + 2 * (size_t)KCAP_RING_BYTES);
+		munmap(k->prod, k->page_size + 2 * (size_t)k->ring_bytes);
 	if (k->cons)
 		munmap(k->cons, k->page_size);
 	if (k->prog_fd >= 0)

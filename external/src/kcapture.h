@@ -22,6 +22,7 @@
 struct kcap_cfg {
 	uint32_t span_lo, span_len;
 	uint32_t htop_off, hend_off, stop_off, heap_off;
+	uint32_t cpus, rate_hz; /* size the ring (0: its smallest, 4 MiB) */
 };
 
 /* One capture, as the BPF program wrote it. */
@@ -56,9 +57,12 @@ int kcapture__prog_fd(const struct kcapture *k);
 /* Tell the program where thread tid's scheduler keeps its current process (the address of
  * esdp->current_process): exact at the sample, where r13 may be a native function's scratch. */
 int kcapture__watch(struct kcapture *k, pid_t tid, uint64_t current_process_addr);
-/* Move every capture written so far out of the kernel's ring. Call before reading the perf
- * rings: a capture is written before its sample, so every sample read after has its capture. */
-void kcapture__drain(struct kcapture *k);
+/* Move the captures written so far, up to those taken a little after time upto (perf's clock),
+ * out of the kernel's ring. Call with each sample's time before kcapture__find, reading the
+ * samples in time order (perf_session__poll does): a capture reaches its ring before its sample
+ * reaches perf's (stamped a microsecond or two after it), so the sample finds it, and captures
+ * of samples not read yet stay in the ring instead of crowding the few pending slots. */
+void kcapture__drain(struct kcapture *k, uint64_t upto);
 /* The capture of the sample (tid, time, ip, sp), or NULL. Valid until the next drain. */
 const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t time, uint64_t ip,
 				      uint64_t sp);

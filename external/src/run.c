@@ -8,9 +8,10 @@
 
 #include "run.h"
 
-/* The sampler is woken by every sample (perf wakeup_events), so this timeout only bounds how
- * late a duration end, a progress line or a refresh can be; an idle VM costs a wake-up per
- * RUN_POLL_MS, not one per millisecond. */
+/* Without the in-kernel capture the sampler is woken by every sample (perf wakeup_events), and
+ * this timeout only bounds how late a duration end, a progress line or a refresh can be. With
+ * it, samples are read in batches: when a ring is half full, else every RUN_POLL_MS. An idle
+ * VM costs a wake-up per RUN_POLL_MS, not one per millisecond. */
 #define RUN_POLL_MS 50
 
 static double now_s(void)

@@ -64,7 +64,7 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 	if (i == 3 || !ps->regs_valid)
 		return;
 	w->samples[i]++;
-	kcapture__drain(w->k);
+	kcapture__drain(w->k, ps->time);
 	r = kcapture__find(w->k, ps->tid, ps->time, ps->regs[PERF_R_IP], ps->regs[PERF_R_SP]);
 	if (!r)
 		return;
@@ -126,7 +126,7 @@ int main(void)
 {
 	static uint64_t proc_a[8], proc_b[8];
 	uint8_t *heap_a = malloc(HEAP_BYTES), *heap_b = malloc(HEAP_BYTES), *gc = malloc(GC_BYTES);
-	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP};
+	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP, 1, 997};
 	struct kcap_cfg bad = cfg;
 	struct kcapture *k = NULL;
 	struct seen w = {.proc = {proc_a, proc_b, proc_a}, .sched = {false, false, true}};
