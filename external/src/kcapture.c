@@ -23,6 +23,7 @@ enum {
 	L_HAVE_CP,
 	L_EMIT,
 	L_LEN_OK,
+	L_LO_OK,
 	L_TRY_LAST,
 	L_IN_GC,
 	L_TRY_LAST_GC,
@@ -295,10 +296,16 @@ static void program_copy(struct prog *p, const struct kcapture *k)
 	jump_reg(p, BPF_JLE, BPF_REG_1, BPF_REG_2, L_IN_GC);
 	ldx(p, BPF_REG_2, BPF_REG_7, (int16_t)(H_SPAN + c->hend_off - c->span_lo));
 	jump_reg(p, BPF_JGE, BPF_REG_1, BPF_REG_2, L_IN_GC);
-	/* The stack lies in [htop, hend): htop as stored may lag the live one, never pass E. */
+	/* The stack lies in [htop, hend): htop as stored may lag the live one, never pass E. In
+	 * JIT code rsp is E: then the stack is [rsp, hend), often far smaller. */
 	ldx(p, BPF_REG_1, BPF_REG_7, (int16_t)(H_SPAN + c->hend_off - c->span_lo));
 	ldx(p, BPF_REG_2, BPF_REG_7, (int16_t)(H_SPAN + c->htop_off - c->span_lo));
 	jump_reg(p, BPF_JGE, BPF_REG_2, BPF_REG_1, L_EMIT);
+	ldx(p, BPF_REG_3, BPF_REG_6, PT(rsp));
+	jump_reg(p, BPF_JLE, BPF_REG_3, BPF_REG_2, L_LO_OK);
+	jump_reg(p, BPF_JGE, BPF_REG_3, BPF_REG_1, L_LO_OK);
+	mov_reg(p, BPF_REG_2, BPF_REG_3);
+	label(p, L_LO_OK);
 	mov_reg(p, BPF_REG_9, BPF_REG_1);
 	emit(p, BPF_ALU64 | BPF_SUB | BPF_X, BPF_REG_9, BPF_REG_2, 0, 0);
 	jump_imm(p, BPF_JLE, BPF_REG_9, KCAP_STACK_MAX, L_LEN_OK);

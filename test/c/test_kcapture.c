@@ -1,7 +1,8 @@
-/* kcapture.c tests, live: three threads of this process spin with r13 pointing at fake Process
+/* kcapture.c tests, live: four threads of this process spin with r13 pointing at fake Process
  * structs while perf samples them with the capture program attached. A: a plain process (the
  * stack is the 3000 bytes below hend); B: one in a garbage collection (stop outside [heap, hend):
- * the copy starts at stop); C: r13 = 0, its "scheduler" slot (kcapture__watch) names A's process.
+ * the copy starts at stop); C: r13 = 0, its "scheduler" slot (kcapture__watch) names A's process;
+ * D: as if in JIT code, rsp (E) inside [htop, hend): the copy is [rsp, hend).
  * Every capture must be found for its sample and hold exactly the fake's bytes. Exits 77 when
  * perf_event_open or BPF is not permitted (not root). Does not own: the sampler's use of it. */
 #include "check.h"
@@ -18,23 +19,25 @@
 #define HEAP_BYTES  16384
 #define STACK_BYTES 3000
 #define GC_BYTES    16384
+#define E_BYTES	    1000 /* D's stack: rsp is this far below hend */
+#define NTHREADS    4
 
 /* The fake Process: fields at these byte offsets, the span [8, 56). */
 enum { F_HTOP = 16, F_HEND = 24, F_STOP = 32, F_HEAP = 40, SPAN_LO = 8, SPAN_LEN = 48 };
 
 struct spinner {
-	uint64_t r13;
+	uint64_t r13, rsp; /* rsp 0: the thread's own */
 	volatile int *stop;
 	volatile pid_t tid;
 };
 
 struct seen {
-	pid_t tid[3];
-	const uint64_t *proc[3];
-	const uint8_t *stack_at[3];
-	size_t stack_len[3];
-	bool sched[3];
-	unsigned samples[3], found[3], exact[3];
+	pid_t tid[NTHREADS];
+	const uint64_t *proc[NTHREADS];
+	const uint8_t *stack_at[NTHREADS];
+	size_t stack_len[NTHREADS];
+	bool sched[NTHREADS];
+	unsigned samples[NTHREADS], found[NTHREADS], exact[NTHREADS];
 	struct kcapture *k;
 };
 
@@ -43,6 +46,21 @@ static void *spin(void *arg)
 	struct spinner *s = arg;
 
 	s->tid = (pid_t)syscall(SYS_gettid);
+	if (s->rsp) {
+		/* Nothing is pushed while rsp is borrowed: a perf interrupt uses the kernel's
+		 * stack. */
+		__asm__ volatile("mov %0, %%r13\n"
+				 "mov %%rsp, %%r12\n"
+				 "mov %2, %%rsp\n"
+				 "1: pause\n"
+				 "cmpl $0, (%1)\n"
+				 "je 1b\n"
+				 "mov %%r12, %%rsp\n"
+				 :
+				 : "r"(s->r13), "r"(s->stop), "r"(s->rsp)
+				 : "r12", "r13", "memory");
+		return NULL;
+	}
 	__asm__ volatile("mov %0, %%r13\n"
 			 "1: pause\n"
 			 "cmpl $0, (%1)\n"
@@ -59,9 +77,9 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 	const struct kcap_rec *r;
 	int i;
 
-	for (i = 0; i < 3 && w->tid[i] != (pid_t)ps->tid; i++)
+	for (i = 0; i < NTHREADS && w->tid[i] != (pid_t)ps->tid; i++)
 		;
-	if (i == 3 || !ps->regs_valid)
+	if (i == NTHREADS || !ps->regs_valid)
 		return;
 	w->samples[i]++;
 	kcapture__drain(w->k, ps->time);
@@ -88,25 +106,26 @@ static void fake_process(uint64_t *p, uint8_t *heap, uint8_t *stop)
 static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
 {
 	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 1, kcapture__prog_fd(k)};
-	struct spinner sp[3];
+	struct spinner sp[NTHREADS];
 	struct perf_session *ps = NULL;
 	volatile int stop = 0;
-	pthread_t th[3];
+	pthread_t th[NTHREADS];
 	struct timespec t0, t;
 	int rc, i;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NTHREADS; i++) {
 		sp[i] = (struct spinner){.r13 = i == 2 ? 0 : (uint64_t)(uintptr_t)w->proc[i],
+					 .rsp = i == 3 ? (uint64_t)(uintptr_t)w->stack_at[i] : 0,
 					 .stop = &stop};
 		pthread_create(&th[i], NULL, spin, &sp[i]);
 	}
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NTHREADS; i++) {
 		while (!sp[i].tid)
 			sched_yield();
 		w->tid[i] = sp[i].tid;
 	}
 	kcapture__watch(k, w->tid[2], (uint64_t)(uintptr_t)cur);
-	rc = perf_session__open(&ps, w->tid, 3, &o);
+	rc = perf_session__open(&ps, w->tid, NTHREADS, &o);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		if (!rc)
@@ -116,7 +135,7 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
 	if (!rc)
 		CHECK_INT("perf.bpf_unattached", 0, (int)perf_session__stats(ps)->bpf_unattached);
 	stop = 1;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	perf_session__free(ps);
 	return rc;
@@ -124,12 +143,14 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
 
 int main(void)
 {
-	static uint64_t proc_a[8], proc_b[8];
+	static uint64_t proc_a[8], proc_b[8], proc_d[8];
 	uint8_t *heap_a = malloc(HEAP_BYTES), *heap_b = malloc(HEAP_BYTES), *gc = malloc(GC_BYTES);
+	uint8_t *heap_d = malloc(HEAP_BYTES);
 	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP, 1, 997};
 	struct kcap_cfg bad = cfg;
 	struct kcapture *k = NULL;
-	struct seen w = {.proc = {proc_a, proc_b, proc_a}, .sched = {false, false, true}};
+	struct seen w = {.proc = {proc_a, proc_b, proc_a, proc_d},
+			 .sched = {false, false, true, false}};
 	uint64_t cur = (uint64_t)(uintptr_t)proc_a;
 	char why[256] = "";
 	int rc;
@@ -137,6 +158,7 @@ int main(void)
 	for (size_t i = 0; i < HEAP_BYTES; i++) {
 		heap_a[i] = (uint8_t)(i * 7);
 		heap_b[i] = (uint8_t)(i * 13);
+		heap_d[i] = (uint8_t)(i * 5 + 2);
 	}
 	for (size_t i = 0; i < GC_BYTES; i++)
 		gc[i] = (uint8_t)(i * 3 + 1);
@@ -146,6 +168,9 @@ int main(void)
 	w.stack_len[0] = w.stack_len[2] = STACK_BYTES;
 	w.stack_at[1] = gc;
 	w.stack_len[1] = KCAP_STACK_MAX;
+	fake_process(proc_d, heap_d, heap_d + HEAP_BYTES - 800);
+	w.stack_at[3] = heap_d + HEAP_BYTES - E_BYTES;
+	w.stack_len[3] = E_BYTES;
 
 	bad.hend_off = 64; /* outside the span */
 	CHECK_INT("open.bad_cfg", -EINVAL, kcapture__open(&k, &bad, why, sizeof(why)));
@@ -160,7 +185,7 @@ int main(void)
 	w.k = k;
 	if (run(k, &w, &cur))
 		return check_skip("perf_event_open is not permitted here");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NTHREADS; i++) {
 		char name[64];
 
 		printf("thread %c: %u samples, %u captures found, %u exact\n", 'A' + i,
@@ -179,5 +204,6 @@ int main(void)
 	free(heap_a);
 	free(heap_b);
 	free(gc);
+	free(heap_d);
 	return check_done();
 }
