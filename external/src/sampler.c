@@ -553,6 +553,28 @@ static void open_kcapture(struct sampler *s)
 	}
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Until every normal scheduler's data is known, the capture copies r13's process, which a
+ * native function may have reused: those samples are read live, so they are read soon (in the
+ * first second only: a scheduler that never runs Erlang code is never learned). */
+static bool learning(const struct sampler *s)
+{
+	if (!s->kc || s->learn_tries >= LEARN_ESDP_TRIES || mono_s() >= s->learn_until)
+		return false;
+	for (size_t i = 0; i < s->t->nsched; i++) {
+		if (s->t->sched[i].type == XP_SCHED_NORMAL && !s->t->sched[i].esdp_checked)
+			return true;
+	}
+	return false;
+}
+
 static int open_perf(struct sampler *s, char *err, size_t errlen)
 {
 	struct perf_opts po = {.event = s->opts.event,
@@ -660,6 +682,7 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 	}
 	if ((rc = open_perf(s, err, errlen)))
 		goto cleanup;
+	s->learn_until = mono_s() + LEARN_POLL_S;
 	*out = s;
 	return 0;
 cleanup:
@@ -671,6 +694,8 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int rc;
 
+	if (timeout_ms > LEARN_POLL_MS && learning(s))
+		timeout_ms = LEARN_POLL_MS;
 	refresh_jit(s, JIT_REFRESH_POLL_NS);
 	rc = perf_session__poll(s->perf, timeout_ms, on_sample, s);
 
