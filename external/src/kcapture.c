@@ -572,16 +572,17 @@ void kcapture__drain(struct kcapture *k, uint64_t upto)
 
 		if (len & BPF_RINGBUF_BUSY_BIT)
 			break; /* still being written: next time */
-		/* Later than the sample being read: it stays in the ring until its own. The
-		 * ring holds captures in commit order, which across CPUs is time order to within
-		 * microseconds. */
-		if (!(len & BPF_RINGBUF_DISCARD_BIT) && len >= H_TIME + 8) {
-			memcpy(&time, h + BPF_RINGBUF_HDR_SZ + H_TIME, sizeof(time));
-			if (time > upto + KCAP_MATCH_NS)
-				break;
+		if (!(len & BPF_RINGBUF_DISCARD_BIT)) {
+			/* Later than the sample being read: it stays in the ring until its own.
+			 * The ring holds captures in commit order, which across CPUs is time
+			 * order to within microseconds. */
+			if (len >= H_TIME + 8) {
+				memcpy(&time, h + BPF_RINGBUF_HDR_SZ + H_TIME, sizeof(time));
+				if (time > upto + KCAP_MATCH_NS)
+					break;
+			}
+			keep(k, h + BPF_RINGBUF_HDR_SZ, len);
 		}
-		if (!(len & BPF_RINGBUF_DISCARD_BIT))
-			keep(k, h + BPF_RINGBUF_HDR_SZ, len & ~BPF_RINGBUF_DISCARD_BIT);
 		len &= ~BPF_RINGBUF_DISCARD_BIT;
 		cons += ((uint64_t)len + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
 		__atomic_store_n((uint64_t *)k->cons, cons, __ATOMIC_RELEASE);

@@ -401,19 +401,28 @@ static void skid_check(struct sampler *s, const struct target_sched *sch, const 
 	k->at_risk += why != SKID_CALL_SITE && s->live_read && cc != CALL_AGREES;
 }
 
+/* Have the capture look up this scheduler's current_process at the sample, once its data is
+ * known and checked. */
+static void watch_sched(struct sampler *s, const struct target_sched *sch)
+{
+	const struct target_value *cur = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
+
+	if (s->kc && cur->present && sch->esdp && sch->esdp_checked)
+		kcapture__watch(s->kc, sch->tid, sch->esdp + (uint64_t)cur->value);
+}
+
 /* A JIT sample's process is exact (r13): learn its scheduler's data from it when attach could
  * not, so that the capture (and the native samples' fallback) can ask for current_process. */
 static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp)
 {
-	const struct target_value *cur = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
 	struct target_sched *m;
 
 	if (!sch || sch->esdp_checked || s->learn_tries >= LEARN_ESDP_TRIES)
 		return;
 	s->learn_tries++;
 	m = &s->t->sched[sch - s->t->sched];
-	if (target__learn_esdp(s->t, m, cp) && s->kc && cur->present)
-		kcapture__watch(s->kc, m->tid, m->esdp + (uint64_t)cur->value);
+	if (target__learn_esdp(s->t, m, cp))
+		watch_sched(s, m);
 }
 
 /* The sample's in-kernel capture. The capture reaches its ring before the sample reaches perf's:
@@ -525,19 +534,19 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
  * thread whose esdp is known gets its current_process looked up at the sample. */
 static void open_kcapture(struct sampler *s)
 {
-	const struct target_value *cur = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
 	const struct target_value *htop = &s->t->off[XP_OFF_P_HTOP];
 	const struct target_value *hend = &s->t->off[XP_OFF_P_HEND];
-	struct kcap_cfg c = {
-	    .span_lo = s->pr.bounds_lo,
-	    .span_len = s->pr.bounds_len,
-	    .htop_off = (uint32_t)htop->value,
-	    .hend_off = (uint32_t)hend->value,
-	    .stop_off = (uint32_t)s->t->off[XP_OFF_P_STOP].value,
-	    .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value,
-	    .cpus = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? (uint32_t)sysconf(_SC_NPROCESSORS_ONLN) : 1,
-	    .rate_hz = s->opts.freq_hz};
+	struct kcap_cfg c = {.span_lo = s->pr.bounds_lo,
+			     .span_len = s->pr.bounds_len,
+			     .htop_off = (uint32_t)htop->value,
+			     .hend_off = (uint32_t)hend->value,
+			     .stop_off = (uint32_t)s->t->off[XP_OFF_P_STOP].value,
+			     .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value,
+			     .rate_hz = s->opts.freq_hz};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t i;
+
+	c.cpus = cpus > 0 ? (uint32_t)cpus : 1;
 
 	if (s->opts.no_bpf) {
 		snprintf(s->st.kcapture_why, sizeof(s->st.kcapture_why), "--no-bpf");
@@ -545,20 +554,8 @@ static void open_kcapture(struct sampler *s)
 	}
 	if (kcapture__open(&s->kc, &c, s->st.kcapture_why, sizeof(s->st.kcapture_why)))
 		return;
-	for (i = 0; cur->present && i < s->t->nsched; i++) {
-		const struct target_sched *sch = &s->t->sched[i];
-
-		if (sch->esdp && sch->esdp_checked)
-			kcapture__watch(s->kc, sch->tid, sch->esdp + (uint64_t)cur->value);
-	}
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	for (i = 0; i < s->t->nsched; i++)
+		watch_sched(s, &s->t->sched[i]);
 }
 
 /* Until every normal scheduler's data is known, the capture copies r13's process, which a
@@ -566,7 +563,7 @@ static double mono_s(void)
  * first second only: a scheduler that never runs Erlang code is never learned). */
 static bool learning(const struct sampler *s)
 {
-	if (!s->kc || s->learn_tries >= LEARN_ESDP_TRIES || mono_s() >= s->learn_until)
+	if (!s->kc || s->learn_tries >= LEARN_ESDP_TRIES || now_ns() >= s->learn_until)
 		return false;
 	for (size_t i = 0; i < s->t->nsched; i++) {
 		if (s->t->sched[i].type == XP_SCHED_NORMAL && !s->t->sched[i].esdp_checked)
@@ -682,7 +679,7 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 	}
 	if ((rc = open_perf(s, err, errlen)))
 		goto cleanup;
-	s->learn_until = mono_s() + LEARN_POLL_S;
+	s->learn_until = now_ns() + LEARN_POLL_NS;
 	*out = s;
 	return 0;
 cleanup:

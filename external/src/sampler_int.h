@@ -25,7 +25,7 @@
 #define JIT_REFRESH_MISS_NS (100 * 1000000ull)
 #define MAPS_REFRESH_NS	    (1000 * 1000000ull)
 #define LEARN_ESDP_TRIES    1000 /* JIT samples asked for their scheduler's data, at most */
-#define LEARN_POLL_S	    1.0	 /* ... in the first second, read every LEARN_POLL_MS */
+#define LEARN_POLL_NS	    (1000 * 1000000ull) /* ... in the first second, read every LEARN_POLL_MS */
 #define LEARN_POLL_MS	    1
 
 enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
@@ -68,7 +68,7 @@ struct sampler {
 	struct kcapture *kc;	    /* NULL: no in-kernel capture (st.kcapture_why says why) */
 	const struct kcap_rec *cap; /* the sample's capture of its process, or NULL */
 	uint32_t learn_tries;	    /* learn_esdp() attempts so far */
-	double learn_until;	    /* CLOCK_MONOTONIC s: poll often until then while learning */
+	uint64_t learn_until;	    /* CLOCK_MONOTONIC ns: poll often until then while learning */
 	struct native_name names[NAME_SLOTS];
 	struct jit_name jit_names[JIT_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
