@@ -127,7 +127,7 @@ static double mono_s(void)
 
 int main(int argc, char **argv)
 {
-	static struct bare b;
+	struct bare b = {0};
 	double until;
 	int pid, hz, err;
 
