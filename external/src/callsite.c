@@ -75,28 +75,65 @@ static uint64_t follow_veneer(struct callsite *c, uint64_t target)
 	return target;
 }
 
-/* The target of the direct call just before return address ra (through a veneer), or 0 when
- * the instruction there is no direct call. Cached: code does not change under a return
- * address (the cache is dropped when the JIT map is re-read). */
+/* The target of the call just before return address ra (through a veneer), or 0 when the
+ * instruction there is no call we can follow: `call rel32` (e8), or `call [rip+disp32]` (ff 15),
+ * which OTP 25 uses for calls through the module's table of absolute addresses (fragments, C).
+ * Cached: code does not change under a return address (the cache is dropped when the JIT map is
+ * re-read). */
 static uint64_t call_target(struct callsite *c, uint64_t ra)
 {
 	struct call_site *slot = &c->calls[(ra >> 2) % CALL_SLOTS];
-	uint8_t code[5];
+	uint8_t code[6];
 	int32_t rel;
+	uint64_t to;
 
-	if (slot->ra == ra)
+	if (slot->ra == ra && slot->ra)
 		return slot->target;
 	slot->ra = ra;
 	slot->target = 0;
-	if (mem__read(c->mem, ra - sizeof(code), code, sizeof(code)) == 0 && code[0] == 0xe8) {
-		memcpy(&rel, code + 1, sizeof(rel));
+	if (mem__read(c->mem, ra - sizeof(code), code, sizeof(code)))
+		return 0;
+	if (code[1] == 0xe8) {
+		memcpy(&rel, code + 2, sizeof(rel));
 		slot->target = follow_veneer(c, ra + (uint64_t)(int64_t)rel);
+	} else if (code[0] == 0xff && code[1] == 0x15) {
+		memcpy(&rel, code + 2, sizeof(rel));
+		if (mem__read_u64(c->mem, ra + (uint64_t)(int64_t)rel, &to) == 0)
+			slot->target = follow_veneer(c, to);
 	}
 	return slot->target;
 }
 
-/* Does a call to target enter the function (range) fn? Its own range, its prologue, or another
- * range of the same name. */
+/* A fragment whose code jumps to callee's entry within its first STUB_BYTES: OTP 26+ enter some
+ * fragments through a stub that sets a register and jumps on (times_body_shared is
+ * `mov ecx, imm; jmp mul_add_body_shared`). Only a jump to callee's first byte counts. */
+#define STUB_BYTES 32
+
+static bool stub_jumps_to(struct callsite *c, uint64_t target, const struct jit_range *r,
+			  const struct jit_range *callee)
+{
+	uint8_t code[STUB_BYTES];
+	size_t n = r->end - target < STUB_BYTES ? (size_t)(r->end - target) : STUB_BYTES;
+
+	if (n < 2 || mem__read(c->mem, target, code, n))
+		return false;
+	for (size_t i = 0; i + 2 <= n; i++) {
+		int32_t rel;
+
+		if (code[i] == 0xeb &&
+		    target + i + 2 + (uint64_t)(int64_t)(int8_t)code[i + 1] == callee->start)
+			return true;
+		if (code[i] != 0xe9 || i + 5 > n)
+			continue;
+		memcpy(&rel, code + i + 1, sizeof(rel));
+		if (target + i + 5 + (uint64_t)(int64_t)rel == callee->start)
+			return true;
+	}
+	return false;
+}
+
+/* Does a call to target enter the function (range) fn? Its own range, its prologue, another
+ * range of the same name, or a fragment's stub that jumps to it. */
 static bool calls_into(struct callsite *c, uint64_t target, const struct jit_range *fn)
 {
 	const struct jit_range *r;
@@ -107,9 +144,21 @@ static bool calls_into(struct callsite *c, uint64_t target, const struct jit_ran
 	r = jitmap__lookup(c->jit, target);
 	if (!r)
 		return false;
+	if (strncmp(r->name, "global::", 8) == 0 && strncmp(fn->name, "global::", 8) == 0)
+		return stub_jumps_to(c, target, r, fn);
 	jitmap__frame_name(r, a, sizeof(a));
 	jitmap__frame_name(fn, b, sizeof(b));
 	return strcmp(a, b) == 0;
+}
+
+bool callsite__returns_from(struct callsite *c, const struct jitmap *jit, uint64_t ra,
+			    const struct jit_range *callee)
+{
+	uint64_t target;
+
+	c->jit = jit;
+	target = callee ? call_target(c, ra) : 0;
+	return target && calls_into(c, target, callee);
 }
 
 /* Scan code [start, start + n) for a call or jump to leaf, directly or through a veneer. Tail

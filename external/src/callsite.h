@@ -8,6 +8,7 @@
 #ifndef XP_CALLSITE_H
 #define XP_CALLSITE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "jitmap.h"
@@ -20,6 +21,10 @@ struct callsite;
 int callsite__new(struct callsite **out, struct mem *mem);
 enum call_check callsite__check(struct callsite *c, const struct jitmap *jit,
 				const struct jit_range *leaf, uint64_t ra);
+/* Does the call just before return address ra enter callee (its range, prologue, or through a
+ * veneer)? For return addresses that are not aligned CPs: a shared fragment's callers. */
+bool callsite__returns_from(struct callsite *c, const struct jitmap *jit, uint64_t ra,
+			    const struct jit_range *callee);
 void callsite__reset(struct callsite *c);
 void callsite__free(struct callsite *c);
 

@@ -6,9 +6,14 @@
 #include "erlang_stack.h"
 
 static const char *const end_names[ESTACK_END_COUNT] = {
-    [ESTACK_END_BOTTOM] = "bottom",	    [ESTACK_END_TRUNCATED] = "truncated",
-    [ESTACK_END_UNRESOLVED] = "unresolved", [ESTACK_END_BAD_CHAIN] = "bad frame chain",
-    [ESTACK_END_NO_BOTTOM] = "no bottom",   [ESTACK_END_MOVED_ON] = "moved on (read late)",
+    [ESTACK_END_BOTTOM] = "bottom",
+    [ESTACK_END_TRUNCATED] = "truncated",
+    [ESTACK_END_UNRESOLVED] = "unresolved",
+    [ESTACK_END_BAD_CHAIN] = "bad frame chain",
+    [ESTACK_END_NO_BOTTOM] = "no bottom",
+    [ESTACK_END_MOVED_ON] = "moved on (read late)",
+    [ESTACK_END_CALL_MISMATCH] = "call-site mismatch",
+    [ESTACK_END_COPY_SHORT] = "copy too small (read late)",
 };
 
 const char *erlang_stack__end_name(enum estack_end end)
@@ -27,6 +32,11 @@ bool erlang_stack__is_function(const struct jit_range *r)
 {
 	return r && !ends_with(r->name, "-CodeInfoPrologue") && !strstr(r->name, "::codeHeader") &&
 	       !strstr(r->name, "::codeFooter");
+}
+
+bool erlang_stack__is_fragment(const struct jit_range *r)
+{
+	return r && strncmp(r->name, "global::", 8) == 0;
 }
 
 static uint64_t start_of(const struct jitmap *jit, const char *name)
@@ -103,33 +113,80 @@ static int take_ra(const struct estack_cfg *c, uint64_t w, bool last, struct est
 	}
 	if (!push(out, w, r)) {
 		out->end = ESTACK_END_TRUNCATED;
+		out->more_unknown = true; /* the RA layout's caller counts them */
 		return -1;
 	}
 	return 0;
 }
 
+/* A stack cut at ESTACK_MAX_FRAMES: count the frames left out in w[i..n), so that the cut can
+ * say how many (the words are at hand; naming them is what costs). */
+static void count_more(const struct estack_cfg *c, const uint64_t *w, size_t i, size_t n,
+		       bool complete, struct estack_result *out)
+{
+	out->more_unknown = false;
+	for (; i < n; i++) {
+		if (!(w[i] & XP_CP_MASK) && w[i] != c->normal_exit &&
+		    erlang_stack__is_function(jitmap__lookup(c->jit, w[i])))
+			out->more++;
+	}
+	out->more_unknown = !complete;
+}
+
+/* The top of a stack whose leaf is a shared fragment (see erlang_stack__walk). An unaligned word
+ * is a frame only when it follows a call to the callee: a term never does. Returns the index of
+ * the first word left to the plain scan. */
+static size_t take_top(const struct estack_cfg *c, const uint64_t *w, size_t n, size_t i,
+		       const struct jit_range *leaf, struct estack_result *out)
+{
+	const struct jit_range *callee = leaf, *r;
+
+	for (int depth = 0; depth < ESTACK_TOP_FRAGMENTS && i < n; depth++) {
+		if (!erlang_stack__is_fragment(callee) || !c->returns_from)
+			break;
+		r = jitmap__lookup(c->jit, w[i]);
+		if (!erlang_stack__is_function(r) || !c->returns_from(c->returns_ctx, w[i], callee))
+			break;
+		/* Aligned: the plain scan takes it, unless it returns into a fragment, which may
+		 * have been called without alignment in turn. */
+		if (!(w[i] & XP_CP_MASK) && !erlang_stack__is_fragment(r))
+			break;
+		if (!push(out, w[i], r))
+			break;
+		out->top_unaligned += (w[i] & XP_CP_MASK) != 0;
+		i++;
+		callee = r;
+	}
+	return i;
+}
+
 static void walk_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, bool complete,
-		    struct estack_result *out)
+		    const struct jit_range *leaf, struct estack_result *out)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
+	for (i = take_top(c, w, n, 0, leaf, out); i < n; i++) {
 		int skip;
 
 		if (w[i] & XP_CP_MASK)
 			continue;
 		skip = take_ra(c, w[i], complete && i == n - 1, out);
-		if (skip < 0)
+		if (skip < 0) {
+			if (out->end == ESTACK_END_TRUNCATED)
+				count_more(c, w, i, n, complete, out);
 			return;
+		}
 		i += (size_t)skip;
 	}
 	out->end = complete ? ESTACK_END_NO_BOTTOM : ESTACK_END_TRUNCATED;
+	out->more_unknown = !complete;
 }
 
 /* FP layout: frames are [saved rbp][RA]; the chain ends with a 0 frame pointer whose RA is
  * normal_exit, in the last two words below hend. */
 static void walk_fp(const struct estack_cfg *c, const uint64_t *w, size_t n, uint64_t e,
-		    uint64_t fp, bool complete, struct estack_result *out)
+		    uint64_t fp, bool complete, const struct jit_range *leaf,
+		    struct estack_result *out)
 {
 	uint64_t prev = e, hend = e + 8 * n;
 
@@ -139,13 +196,16 @@ static void walk_fp(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 	 * (function entry, or a call into a shared fragment) and E[0] is its return address. */
 	if (n > 1 && fp != e && w[0] == fp)
 		fp = e;
-	else if (n > 0 && fp != e && !(w[0] & XP_CP_MASK) && take_ra(c, w[0], false, out) < 0)
+	else if (n > 0 && fp != e && (w[0] & XP_CP_MASK))
+		take_top(c, w, 1, 0, leaf, out); /* a fragment entered, its frame not made yet */
+	else if (n > 0 && fp != e && take_ra(c, w[0], false, out) < 0)
 		return;
 	for (;;) {
 		size_t i;
 
 		if (fp < prev || fp + 16 > hend || (fp & 7)) {
 			out->end = complete ? ESTACK_END_BAD_CHAIN : ESTACK_END_TRUNCATED;
+			out->more_unknown = !complete;
 			return;
 		}
 		i = (size_t)(fp - e) / 8;
@@ -161,13 +221,17 @@ static void walk_fp(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 }
 
 void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_t nwords,
-			uint64_t e, uint64_t fp, bool complete, struct estack_result *out)
+			uint64_t e, uint64_t fp, bool complete, const struct jit_range *leaf,
+			struct estack_result *out)
 {
 	out->nframes = 0;
 	out->unresolved = 0;
+	out->more = 0;
+	out->more_unknown = false;
+	out->top_unaligned = 0;
 	out->end = ESTACK_END_NO_BOTTOM;
 	if (c->frame_layout == XP_LAYOUT_FP)
-		walk_fp(c, words, nwords, e, fp, complete, out);
+		walk_fp(c, words, nwords, e, fp, complete, leaf, out);
 	else
-		walk_ra(c, words, nwords, complete, out);
+		walk_ra(c, words, nwords, complete, leaf, out);
 }

@@ -12,7 +12,12 @@
 #include "jitmap.h"
 #include "layout.h"
 
-#define ESTACK_MAX_FRAMES 256
+/* The deepest stack walked frame by frame; a deeper one is cut at the root, and says how many
+ * frames were left out. 16384 frames is a non-tail recursion 16384 deep: at 16 bytes a frame,
+ * the result is 256 KiB, kept in the walker's caller (never on a small stack). */
+#define ESTACK_MAX_FRAMES 16384
+/* Shared fragments called from fragments, followed at the top of a stack. */
+#define ESTACK_TOP_FRAGMENTS 4
 
 /* Trace frames: a CP that is one of these is followed by extra words to skip (reference §1.4). */
 enum estack_trace {
@@ -23,8 +28,14 @@ enum estack_trace {
 	ESTACK_TRACE_COUNT
 };
 
+/* Is ra the return address of a call (direct, or through a veneer or an address table) to the
+ * code of callee? Reads code bytes: the sampler's call-site check (callsite.c). */
+typedef bool (*estack_returns_from_fn)(void *ctx, uint64_t ra, const struct jit_range *callee);
+
 struct estack_cfg {
 	const struct jitmap *jit;
+	estack_returns_from_fn returns_from; /* NULL: unaligned return addresses are never taken */
+	void *returns_ctx;
 	uint32_t frame_layout; /* XP_LAYOUT_RA or XP_LAYOUT_FP */
 	uint64_t normal_exit;
 	uint64_t trace_cp[ESTACK_TRACE_COUNT]; /* 0 when unknown */
@@ -38,6 +49,9 @@ enum estack_end {
 	ESTACK_END_BAD_CHAIN,  /* FP layout: a frame pointer outside (previous, hend) */
 	ESTACK_END_NO_BOTTOM,  /* the words end without normal_exit */
 	ESTACK_END_MOVED_ON,   /* read after the sample, its top no longer calls the sampled code */
+	ESTACK_END_CALL_MISMATCH, /* copied at the sample, yet its top does not call the sampled
+				   * code: the sample's E was not where the call left it */
+	ESTACK_END_COPY_SHORT,	  /* like MOVED_ON, with a capture that did not reach its top */
 	ESTACK_END_COUNT
 };
 
@@ -51,6 +65,11 @@ struct estack_result {
 	size_t nframes;
 	enum estack_end end;
 	uint32_t unresolved; /* aligned words that named no function */
+	/* A stack cut (ESTACK_END_TRUNCATED): the frames left out beyond frames[], counted from the
+	 * words given; more_unknown when the words themselves stop before the stack bottom. */
+	uint32_t more;
+	bool more_unknown;
+	uint32_t top_unaligned; /* frames taken from unaligned return addresses at the top */
 };
 
 /* The trace CPs are JIT code in module erts_beamasm (return_trace/0 ...); the extra word counts
@@ -59,9 +78,17 @@ void erlang_stack__cfg(struct estack_cfg *c, const struct jitmap *jit, uint32_t 
 		       uint64_t normal_exit, const struct xp_layout *row);
 
 /* Walk words[0..nwords) = the stack from E up; complete is true when the words reach hend.
- * fp is the frame pointer (FP layout only; 0 otherwise). */
+ * fp is the frame pointer (FP layout only; 0 otherwise). leaf is the JIT code the sample was in
+ * or returned into (NULL: unknown). When it is a shared fragment, the code that called it may
+ * have done so without aligning its return address (OTP's safe_fragment_call: arithmetic,
+ * length/1, map lookups, comparisons, binary matching...), which the plain scan takes for a
+ * term: such a word at the top of the stack is taken as a frame when c->returns_from confirms
+ * that it follows a call to leaf (then, fragment by fragment, to the one it returns into). */
 void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_t nwords,
-			uint64_t e, uint64_t fp, bool complete, struct estack_result *out);
+			uint64_t e, uint64_t fp, bool complete, const struct jit_range *leaf,
+			struct estack_result *out);
+/* Is this range a shared fragment (global::...), code that is no Erlang function? */
+bool erlang_stack__is_fragment(const struct jit_range *r);
 
 /* Is this range an Erlang function body (not a prologue, header or footer)? */
 bool erlang_stack__is_function(const struct jit_range *r);

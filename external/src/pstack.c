@@ -67,7 +67,7 @@ enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process
 	const struct process_view *p = &s->v;
 	const struct jit_range *cur = s->have_i ? jitmap__lookup(c->t->jit, s->i) : NULL;
 	uint64_t bytes = p->hend - p->stop;
-	struct estack_result er;
+	struct estack_result *er = c->er;
 	bool complete = true;
 	uint32_t id;
 	size_t i;
@@ -84,12 +84,12 @@ enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process
 	if (cur && pstack__jit_frame(c, cur, &id) == 0)
 		add_frame(out, id, s->i);
 	erlang_stack__walk(&c->ecfg, c->words, (size_t)bytes / 8, p->stop, p->frame_pointer,
-			   complete, &er);
-	for (i = 0; i < er.nframes; i++) {
-		if (pstack__jit_frame(c, er.frames[i].fn, &id) == 0)
-			add_frame(out, id, er.frames[i].ra);
+			   complete, NULL, er);
+	for (i = 0; i < er->nframes; i++) {
+		if (pstack__jit_frame(c, er->frames[i].fn, &id) == 0)
+			add_frame(out, id, er->frames[i].ra);
 	}
-	return er.end;
+	return er->end;
 }
 
 void pstack__json_frames(const struct pstack_ctx *c, const struct pstack_frames *fr, struct json *j)
@@ -173,7 +173,8 @@ static int setup(struct pstack_ctx *c, char *err, size_t errlen)
 	erlang_stack__cfg(&c->ecfg, c->t->jit, c->t->frame_layout,
 			  (uint64_t)c->t->addr[XP_ADDR_NORMAL_EXIT].value, c->t->layout);
 	c->words = malloc(PSTACK_STACK_BYTES);
-	if (!c->words || agg__new(&c->agg))
+	c->er = malloc(sizeof(*c->er));
+	if (!c->words || !c->er || agg__new(&c->agg))
 		return -ENOMEM;
 	return 0;
 }
@@ -209,6 +210,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 cleanup:
 	free(c.scheds);
 	free(c.words);
+	free(c.er);
 	agg__free(c.agg);
 	return rc;
 }

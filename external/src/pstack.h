@@ -49,7 +49,8 @@ struct pstack_ctx {
 	struct agg *agg; /* frame and group names */
 	struct process_reader pr;
 	struct estack_cfg ecfg;
-	uint64_t *words; /* PSTACK_STACK_BYTES of scratch for one process stack */
+	uint64_t *words;	  /* PSTACK_STACK_BYTES of scratch for one process stack */
+	struct estack_result *er; /* one process's walk (large: allocated once) */
 	struct pstack_sched *scheds;
 	size_t nscheds;
 	double sched_ms; /* how long the snapshot took */

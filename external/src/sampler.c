@@ -43,6 +43,21 @@ static uint64_t delay_since(uint64_t t)
 	return now > t ? now - t : 0;
 }
 
+static bool returns_from(void *ctx, uint64_t ra, const struct jit_range *callee)
+{
+	struct sampler *s = ctx;
+
+	return callsite__returns_from(s->calls, s->t->jit, ra, callee);
+}
+
+/* The walker takes an unaligned return address at the top of a stack only when the call-site
+ * check confirms it. */
+static void verify_returns(struct sampler *s)
+{
+	s->ecfg.returns_from = returns_from;
+	s->ecfg.returns_ctx = s;
+}
+
 static bool same_descriptor(const struct jit_descriptor *a, const struct jit_descriptor *b)
 {
 	return a->first_entry == b->first_entry && a->relevant_entry == b->relevant_entry &&
@@ -79,6 +94,7 @@ static void refresh_jit(struct sampler *s, uint64_t min_ns)
 	memset(s->jit_names, 0, sizeof(s->jit_names));
 	erlang_stack__cfg(&s->ecfg, m, s->t->frame_layout,
 			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);
+	verify_returns(s);
 }
 
 /* A file mapped since attach (a NIF library loaded later): re-read /proc/PID/maps, at most
@@ -188,23 +204,35 @@ static uint64_t copy_from(uint64_t base, const uint8_t *data, uint64_t len, uint
 	return n;
 }
 
-/* [e, hend) as words: from the sample's stack copy where it covers, then from the in-kernel
- * capture, the rest read live. */
+/* [e, hend) as words: from the sample's stack copy where it covers its top, then from the
+ * in-kernel capture, which ends at hend and so may hold the bottom part of a stack too deep for
+ * it even when not the top; only what neither holds is read live. */
 static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t e, uint64_t hend,
 		      size_t *nwords, bool *complete)
 {
-	uint64_t want = hend - e, have;
+	const struct kcap_rec *k = s->cap;
+	uint64_t want = hend - e, have, live_end;
 	uint8_t *w = (uint8_t *)s->words;
 
 	*complete = want <= STACK_CAP_BYTES;
 	if (want > STACK_CAP_BYTES)
 		want = STACK_CAP_BYTES;
 	have = copy_from(ps->regs[PERF_R_SP], ps->stack, ps->stack_size, e, w, want);
-	if (s->cap && have < want)
-		have += copy_from(s->cap->stack_addr, s->cap->stack, s->cap->stack_len, e + have,
-				  w + have, want - have);
-	s->live_read = have < want;
-	if (have < want && mem__read(s->t->mem, e + have, (uint8_t *)s->words + have, want - have))
+	if (k && have < want)
+		have += copy_from(k->stack_addr, k->stack, k->stack_len, e + have, w + have,
+				  want - have);
+	live_end = want;
+	if (k && k->stack && have < want && k->stack_addr > e + have && k->stack_addr < e + want &&
+	    !(k->stack_addr & 7)) {
+		live_end = k->stack_addr - e;
+		copy_from(k->stack_addr, k->stack, k->stack_len, k->stack_addr, w + live_end,
+			  want - live_end);
+		if (live_end + k->stack_len < want)
+			live_end = want; /* a capture short of hend: read it all */
+	}
+	s->top_live = have == 0;
+	s->live_read = have < live_end;
+	if (have < live_end && mem__read(s->t->mem, e + have, w + have, live_end - have))
 		return -EFAULT;
 	*nwords = want / 8;
 	return 0;
@@ -257,7 +285,7 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 {
 	uint64_t len;
 
-	s->live_read = s->heap_moved = false;
+	s->live_read = s->heap_moved = s->top_live = false;
 	if (!*e && s->cap && (p->stop <= p->heap || p->stop >= p->hend)) {
 		/* Captured in a garbage collection, from stop on: the stack already copied to the
 		 * new heap, whose end is not known yet; it ends at normal_exit. */
@@ -354,14 +382,16 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 
 /* A dirty scheduler runs BIFs and NIFs from C, not from JIT code: the unwind never reaches
  * JIT code. Its process is the scheduler's current_process, parked on the dirty call with its
- * Erlang stack at c_p->stop (reference §2). */
-static bool on_dirty(struct sampler *s, const struct target_sched *sch, struct where *w)
+ * Erlang stack at c_p->stop (reference §2): as the in-kernel capture read it at the sample when
+ * there is one (a dirty garbage collection may end before the sampler reads it), else now. */
+static bool on_dirty(struct sampler *s, const struct target_sched *sch, const struct kcap_rec *k,
+		     struct where *w)
 {
-	bool known;
+	bool known = true;
 
 	if (!sch || sch->type == XP_SCHED_NORMAL)
 		return false;
-	w->cp = current_process(s, sch, &known);
+	w->cp = k && k->from_scheduler ? k->cp : current_process(s, sch, &known);
 	w->dirty = true;
 	w->leaf = NULL;
 	w->e = w->fp = 0;
@@ -435,14 +465,71 @@ static const struct kcap_rec *capture_of(struct sampler *s, const struct perf_sa
 	return kcapture__find(s->kc, ps->tid, ps->time, ps->regs[PERF_R_IP], ps->regs[PERF_R_SP]);
 }
 
+/* The stack's check against the sample, for a stack not wholly the sample's own: a native
+ * sample's (not dirty: its process waits in the call), or a JIT sample's whose code ran on the C
+ * stack (E from rbp or c_p->stop). A stack whose top does not call the sampled code loses its
+ * Erlang frames, labelled with what really happened: its top was read after the sample (no
+ * capture, or a capture too small to hold it), or it was copied at the sample and still does not
+ * match (E was not where the call left it). */
+static enum call_check check_call(struct sampler *s, const struct perf_sample *ps,
+				  const struct where *w, struct estack_result *er)
+{
+	enum call_check cc;
+
+	if (!er->nframes || (w->ur ? w->dirty : w->e == ps->regs[PERF_R_SP]))
+		return CALL_UNKNOWN;
+	cc = callsite__check(s->calls, s->t->jit, w->leaf, er->frames[0].ra);
+	if (cc != CALL_DISAGREES)
+		return cc;
+	er->end = !s->top_live ? ESTACK_END_CALL_MISMATCH
+		  : s->cap     ? ESTACK_END_COPY_SHORT
+			       : ESTACK_END_MOVED_ON;
+	er->nframes = 0;
+	return cc;
+}
+
+/* A native sample whose unwind stopped before JIT code (a chain deeper than the unwinder goes, a
+ * stack word unreadable, code without CFI) on a normal scheduler: the time is its process's,
+ * when the capture says which process ran at the sample; its callers are unknown, and say why.
+ * Returns false when the sample is no process's (the unwind reached the thread's start). */
+static bool native_cut(struct sampler *s, struct sample_record *rec, const struct kcap_rec *k,
+		       const struct unwind_result *ur)
+{
+	struct process_view p;
+	char why[96];
+
+	if (ur->stop == UNWIND_STOP_END || ur->stop == UNWIND_STOP_JIT || !rec->sched ||
+	    rec->sched->type != XP_SCHED_NORMAL)
+		return false;
+	s->st.unwind_cut[ur->stop]++;
+	if (ur->stop == UNWIND_STOP_DEPTH)
+		snprintf(why, sizeof(why), "native unwind cut at %d frames", UNWIND_MAX_FRAMES);
+	else
+		snprintf(why, sizeof(why), "native unwind stopped: %s",
+			 unwinder__stop_name(ur->stop));
+	if (!k || !k->from_scheduler || !k->cp || !k->span ||
+	    process__bounds_from_span(&s->pr, k->cp, k->span, &p)) {
+		/* Which process ran is not known at the sample: never guessed from a later read. */
+		sampler_frames__unknown_callers(s, rec, NULL, why, ur);
+		return true;
+	}
+	if (sampler_frames__filtered_out(s, &p)) {
+		s->st.excluded_filter++;
+		return true;
+	}
+	s->st.captured++;
+	sampler_frames__unknown_callers(s, rec, &p, why, ur);
+	return true;
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
 	struct sample_record rec = {.ps = ps, .sched = sch};
+	struct estack_result *er = &s->er;
 	struct unwind_result ur;
 	struct where w = {0};
 	struct process_view p;
-	struct estack_result er;
 	const struct kcap_rec *k;
 	enum call_check cc;
 	size_t nwords;
@@ -468,8 +555,9 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		w.fp = ps->regs[PERF_R_BP];
 	} else {
 		w.ur = &ur;
-		if (!from_native(s, sch, ps, &w) && !on_dirty(s, sch, &w)) {
-			sampler_frames__label(s, &rec, NULL, w.ur);
+		if (!from_native(s, sch, ps, &w) && !on_dirty(s, sch, k, &w)) {
+			if (!native_cut(s, &rec, k, w.ur))
+				sampler_frames__label(s, &rec, NULL, w.ur);
 			return;
 		}
 	}
@@ -502,27 +590,19 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.excluded_filter++;
 		return;
 	}
-	erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, &er);
+	/* The attribution rule (README "Which function gets native time"): the innermost Erlang
+	 * frame of a native sample is the function whose JIT code made the native call, named by
+	 * the return address that call left on the Erlang stack, aligned or not. */
+	erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, w.leaf, er);
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
-	if (w.unnamed && er.end == ESTACK_END_BOTTOM)
-		er.end = ESTACK_END_UNRESOLVED;
-	/* Frames not from the sample's own copy: a native sample's (not dirty: its process waits
-	 * in the call), or a JIT sample's whose code ran on the C stack (E from rbp or c_p->stop).
-	 */
-	cc = er.nframes && (w.ur ? !w.dirty : w.e != ps->regs[PERF_R_SP])
-		 ? callsite__check(s->calls, s->t->jit, w.leaf, er.frames[0].ra)
-		 : CALL_UNKNOWN;
-	if (cc == CALL_DISAGREES) {
-		/* The identity (r13) and the native frames are the sample's own; the Erlang frames
-		 * are a later moment's: leave them out rather than show them as this sample's. */
-		er.end = ESTACK_END_MOVED_ON;
-		er.nframes = 0;
-	}
+	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
+		er->end = ESTACK_END_UNRESOLVED;
+	cc = check_call(s, ps, &w, er);
 	skid_check(s, sch, &w, cc, &rec);
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
-	s->st.estack_end[er.end]++;
-	sampler_frames__erlang(s, &rec, &p, &er, w.leaf, w.unnamed, w.ur);
+	s->st.estack_end[er->end]++;
+	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.unnamed, w.ur);
 }
 
 static void on_sample(const struct perf_sample *ps, void *ctx)
@@ -673,6 +753,7 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 	}
 	erlang_stack__cfg(&s->ecfg, t->jit, t->frame_layout,
 			  (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value, t->layout);
+	verify_returns(s);
 	if ((rc = unwinder__new(&s->unw, t->pid, t->maps, t->mem))) {
 		snprintf(err, errlen, "cannot set up native unwinding: %s", strerror(-rc));
 		goto cleanup;

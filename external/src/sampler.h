@@ -69,6 +69,9 @@ struct sampler_stats {
 	uint64_t erlang;			     /* samples with an Erlang stack walked */
 	uint64_t estack_end[ESTACK_END_COUNT];	     /* how those walks ended */
 	uint64_t native_reached_jit, native_stopped; /* native samples: unwound into JIT or not */
+	/* Native samples on a normal scheduler whose unwind stopped short of JIT code, by why:
+	 * kept under their process (from the capture) with their callers marked unknown. */
+	uint64_t unwind_cut[UNWIND_STOP_COUNT];
 	uint64_t jit_refreshes;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */

@@ -181,21 +181,45 @@ void sampler_frames__label(struct sampler *s, struct sample_record *rec,
 	keep(s, rec, group, n, nerlang);
 }
 
+/* The root label of a stack whose Erlang callers are unknown or cut (one per cause, so that a
+ * flame graph never merges such a stack under a wrong root), or NULL for a whole stack. */
+static const char *root_label(const struct estack_result *er, char *buf, size_t len)
+{
+	switch (er->end) {
+	case ESTACK_END_MOVED_ON:
+		return "[Erlang callers unknown: stack read too late]";
+	case ESTACK_END_COPY_SHORT:
+		return "[Erlang callers unknown: stack copy too small, read too late]";
+	case ESTACK_END_CALL_MISMATCH:
+		return "[Erlang callers unknown: call-site mismatch]";
+	case ESTACK_END_TRUNCATED:
+		if (er->more_unknown)
+			snprintf(buf, len, "[truncated: more than %u frames]",
+				 (unsigned)er->nframes + er->more);
+		else
+			snprintf(buf, len, "[truncated: %u frames]", er->more);
+		return buf;
+	default:
+		return NULL;
+	}
+}
+
 /* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
 void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
 			    const struct estack_result *er, const struct jit_range *leaf,
 			    bool unnamed, const struct unwind_result *ur)
 {
 	uint32_t group, n = 0, id, nerlang;
+	const char *label;
+	char buf[64];
 	size_t i;
 
 	if (group_for(s, p, &group))
 		return;
-	/* A stack read too late keeps only what the sample itself holds (its leaf and native
-	 * frames): its Erlang callers are unknown, and say so at the root. */
-	if (er->end == ESTACK_END_MOVED_ON &&
-	    agg__frame(s->agg, "[Erlang callers unknown: stack read too late]", FRAME_LABEL, &id) ==
-		0)
+	/* A stack whose callers are unknown keeps only what the sample itself holds (its leaf and
+	 * native frames), and says why at the root; a cut one says how much was cut. */
+	label = root_label(er, buf, sizeof(buf));
+	if (label && agg__frame(s->agg, label, FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
 	/* A caller's line is its call's: ra - 1, as ERTS does for stack traces (beam_common.c). */
 	for (i = er->nframes; i-- > 0 && n < MAX_FRAMES;) {
@@ -214,4 +238,25 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 	rec->kind = SAMPLE_ERLANG;
 	rec->process = p->addr;
 	keep(s, rec, group, n, nerlang);
+}
+
+void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *rec,
+				     struct process_view *p, const char *why,
+				     const struct unwind_result *ur)
+{
+	uint32_t group, n = 0, id;
+	char label[160];
+
+	/* Without the process (not known at the sample), the time is still a process's: a group
+	 * of its own, kept whatever --include-idle says. */
+	if (p ? group_for(s, p, &group)
+	      : agg__group(s->agg, "[process unknown: native unwind stopped]", &group))
+		return;
+	snprintf(label, sizeof(label), "[Erlang callers unknown: %s]", why);
+	if (agg__frame(s->agg, label, FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
+	n = native_frames(s, ur, n);
+	rec->kind = p ? SAMPLE_ERLANG : SAMPLE_NO_PROCESS;
+	rec->process = p ? p->addr : 0;
+	keep(s, rec, group, n, 1);
 }

@@ -10,14 +10,14 @@
 #include "process.h"
 #include "sampler.h"
 
-#define STACK_CAP_BYTES                                                                            \
-	(256u * 1024)	 /* deeper stacks are walked from the top, marked truncated                \
-			  */
-#define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
-#define SITE_SLOTS  4096 /* call-site classification cache */
-#define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
-#define JIT_SLOTS   4096 /* JIT range -> frame id (without --lines) */
-#define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
+/* The most of one Erlang stack read for a sample: 1 MiB, a non-tail recursion some 40,000 frames
+ * deep (3 words a frame); a deeper stack is walked from the top and cut at the root, marked. */
+#define STACK_CAP_BYTES (1024u * 1024)
+#define IDENT_SLOTS	4096 /* process identity cache (open addressing) */
+#define SITE_SLOTS	4096 /* call-site classification cache */
+#define NAME_SLOTS	8192 /* native frame name cache: naming through libdw is slow */
+#define JIT_SLOTS	4096 /* JIT range -> frame id (without --lines) */
+#define MAX_FRAMES	(ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
 /* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
  * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
  * VM with a few hundred modules, while samples queue up: keep them rare. */
@@ -73,7 +73,9 @@ struct sampler {
 	struct jit_name jit_names[JIT_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];
+	struct estack_result er;     /* the sample's walk (large: never on the stack) */
 	bool live_read;		     /* the last read_stack read memory beyond the copy */
+	bool top_live;		     /* ... and its first words among them */
 	bool heap_moved;	     /* the last sample_stack found the heap moved since */
 	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
 	struct jit_descriptor jdesc; /* as of the JIT map in use */
@@ -91,5 +93,10 @@ void sampler_frames__label(struct sampler *s, struct sample_record *rec,
 void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
 			    const struct estack_result *er, const struct jit_range *leaf,
 			    bool unnamed, const struct unwind_result *ur);
+/* A sample of a known process whose Erlang callers are unknown for the reason given (a label
+ * such as "native unwind cut at 128 frames"): its native frames under the process. */
+void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *rec,
+				     struct process_view *p, const char *why,
+				     const struct unwind_result *ur);
 
 #endif /* XP_SAMPLER_INT_H */

@@ -16,7 +16,7 @@
 #include "perf.h"
 #include "proc.h"
 
-#define UNWIND_MAX_FRAMES 128
+#define UNWIND_MAX_FRAMES 512
 
 enum unwind_stop {
 	UNWIND_STOP_JIT = 0, /* reached a return address in JIT code: Erlang frames follow */

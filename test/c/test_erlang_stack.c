@@ -21,6 +21,8 @@ static struct jitmap *make_map(void)
 	static const struct symfile_range asmr[] = {
 	    {0x000, 0x040, "erts_beamasm:normal_exit/0"},
 	    {0x040, 0x080, "erts_beamasm:return_trace/0"},
+	    {0x080, 0x0c0, "global::times_body_shared"},
+	    {0x0c0, 0x100, "global::mul_add_body_shared"},
 	};
 	static uint8_t blob[4096];
 	struct jitmap *m = NULL;
@@ -30,15 +32,21 @@ static struct jitmap *make_map(void)
 	jitmap__add_symfile(m, blob, symfile_build(blob, "app", BASE_APP, app[5].end, app, 6), 0x10,
 			    0);
 	jitmap__add_symfile(
-	    m, blob, symfile_build(blob, "erts_beamasm", BASE_ASM, asmr[1].end, asmr, 2), 0x20, 1);
+	    m, blob, symfile_build(blob, "erts_beamasm", BASE_ASM, asmr[3].end, asmr, 4), 0x20, 1);
 	jitmap__finish(m);
 	return m;
 }
 
-#define RA_MID	 (BASE_APP + 0x150) /* returns into app:mid/2 */
-#define RA_TOP	 (BASE_APP + 0x260) /* returns into app:top/0 */
-#define EXIT	 (BASE_ASM + 0x0)   /* normal_exit */
-#define TRACE	 (BASE_ASM + 0x40)  /* return_trace */
+#define RA_MID (BASE_APP + 0x150) /* returns into app:mid/2 */
+#define RA_TOP (BASE_APP + 0x260) /* returns into app:top/0 */
+#define EXIT   (BASE_ASM + 0x0)	  /* normal_exit */
+#define TRACE  (BASE_ASM + 0x40)  /* return_trace */
+#define FRAG   (BASE_ASM + 0x80)  /* global::times_body_shared */
+#define FRAG2  (BASE_ASM + 0xc0)  /* global::mul_add_body_shared */
+/* Unaligned return addresses, as OTP's safe_fragment_call leaves them: into app:leaf/1 after a
+ * call to FRAG, and into FRAG after a call to FRAG2. */
+#define URA_LEAF (BASE_APP + 0x51)
+#define URA_FRAG (BASE_ASM + 0x93)
 #define SMALL(n) (((uint64_t)(n) << 4) | 0xf)
 #define LIST_PTR 0x7f0000aa0001ULL
 #define BOXED	 0x7f0000aa0012ULL
@@ -56,31 +64,87 @@ static void test_ra(const struct estack_cfg *c)
 	const uint64_t stray[] = {RA_MID, 0x7f00dead0000ULL, RA_TOP, EXIT};
 	struct estack_result r;
 
-	erlang_stack__walk(c, st, 6, 0x1000, 0, true, &r);
+	erlang_stack__walk(c, st, 6, 0x1000, 0, true, NULL, &r);
 	CHECK_INT("ra frames", 2, r.nframes);
 	CHECK_STR("ra frame 0", "app:mid/2", name_of(&r, 0));
 	CHECK_STR("ra frame 1", "app:top/0", name_of(&r, 1));
 	CHECK_INT("ra end", ESTACK_END_BOTTOM, r.end);
-	erlang_stack__walk(c, st, 5, 0x1000, 0, false, &r);
+	erlang_stack__walk(c, st, 5, 0x1000, 0, false, NULL, &r);
 	CHECK_INT("ra partial copy is truncated", ESTACK_END_TRUNCATED, r.end);
 	CHECK_INT("ra partial copy keeps frames", 2, r.nframes);
-	erlang_stack__walk(c, st, 5, 0x1000, 0, true, &r);
+	erlang_stack__walk(c, st, 5, 0x1000, 0, true, NULL, &r);
 	CHECK_INT("ra without normal_exit", ESTACK_END_NO_BOTTOM, r.end);
 	/* The return_trace payload holds an MFA pointer into module code: skipped, not a frame. */
-	erlang_stack__walk(c, trace, 6, 0x1000, 0, true, &r);
+	erlang_stack__walk(c, trace, 6, 0x1000, 0, true, NULL, &r);
 	CHECK_INT("trace frames skipped", 2, r.nframes);
 	CHECK_STR("trace frame 1", "app:top/0", name_of(&r, 1));
 	CHECK_INT("trace end", ESTACK_END_BOTTOM, r.end);
-	erlang_stack__walk(c, stray, 4, 0x1000, 0, true, &r);
+	erlang_stack__walk(c, stray, 4, 0x1000, 0, true, NULL, &r);
 	CHECK_INT("stray aligned word counted", 1, r.unresolved);
 	CHECK_INT("stray word spoils validity", ESTACK_END_UNRESOLVED, r.end);
 	CHECK_INT("stray word frames kept", 2, r.nframes);
 	{
 		const uint64_t early[] = {RA_MID, EXIT, RA_TOP, EXIT};
 
-		erlang_stack__walk(c, early, 4, 0x1000, 0, true, &r);
+		erlang_stack__walk(c, early, 4, 0x1000, 0, true, NULL, &r);
 		CHECK_INT("normal_exit above the bottom", ESTACK_END_NO_BOTTOM, r.end);
 	}
+}
+
+/* The call-site check, as the sampler's callsite.c would answer it for this synthetic code. */
+static bool returns_from(void *ctx, uint64_t ra, const struct jit_range *callee)
+{
+	(void)ctx;
+	return (ra == URA_LEAF && callee->start == FRAG) ||
+	       (ra == URA_FRAG && callee->start == FRAG2);
+}
+
+static void test_fragment_top(struct estack_cfg *c, const struct jitmap *m)
+{
+	/* A frameless function (app:leaf/1) called a fragment without aligning the return
+	 * address; its caller's frame (mid) and the bottom follow. */
+	const uint64_t st[] = {URA_LEAF, RA_MID, SMALL(2), RA_TOP, EXIT};
+	const uint64_t nested[] = {URA_FRAG, URA_LEAF, RA_MID, RA_TOP, EXIT};
+	const struct jit_range *frag = jitmap__lookup(m, FRAG), *frag2 = jitmap__lookup(m, FRAG2);
+	const struct jit_range *mid = jitmap__lookup(m, RA_MID);
+	struct estack_result r;
+
+	CHECK("fragment is a fragment", erlang_stack__is_fragment(frag));
+	/* Without the check an unaligned word is a term: the frameless function is lost (the
+	 * defect this guards against: its native time went to its caller). */
+	erlang_stack__walk(c, st, 5, 0x1000, 0, true, frag, &r);
+	CHECK_STR("unverified: caller first", "app:mid/2", name_of(&r, 0));
+	c->returns_from = returns_from;
+	erlang_stack__walk(c, st, 5, 0x1000, 0, true, frag, &r);
+	CHECK_INT("fragment top: frames", 3, r.nframes);
+	CHECK_STR("fragment top: the frameless caller first", "app:leaf/1", name_of(&r, 0));
+	CHECK_STR("fragment top: then its caller", "app:mid/2", name_of(&r, 1));
+	CHECK_INT("fragment top: one unaligned", 1, r.top_unaligned);
+	CHECK_INT("fragment top: complete", ESTACK_END_BOTTOM, r.end);
+	/* A fragment called by a fragment called by the function. */
+	erlang_stack__walk(c, nested, 5, 0x1000, 0, true, frag2, &r);
+	CHECK_INT("nested fragments: frames", 4, r.nframes);
+	CHECK_STR("nested fragments: the calling fragment", "global::times_body_shared",
+		  name_of(&r, 0));
+	CHECK_STR("nested fragments: then the function", "app:leaf/1", name_of(&r, 1));
+	/* The leaf is no fragment, or the word does not follow a call to it: a term. */
+	erlang_stack__walk(c, st, 5, 0x1000, 0, true, mid, &r);
+	CHECK_STR("function leaf: unaligned word is a term", "app:mid/2", name_of(&r, 0));
+	erlang_stack__walk(c, st, 5, 0x1000, 0, true, frag2, &r);
+	CHECK_STR("other fragment: unaligned word is a term", "app:mid/2", name_of(&r, 0));
+	/* FP layout, a JIT sample in the fragment before its frame: rbp is still the caller's. */
+	{
+		const uint64_t fp[] = {URA_LEAF, SMALL(1), 0x1020, RA_MID, 0, EXIT};
+
+		c->frame_layout = XP_LAYOUT_FP;
+		erlang_stack__walk(c, fp, 6, 0x1000, 0x1010, true, frag, &r);
+		CHECK_INT("fp fragment entry: frames", 2, r.nframes);
+		CHECK_STR("fp fragment entry: the frameless caller", "app:leaf/1", name_of(&r, 0));
+		CHECK_STR("fp fragment entry: then the chain", "app:mid/2", name_of(&r, 1));
+		CHECK_INT("fp fragment entry: complete", ESTACK_END_BOTTOM, r.end);
+		c->frame_layout = XP_LAYOUT_RA;
+	}
+	c->returns_from = NULL;
 }
 
 static void test_ra_deep(const struct estack_cfg *c)
@@ -94,9 +158,14 @@ static void test_ra_deep(const struct estack_cfg *c)
 	for (i = 0; i < n; i++)
 		st[i] = RA_MID;
 	st[n] = EXIT;
-	erlang_stack__walk(c, st, n + 1, 0x1000, 0, true, &r);
+	erlang_stack__walk(c, st, n + 1, 0x1000, 0, true, NULL, &r);
 	CHECK_INT("deep stack capped", ESTACK_MAX_FRAMES, r.nframes);
 	CHECK_INT("deep stack truncated", ESTACK_END_TRUNCATED, r.end);
+	CHECK_INT("deep stack: frames left out, counted", 10, r.more);
+	CHECK("deep stack: the count is exact", !r.more_unknown);
+	erlang_stack__walk(c, st, n, 0x1000, 0, false, NULL, &r);
+	CHECK_INT("deep stack, words cut too: counted so far", 10, r.more);
+	CHECK("deep stack, words cut too: more unknown", r.more_unknown);
 	free(st);
 }
 
@@ -110,20 +179,20 @@ static void test_fp(struct estack_cfg *c)
 	struct estack_result r;
 
 	c->frame_layout = XP_LAYOUT_FP;
-	erlang_stack__walk(c, st, 6, 0x1000, 0x1008, true, &r);
+	erlang_stack__walk(c, st, 6, 0x1000, 0x1008, true, NULL, &r);
 	CHECK_INT("fp frames", 1, r.nframes);
 	CHECK_STR("fp frame 0", "app:mid/2", name_of(&r, 0));
 	CHECK_INT("fp end", ESTACK_END_BOTTOM, r.end);
 	/* At function entry the leaf RA sits at E[0], outside the chain. */
-	erlang_stack__walk(c, leaf, 6, 0x1000, 0x1008, true, &r);
+	erlang_stack__walk(c, leaf, 6, 0x1000, 0x1008, true, NULL, &r);
 	CHECK_INT("fp leaf frames", 2, r.nframes);
 	CHECK_STR("fp leaf frame 0", "app:top/0", name_of(&r, 0));
 	CHECK_STR("fp leaf frame 1", "app:mid/2", name_of(&r, 1));
-	erlang_stack__walk(c, loop, 6, 0x1000, 0x1008, true, &r);
+	erlang_stack__walk(c, loop, 6, 0x1000, 0x1008, true, NULL, &r);
 	CHECK_INT("fp chain must go up", ESTACK_END_BAD_CHAIN, r.end);
-	erlang_stack__walk(c, st, 6, 0x1000, 0x2000, true, &r);
+	erlang_stack__walk(c, st, 6, 0x1000, 0x2000, true, NULL, &r);
 	CHECK_INT("fp outside the stack", ESTACK_END_BAD_CHAIN, r.end);
-	erlang_stack__walk(c, st, 6, 0x1000, 0x1009, true, &r);
+	erlang_stack__walk(c, st, 6, 0x1000, 0x1009, true, NULL, &r);
 	CHECK_INT("fp misaligned", ESTACK_END_BAD_CHAIN, r.end);
 	c->frame_layout = XP_LAYOUT_RA;
 }
@@ -144,6 +213,7 @@ int main(void)
 	      !erlang_stack__is_function(jitmap__lookup(m, BASE_APP + 0x10)));
 	test_ra(&c);
 	test_ra_deep(&c);
+	test_fragment_top(&c, m);
 	test_fp(&c);
 	jitmap__free(m);
 	return check_done();
