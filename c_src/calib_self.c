@@ -236,6 +236,8 @@ static void merge_proc(struct calib *c, const struct agent *a, const struct self
 	record(c, XP_OFF_P_HEAP, s->quad, s->quad * 8, "heap <= htop <= stop < hend quadruple");
 	record(c, XP_OFF_P_HEND, s->quad, s->quad * 8 + 8, "heap <= htop <= stop < hend quadruple");
 	record(c, XP_OFF_P_HEAP_SZ, s->quad, s->quad * 8 + 24, "hend - heap == heap_sz * 8");
+	record(c, XP_OFF_P_ABANDONED_HEAP, s->quad, s->quad * 8 + 16,
+	       "the word between hend and heap_sz, NULL or a heap");
 	calib__check(c, XP_CHECK_HEAP_QUAD, s->quad >= 0);
 	record(c, XP_OFF_P_CURRENT, s->cur, s->cur * 8, "the word pointing at this NIF's MFA");
 	record(c, XP_OFF_P_FCALLS, s->fcalls, s->fcalls * 4,

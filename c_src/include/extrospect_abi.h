@@ -44,6 +44,10 @@ enum xp_off_id {
 	XP_OFF_REGS_X_REG_ARRAY, /* ErtsSchedulerRegisters.x_reg_array (JIT rbx = registers + this)
 				  */
 	XP_OFF_P_SIZEOF,	 /* sizeof(Process) */
+	/* Process.abandoned_heap: non-NULL while a delayed garbage collection runs the process on
+	 * a heap fragment, when hend - heap != heap_sz (B/erl_gc.c delay_garbage_collection).
+	 * Appended after the ABI 1 set: an older agent's block leaves it to the table. */
+	XP_OFF_P_ABANDONED_HEAP,
 	XP_OFF_COUNT
 };
 #define XP_OFF_SLOTS 64 /* room in the block; XP_OFF_COUNT <= XP_OFF_SLOTS */

@@ -18,7 +18,7 @@ struct call_site {
 
 struct fn_calls {
 	uint64_t fn, leaf; /* range starts */
-	bool calls;
+	int reach;	   /* enum reach */
 };
 
 struct callsite {
@@ -161,48 +161,96 @@ bool callsite__returns_from(struct callsite *c, const struct jitmap *jit, uint64
 	return target && calls_into(c, target, callee);
 }
 
-/* Scan code [start, start + n) for a call or jump to leaf, directly or through a veneer. Tail
- * calls (a jmp to another Erlang function's start or into its prologue, where its entry label
- * is) are collected in tails. */
-static bool code_calls(struct callsite *c, const uint8_t *code, size_t n, uint64_t start,
-		       const struct jit_range *leaf, uint64_t *tails, size_t *ntails)
+/* How far a scan of a function's code can tell whether it reaches the leaf. */
+enum reach { REACH_NO = 0, REACH_YES, REACH_UNSURE };
+
+/* A jump to code that passes control on to an Erlang function chosen at run time: a fun, an
+ * apply, a BIF or NIF dispatch. */
+static bool dynamic_fragment(const struct jit_range *r)
 {
+	return strncmp(r->name, "global::", 8) == 0 &&
+	       (strstr(r->name, "apply") || strstr(r->name, "call_fun") ||
+		strstr(r->name, "dispatch") || strstr(r->name, "call_bif") ||
+		strstr(r->name, "call_nif"));
+}
+
+/* An indirect jump at code[i]: `jmp [mem]` (ff /4, with an optional REX prefix before it), as a
+ * tail call to another module is emitted (through its export entry, chosen at run time). */
+static bool indirect_jump(const uint8_t *code, size_t i, size_t n)
+{
+	uint8_t modrm;
+
+	if (code[i] != 0xff || i + 1 >= n)
+		return false;
+	modrm = code[i + 1];
+	return (modrm & 0x38) == 0x20 && (modrm >> 6) != 3;
+}
+
+/* Scan code [start, start + n) for a call or jump to leaf, directly, through a veneer or through
+ * the address table. Tail calls (a jmp to another Erlang function's start or into its prologue,
+ * where its entry label is) are collected in tails; a jump whose target is chosen at run time
+ * (another module's export, a fun, an apply) makes the answer unsure unless the leaf is found. */
+static enum reach code_calls(struct callsite *c, const uint8_t *code, size_t n, uint64_t start,
+			     const struct jit_range *leaf, uint64_t *tails, size_t *ntails)
+{
+	enum reach out = REACH_NO;
+
 	for (size_t i = 0; i + 5 <= n; i++) {
 		const struct jit_range *r;
 		int32_t rel;
 		uint64_t to;
 
+		if (indirect_jump(code, i, n))
+			out = REACH_UNSURE;
+		if (code[i] == 0xff && code[i + 1] == 0x15 && i + 6 <= n) {
+			/* call [rip+disp32]: OTP 25's calls through the module's address table. */
+			memcpy(&rel, code + i + 2, sizeof(rel));
+			if (mem__read_u64(c->mem, start + i + 6 + (uint64_t)(int64_t)rel, &to) ==
+				0 &&
+			    follow_veneer(c, to) >= leaf->start && follow_veneer(c, to) < leaf->end)
+				return REACH_YES;
+			continue;
+		}
 		/* call or jmp rel32: a NIF's stub jumps to global::call_nif_shared. */
 		if (code[i] != 0xe8 && code[i] != 0xe9)
 			continue;
 		memcpy(&rel, code + i + 1, sizeof(rel));
 		to = follow_veneer(c, start + i + 5 + (uint64_t)(int64_t)rel);
 		if (to >= leaf->start && to < leaf->end)
-			return true;
-		if (code[i] == 0xe9 && *ntails < FN_TAILS && (to < start || to >= start + n) &&
-		    (r = jitmap__lookup(c->jit, to)) && strncmp(r->name, "global::", 8) != 0 &&
-		    (r->start == to || strstr(r->name, "Prologue")))
-			tails[(*ntails)++] = to;
+			return REACH_YES;
+		if (code[i] != 0xe9 || (to >= start && to < start + n) ||
+		    !(r = jitmap__lookup(c->jit, to)))
+			continue;
+		if (dynamic_fragment(r))
+			out = REACH_UNSURE;
+		else if (strncmp(r->name, "global::", 8) != 0 &&
+			 (r->start == to || strstr(r->name, "Prologue"))) {
+			if (*ntails < FN_TAILS)
+				tails[(*ntails)++] = to;
+			else
+				out = REACH_UNSURE;
+		}
 	}
-	return false;
+	return out;
 }
 
 /* Does the function containing target call (or jump to) the fragment leaf anywhere in its code,
  * directly or through a veneer, or tail-call (depth levels deep) a function that does? Frameless
  * functions leave no return address: `unit/2` tail-calling `map_updates/3`, which calls the
- * fragment, puts unit/2's caller on top. Scanned once per (function, fragment), cached. */
-static bool function_calls(struct callsite *c, uint64_t target, const struct jit_range *leaf,
-			   int depth)
+ * fragment, puts unit/2's caller on top. Unsure when a tail call goes where no scan can follow,
+ * or deeper than depth. Scanned once per (function, fragment), cached. */
+static enum reach function_calls(struct callsite *c, uint64_t target, const struct jit_range *leaf,
+				 int depth)
 {
 	const struct jit_range *fn = jitmap__lookup(c->jit, target), *body;
 	struct fn_calls *slot;
 	uint64_t start, end, tails[FN_TAILS];
 	size_t n, ntails = 0;
 	uint8_t *code;
-	bool calls = false;
+	enum reach reach = REACH_UNSURE, sub;
 
 	if (!fn || strncmp(fn->name, "global::", 8) == 0)
-		return false;
+		return fn && dynamic_fragment(fn) ? REACH_UNSURE : REACH_NO;
 	/* A call enters a function in its prologue, a range of its own that the body follows; a
 	 * NIF's prologue is patched to jump to global::call_nif_shared. Scan both. */
 	start = fn->start;
@@ -211,18 +259,21 @@ static bool function_calls(struct callsite *c, uint64_t target, const struct jit
 		end = body->end;
 	slot = &c->fn_calls[((start ^ leaf->start) >> 3) % FN_CALL_SLOTS];
 	if (slot->fn == start && slot->leaf == leaf->start)
-		return slot->calls;
+		return slot->reach;
 	n = end - start;
 	if (n < 5 || n > FN_SCAN_MAX || !(code = malloc(n)))
-		return false;
+		return REACH_UNSURE;
 	if (mem__read(c->mem, start, code, n) == 0)
-		calls = code_calls(c, code, n, start, leaf, tails, &ntails);
+		reach = code_calls(c, code, n, start, leaf, tails, &ntails);
 	free(code);
-	for (size_t i = 0; !calls && depth > 0 && i < ntails; i++)
-		calls = function_calls(c, tails[i], leaf, depth - 1);
+	for (size_t i = 0; reach != REACH_YES && i < ntails; i++) {
+		sub = depth > 0 ? function_calls(c, tails[i], leaf, depth - 1) : REACH_UNSURE;
+		if (sub != REACH_NO)
+			reach = sub;
+	}
 	/* Written last: the tail calls' own lookups may have used this slot. */
-	*slot = (struct fn_calls){.fn = start, .leaf = leaf->start, .calls = calls};
-	return calls;
+	*slot = (struct fn_calls){.fn = start, .leaf = leaf->start, .reach = reach};
+	return reach;
 }
 
 /* A sample in native code whose Erlang stack was read live: does that stack still hold the
@@ -239,14 +290,22 @@ enum call_check callsite__check(struct callsite *c, const struct jitmap *jit,
 		return CALL_UNKNOWN;
 	if (calls_into(c, target, leaf))
 		return CALL_AGREES;
-	/* OTP 27+ enter some fragments with no return address on the Erlang stack: the call on top
-	 * is then to the (frameless) function that called the fragment. */
-	if (function_calls(c, target, leaf, FN_TAIL_DEPTH))
+	/* The call on top may be to a frameless function that reached the leaf by tail calls (it
+	 * left no return address of its own): follow them, as far as they can be followed. */
+	switch (function_calls(c, target, leaf, FN_TAIL_DEPTH)) {
+	case REACH_YES:
 		return CALL_AGREES;
+	case REACH_UNSURE:
+		return CALL_UNKNOWN;
+	default:
+		break;
+	}
 	/* NIFs and BIFs called through an export entry are entered through an address held in
-	 * data (a NIF's patched prologue), which no scan of the caller's code finds. */
+	 * data (a NIF's patched prologue), which no scan of the caller's code finds; an exception
+	 * is raised by a jump, from wherever the process was. */
 	if (strstr(leaf->name, "call_nif") || strstr(leaf->name, "call_bif") ||
-	    strstr(leaf->name, "dispatch"))
+	    strstr(leaf->name, "dispatch") || strstr(leaf->name, "raise") ||
+	    strstr(leaf->name, "error"))
 		return CALL_UNKNOWN;
 	return CALL_DISAGREES;
 }

@@ -23,7 +23,8 @@ enum {
 	L_HAVE_CP,
 	L_EMIT,
 	L_LEN_OK,
-	L_LO_OK,
+	L_NATIVE,
+	L_FWD_LEN_OK,
 	L_TRY_LAST,
 	L_IN_GC,
 	L_TRY_LAST_GC,
@@ -55,6 +56,10 @@ enum {
 #define KCAP_RING_MAX	  (64u << 20)
 #define KCAP_RING_SECONDS 0.125
 #define KCAP_PENDING	  256 /* captures kept until their sample is read */
+/* The ring is sized for captures of this size: most stacks are far smaller; a capture of a deep
+ * stack that finds the ring full is lost (its sample is then read without one, and says so). */
+#define KCAP_RING_TYPICAL (32u << 10)
+#define KCAP_SLOT_BYTES	  (H_STACK + 8192u) /* a pending slot grows to a capture's size */
 #define KCAP_MAX_INSNS	  192
 #define KCAP_MAX_LABELS	  L_COUNT
 #define KCAP_MATCH_NS	  1000000ull /* perf stamps its sample a microsecond or two before */
@@ -68,7 +73,8 @@ enum {
 
 struct slot {
 	struct kcap_rec rec;
-	uint8_t *buf; /* H_MAX bytes */
+	uint8_t *buf; /* cap bytes: KCAP_SLOT_BYTES, grown up to H_MAX */
+	uint32_t cap;
 	bool used;
 };
 
@@ -183,7 +189,10 @@ static void program_head(struct prog *p, const struct kcapture *k)
 	ldx(p, BPF_REG_1, BPF_REG_6, PT(cs));
 	alu_imm(p, BPF_AND, BPF_REG_1, 3);
 	jump_imm(p, BPF_JNE, BPF_REG_1, 3, L_OUT);
-	emit(p, BPF_ST | BPF_W | BPF_MEM, BPF_REG_10, 0, -4, 0);
+	/* The scratch buffer is this CPU's slot of an array (a per-CPU map's values are limited to
+	 * 32 KiB): a perf event's program runs with interrupts off, alone on its CPU. */
+	call(p, BPF_FUNC_get_smp_processor_id);
+	emit(p, BPF_STX | BPF_W | BPF_MEM, BPF_REG_10, BPF_REG_0, -4, 0);
 	mov_reg(p, BPF_REG_2, BPF_REG_10);
 	alu_imm(p, BPF_ADD, BPF_REG_2, -4);
 	ld_map(p, BPF_REG_1, k->scratch_fd);
@@ -217,6 +226,19 @@ static void program_head(struct prog *p, const struct kcapture *k)
 	jump_imm(p, BPF_JNE, BPF_REG_0, 0, L_HAVE_CP);
 	ldx(p, BPF_REG_8, BPF_REG_10, -16);
 	st_imm(p, BPF_REG_7, H_FLAGS, F_FROM_SCHEDULER);
+}
+
+/* Copy r9 bytes from r3 on to the capture; on success go to L_COPIED, else emit without. */
+static void copy_forward(struct prog *p)
+{
+	jump_imm(p, BPF_JGT, BPF_REG_9, KCAP_STACK_MAX, L_EMIT); /* for the verifier */
+	stx(p, BPF_REG_7, H_STACK_ADDR, BPF_REG_3);
+	mov_reg(p, BPF_REG_1, BPF_REG_7);
+	alu_imm(p, BPF_ADD, BPF_REG_1, H_STACK);
+	mov_reg(p, BPF_REG_2, BPF_REG_9);
+	call(p, BPF_FUNC_probe_read_user);
+	jump_imm(p, BPF_JEQ, BPF_REG_0, 0, L_COPIED);
+	jump_imm(p, BPF_JA, 0, 0, L_EMIT);
 }
 
 /* Copy r9 bytes to the capture, the ones below hend (up) or from stop on (!up); on success go to
@@ -297,15 +319,24 @@ static void program_copy(struct prog *p, const struct kcapture *k)
 	ldx(p, BPF_REG_2, BPF_REG_7, (int16_t)(H_SPAN + c->hend_off - c->span_lo));
 	jump_reg(p, BPF_JGE, BPF_REG_1, BPF_REG_2, L_IN_GC);
 	/* The stack lies in [htop, hend): htop as stored may lag the live one, never pass E. In
-	 * JIT code rsp is E: then the stack is [rsp, hend), often far smaller. */
+	 * JIT code rsp is E: the stack is [rsp, hend), of which perf copies the first perf_stack
+	 * bytes; the program copies on from there (nothing when perf's copy holds it all). */
 	ldx(p, BPF_REG_1, BPF_REG_7, (int16_t)(H_SPAN + c->hend_off - c->span_lo));
 	ldx(p, BPF_REG_2, BPF_REG_7, (int16_t)(H_SPAN + c->htop_off - c->span_lo));
 	jump_reg(p, BPF_JGE, BPF_REG_2, BPF_REG_1, L_EMIT);
 	ldx(p, BPF_REG_3, BPF_REG_6, PT(rsp));
-	jump_reg(p, BPF_JLE, BPF_REG_3, BPF_REG_2, L_LO_OK);
-	jump_reg(p, BPF_JGE, BPF_REG_3, BPF_REG_1, L_LO_OK);
-	mov_reg(p, BPF_REG_2, BPF_REG_3);
-	label(p, L_LO_OK);
+	jump_reg(p, BPF_JLE, BPF_REG_3, BPF_REG_2, L_NATIVE);
+	jump_reg(p, BPF_JGE, BPF_REG_3, BPF_REG_1, L_NATIVE);
+	alu_imm(p, BPF_ADD, BPF_REG_3, (int32_t)c->perf_stack);
+	jump_reg(p, BPF_JGE, BPF_REG_3, BPF_REG_1, L_EMIT);
+	mov_reg(p, BPF_REG_9, BPF_REG_1);
+	emit(p, BPF_ALU64 | BPF_SUB | BPF_X, BPF_REG_9, BPF_REG_3, 0, 0);
+	jump_imm(p, BPF_JLE, BPF_REG_9, KCAP_STACK_MAX, L_FWD_LEN_OK);
+	emit(p, BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_9, 0, 0, KCAP_STACK_MAX);
+	label(p, L_FWD_LEN_OK);
+	copy_forward(p);
+	/* In native code E is not known here: copy the stack's bottom part, up to hend. */
+	label(p, L_NATIVE);
 	mov_reg(p, BPF_REG_9, BPF_REG_1);
 	emit(p, BPF_ALU64 | BPF_SUB | BPF_X, BPF_REG_9, BPF_REG_2, 0, 0);
 	jump_imm(p, BPF_JLE, BPF_REG_9, KCAP_STACK_MAX, L_LEN_OK);
@@ -421,7 +452,7 @@ static int load_program(struct kcapture *k, char *why, size_t whylen)
 
 static uint32_t ring_bytes(const struct kcap_cfg *c)
 {
-	double want = (double)c->cpus * c->rate_hz * KCAP_RING_SECONDS * H_MAX;
+	double want = (double)c->cpus * c->rate_hz * KCAP_RING_SECONDS * KCAP_RING_TYPICAL;
 	uint32_t b = KCAP_RING_MIN;
 
 	while (b < KCAP_RING_MAX && b < want)
@@ -445,14 +476,36 @@ static int map_ring(struct kcapture *k)
 	return 0;
 }
 
+/* The CPU numbers bpf_get_smp_processor_id() may return: 0 .. the highest possible. */
+static uint32_t possible_cpus(void)
+{
+	char buf[256];
+	unsigned lo, hi = 0;
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (f) {
+		const char *s = fgets(buf, sizeof(buf), f);
+		const char *last = s ? strrchr(s, ',') : NULL;
+
+		if (s && sscanf(last ? last + 1 : s, "%u-%u", &lo, &hi) < 2 &&
+		    sscanf(last ? last + 1 : s, "%u", &hi) < 1)
+			hi = 0;
+		fclose(f);
+	}
+	if (n > 0 && (unsigned long)n > hi + 1ul)
+		hi = (unsigned)n - 1;
+	return hi + 1 < 8192 ? hi + 1 : 8192;
+}
+
 static bool cfg_ok(const struct kcap_cfg *c)
 {
 	return c->span_len && c->span_len <= KCAP_SPAN_MAX && !(c->span_len & 7) &&
-	       c->htop_off >= c->span_lo && c->htop_off + 8 <= c->span_lo + c->span_len &&
-	       c->hend_off >= c->span_lo && c->hend_off + 8 <= c->span_lo + c->span_len &&
-	       c->stop_off >= c->span_lo && c->stop_off + 8 <= c->span_lo + c->span_len &&
-	       c->heap_off >= c->span_lo && c->heap_off + 8 <= c->span_lo + c->span_len &&
-	       c->span_lo < (1u << 20);
+	       c->perf_stack <= (1u << 16) && !(c->perf_stack & 7) && c->htop_off >= c->span_lo &&
+	       c->htop_off + 8 <= c->span_lo + c->span_len && c->hend_off >= c->span_lo &&
+	       c->hend_off + 8 <= c->span_lo + c->span_len && c->stop_off >= c->span_lo &&
+	       c->stop_off + 8 <= c->span_lo + c->span_len && c->heap_off >= c->span_lo &&
+	       c->heap_off + 8 <= c->span_lo + c->span_len && c->span_lo < (1u << 20);
 }
 
 int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why, size_t whylen)
@@ -474,12 +527,13 @@ int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why,
 	k->ring_bytes = ring_bytes(cfg);
 	k->scratch_fd = k->watch_fd = k->ring_fd = k->prog_fd = -1;
 	for (size_t i = 0; i < KCAP_PENDING; i++) {
-		if (!(k->slots[i].buf = malloc(H_MAX))) {
+		k->slots[i].cap = KCAP_SLOT_BYTES;
+		if (!(k->slots[i].buf = malloc(KCAP_SLOT_BYTES))) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
 	}
-	k->scratch_fd = map_create(BPF_MAP_TYPE_PERCPU_ARRAY, 4, H_MAX, 1);
+	k->scratch_fd = map_create(BPF_MAP_TYPE_ARRAY, 4, H_MAX, possible_cpus());
 	k->watch_fd = map_create(BPF_MAP_TYPE_HASH, 4, 8, KCAP_WATCH_MAX);
 	k->ring_fd = map_create(BPF_MAP_TYPE_RINGBUF, 0, 0, k->ring_bytes);
 	err = k->scratch_fd < 0 ? k->scratch_fd : k->watch_fd < 0 ? k->watch_fd : k->ring_fd;
@@ -536,6 +590,17 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 	}
 	if (s->used)
 		k->st.unmatched++;
+	s->used = false;
+	if (len > s->cap) {
+		uint8_t *b = realloc(s->buf, len);
+
+		if (!b) {
+			k->st.malformed++;
+			return;
+		}
+		s->buf = b;
+		s->cap = len;
+	}
 	memcpy(s->buf, data, len);
 	memcpy(v, s->buf, sizeof(v));
 	flags = v[H_FLAGS / 8];

@@ -13,8 +13,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define KCAP_SPAN_MAX  512u  /* Process bytes copied: process_reader's bounds span */
-#define KCAP_STACK_MAX 8192u /* stack bytes copied, ending at hend */
+#define KCAP_SPAN_MAX 512u /* Process bytes copied: process_reader's bounds span */
+/* Stack bytes copied at most: with perf's own copy, a stack of 136 KiB (17,000 words, some 5,000
+ * frames of a deep non-tail recursion) is walked as it was at the sample. The copy is as long as
+ * the stack, so only deep stacks pay for it: about 10 us per sample at this bound. */
+#define KCAP_STACK_MAX (128u * 1024)
 
 /* What to copy: the Process bytes [cp + span_lo, cp + span_lo + span_len), and from them the
  * offsets (inside the Process) of the fields that bound the stack. All from the layout (layout.c
@@ -23,6 +26,10 @@ struct kcap_cfg {
 	uint32_t span_lo, span_len;
 	uint32_t htop_off, hend_off, stop_off, heap_off;
 	uint32_t cpus, rate_hz; /* size the ring (0: its smallest, 4 MiB) */
+	/* The user stack bytes perf copies at each sample from rsp: for a sample in JIT code (rsp
+	 * is E) the program copies what lies beyond, so that perf's copy and the capture together
+	 * hold a stack of perf_stack + KCAP_STACK_MAX bytes as it was at the sample. */
+	uint32_t perf_stack;
 };
 
 /* One capture, as the BPF program wrote it. */
@@ -33,8 +40,9 @@ struct kcap_rec {
 	uint64_t cp;	     /* the Process copied: the scheduler's current_process, else r13 */
 	bool from_scheduler; /* cp is the scheduler's current_process */
 	const uint8_t *span; /* span_len bytes, NULL when the Process could not be read */
-	/* The stack copy [stack_addr, stack_addr + stack_len): it ends at hend, or (in a garbage
-	 * collection, stop outside [heap, hend)) it starts at stop. */
+	/* The stack copy [stack_addr, stack_addr + stack_len): for a sample in JIT code it starts
+	 * where perf's copy of the sample's stack ends (none when perf's holds it all); else it
+	 * ends at hend, or (in a garbage collection, stop outside [heap, hend)) starts at stop. */
 	uint64_t stack_addr;
 	const uint8_t *stack; /* NULL when nothing was copied */
 	size_t stack_len;

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "process.h"
@@ -15,9 +16,9 @@ static bool have(const struct target_value *off, enum xp_off_id id)
 
 #define BOUNDS_MAX_BYTES 512
 
-static const enum xp_off_id bounds_ids[] = {XP_OFF_P_ID,	   XP_OFF_P_HTOP, XP_OFF_P_STOP,
-					    XP_OFF_P_HEAP,	   XP_OFF_P_HEND, XP_OFF_P_HEAP_SZ,
-					    XP_OFF_P_FRAME_POINTER};
+static const enum xp_off_id bounds_ids[] = {
+    XP_OFF_P_ID,   XP_OFF_P_HTOP,    XP_OFF_P_STOP,	     XP_OFF_P_HEAP,
+    XP_OFF_P_HEND, XP_OFF_P_HEAP_SZ, XP_OFF_P_FRAME_POINTER, XP_OFF_P_ABANDONED_HEAP};
 
 /* The bytes of a Process that hold the fields read for every sample: one process_vm_readv
  * instead of one per field. Left 0 (a read per field) if they lie too far apart. */
@@ -85,6 +86,8 @@ static void parse_span(const struct process_reader *r, const uint8_t *buf, struc
 	p->stop = span_word(r, buf, XP_OFF_P_STOP);
 	if (have(r->off, XP_OFF_P_FRAME_POINTER))
 		p->frame_pointer = span_word(r, buf, XP_OFF_P_FRAME_POINTER);
+	if (have(r->off, XP_OFF_P_ABANDONED_HEAP))
+		p->abandoned_heap = span_word(r, buf, XP_OFF_P_ABANDONED_HEAP);
 }
 
 static int read_bounds_span(const struct process_reader *r, uint64_t addr, struct process_view *p,
@@ -99,10 +102,17 @@ static int read_bounds_span(const struct process_reader *r, uint64_t addr, struc
 	return 0;
 }
 
+/* hend - heap is heap_sz words, except while a delayed garbage collection (waiting for a dirty
+ * scheduler, or for a process too large to collect now) runs the process on a heap fragment:
+ * heap and hend are the fragment's, heap_sz the abandoned heap's, and abandoned_heap is set
+ * (B/erl_gc.c delay_garbage_collection, 25-29; its ASSERT allows exactly this). */
 static int check_bounds(const struct process_view *p, uint64_t sz)
 {
+	bool abandoned = p->abandoned_heap && !(p->abandoned_heap & 7);
+
 	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
-	    p->hend - p->heap != sz * 8 || sz * 8 > PROCESS_MAX_HEAP || (p->hend & 7))
+	    (p->hend - p->heap != sz * 8 && !abandoned) || sz * 8 > PROCESS_MAX_HEAP ||
+	    p->hend - p->heap > PROCESS_MAX_HEAP || (p->hend & 7))
 		return -EINVAL;
 	return 0;
 }
@@ -126,8 +136,11 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
 		   (err = word(r, addr, XP_OFF_P_HTOP, &p->htop)) ||
 		   (err = word(r, addr, XP_OFF_P_STOP, &p->stop))) {
 		return err;
-	} else if (have(r->off, XP_OFF_P_FRAME_POINTER)) {
-		word(r, addr, XP_OFF_P_FRAME_POINTER, &p->frame_pointer);
+	} else {
+		if (have(r->off, XP_OFF_P_FRAME_POINTER))
+			word(r, addr, XP_OFF_P_FRAME_POINTER, &p->frame_pointer);
+		if (have(r->off, XP_OFF_P_ABANDONED_HEAP))
+			word(r, addr, XP_OFF_P_ABANDONED_HEAP, &p->abandoned_heap);
 	}
 	return check_bounds(p, sz);
 }

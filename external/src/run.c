@@ -163,6 +163,18 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			fprintf(f, "    ended %-16s %" PRIu64 "\n", erlang_stack__end_name(i),
 				st->estack_end[i]);
 	}
+	if (st->deep_stale)
+		fprintf(f,
+			"  stacks deeper than their copy at the sample: %" PRIu64
+			" cut where the copy ends (the rest had changed when read)\n",
+			st->deep_stale);
+	for (i = 0; i < UNWIND_STOP_COUNT; i++) {
+		if (st->unwind_cut[i])
+			fprintf(f,
+				"  native unwind stopped short of JIT code (%s): %" PRIu64
+				" samples, kept with their Erlang callers unknown\n",
+				unwinder__stop_name(i), st->unwind_cut[i]);
+	}
 	if (st->kcapture_why[0])
 		fprintf(f, "  in-kernel capture: off (%s): stacks were read after the sample\n",
 			st->kcapture_why);

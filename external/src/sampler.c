@@ -204,15 +204,36 @@ static uint64_t copy_from(uint64_t base, const uint8_t *data, uint64_t len, uint
 	return n;
 }
 
+/* Read [at, at + len) live into dst, with SEAM_BYTES of the copied words beside it (before it
+ * when seam_before, else after) read again and compared: a process that returned past the
+ * copy's edge since the sample, or was garbage collected (its stack moved, the old block
+ * reused), no longer holds there what was copied, and its live words are not the sample's. */
+static int read_live_checked(struct sampler *s, uint64_t at, uint8_t *dst, uint64_t len,
+			     bool seam_before)
+{
+	uint8_t again[SEAM_BYTES];
+	uint64_t seam = seam_before ? at - SEAM_BYTES : at + len;
+	const uint8_t *copied = seam_before ? dst - SEAM_BYTES : dst + len;
+
+	if (mem__read(s->t->mem, at, dst, len))
+		return -EFAULT;
+	if (mem__read(s->t->mem, seam, again, SEAM_BYTES) || memcmp(again, copied, SEAM_BYTES) != 0)
+		return -ESTALE;
+	return 0;
+}
+
 /* [e, hend) as words: from the sample's stack copy where it covers its top, then from the
- * in-kernel capture, which ends at hend and so may hold the bottom part of a stack too deep for
- * it even when not the top; only what neither holds is read live. */
+ * in-kernel capture, which may also hold the bottom part of a stack too deep for it; only what
+ * neither holds is read live, and checked at its seams with the copies. A live part that fails
+ * the check is not walked: the stack is cut where the copy ends, and says so. */
 static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t e, uint64_t hend,
 		      size_t *nwords, bool *complete)
 {
 	const struct kcap_rec *k = s->cap;
 	uint64_t want = hend - e, have, live_end;
 	uint8_t *w = (uint8_t *)s->words;
+	bool tail = false;
+	int rc = 0;
 
 	*complete = want <= STACK_CAP_BYTES;
 	if (want > STACK_CAP_BYTES)
@@ -223,19 +244,30 @@ static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t 
 				  want - have);
 	live_end = want;
 	if (k && k->stack && have < want && k->stack_addr > e + have && k->stack_addr < e + want &&
-	    !(k->stack_addr & 7)) {
+	    !(k->stack_addr & 7) && k->stack_addr + k->stack_len >= e + want) {
 		live_end = k->stack_addr - e;
 		copy_from(k->stack_addr, k->stack, k->stack_len, k->stack_addr, w + live_end,
 			  want - live_end);
-		if (live_end + k->stack_len < want)
-			live_end = want; /* a capture short of hend: read it all */
+		tail = live_end + SEAM_BYTES <= want;
 	}
 	s->top_live = have == 0;
 	s->live_read = have < live_end;
-	if (have < live_end && mem__read(s->t->mem, e + have, w + have, live_end - have))
-		return -EFAULT;
 	*nwords = want / 8;
-	return 0;
+	if (have >= live_end)
+		return 0;
+	if (have >= SEAM_BYTES)
+		rc = read_live_checked(s, e + have, w + have, live_end - have, true);
+	else if (tail)
+		rc = read_live_checked(s, e + have, w + have, live_end - have, false);
+	else if (mem__read(s->t->mem, e + have, w + have, live_end - have))
+		rc = -EFAULT;
+	if (rc == -ESTALE && have) {
+		s->st.deep_stale++;
+		*nwords = have / 8;
+		*complete = false;
+		return 0;
+	}
+	return rc;
 }
 
 /* Where E is for a sample taken in native code below a JIT call. */
@@ -622,7 +654,8 @@ static void open_kcapture(struct sampler *s)
 			     .hend_off = (uint32_t)hend->value,
 			     .stop_off = (uint32_t)s->t->off[XP_OFF_P_STOP].value,
 			     .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value,
-			     .rate_hz = s->opts.freq_hz};
+			     .rate_hz = s->opts.freq_hz,
+			     .perf_stack = PERF_STACK_CAPTURED};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t i;
 
@@ -688,7 +721,7 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 		 * one: a runtime call's C frames take well under 8 KiB, and the unwinder reads
 		 * any rest live (1.5 -> 1.3 %). */
 		po.bpf_prog_fd = kcapture__prog_fd(s->kc);
-		po.stack_bytes = 8192;
+		po.stack_bytes = PERF_STACK_CAPTURED;
 		po.mmap_pages = 256;
 		po.wakeup_events = 0;
 	}

@@ -72,6 +72,10 @@ struct sampler_stats {
 	/* Native samples on a normal scheduler whose unwind stopped short of JIT code, by why:
 	 * kept under their process (from the capture) with their callers marked unknown. */
 	uint64_t unwind_cut[UNWIND_STOP_COUNT];
+	/* Stacks deeper than the copies whose rest, read later, no longer matched them at the
+	 * seam (the process had returned past it, or was garbage collected): cut where the copy
+	 * ends, "[truncated: ...]" at the root. */
+	uint64_t deep_stale;
 	uint64_t jit_refreshes;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */

@@ -13,11 +13,15 @@
 /* The most of one Erlang stack read for a sample: 1 MiB, a non-tail recursion some 40,000 frames
  * deep (3 words a frame); a deeper stack is walked from the top and cut at the root, marked. */
 #define STACK_CAP_BYTES (1024u * 1024)
-#define IDENT_SLOTS	4096 /* process identity cache (open addressing) */
-#define SITE_SLOTS	4096 /* call-site classification cache */
-#define NAME_SLOTS	8192 /* native frame name cache: naming through libdw is slow */
-#define JIT_SLOTS	4096 /* JIT range -> frame id (without --lines) */
-#define MAX_FRAMES	(ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
+/* perf's user-stack copy per sample when the in-kernel capture runs (it copies the rest). */
+#define PERF_STACK_CAPTURED 8192u
+/* Copied words compared again beside a part of a stack read live (read_stack). */
+#define SEAM_BYTES  64
+#define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
+#define SITE_SLOTS  4096 /* call-site classification cache */
+#define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
+#define JIT_SLOTS   4096 /* JIT range -> frame id (without --lines) */
+#define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
 /* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
  * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
  * VM with a few hundred modules, while samples queue up: keep them rare. */

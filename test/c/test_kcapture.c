@@ -18,7 +18,7 @@
 
 #define HEAP_BYTES  16384
 #define STACK_BYTES 3000
-#define GC_BYTES    16384
+#define GC_BYTES    (KCAP_STACK_MAX + 4096)
 #define E_BYTES	    1000 /* D's stack: rsp is this far below hend */
 #define NTHREADS    4
 
@@ -146,7 +146,8 @@ int main(void)
 	static uint64_t proc_a[8], proc_b[8], proc_d[8];
 	uint8_t *heap_a = malloc(HEAP_BYTES), *heap_b = malloc(HEAP_BYTES), *gc = malloc(GC_BYTES);
 	uint8_t *heap_d = malloc(HEAP_BYTES);
-	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP, 1, 997};
+	/* perf_stack 0: D's copy starts at its rsp (the sampler passes perf's copy size). */
+	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP, 1, 997, 0};
 	struct kcap_cfg bad = cfg;
 	struct kcapture *k = NULL;
 	struct seen w = {.proc = {proc_a, proc_b, proc_a, proc_d},

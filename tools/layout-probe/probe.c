@@ -65,6 +65,7 @@ static void print_process(void)
 	OFF("P_HEAP", Process, heap);
 	OFF("P_HEND", Process, hend);
 	OFF("P_HEAP_SZ", Process, heap_sz);
+	OFF("P_ABANDONED_HEAP", Process, abandoned_heap);
 	OFF("P_I", Process, i);
 	OFF("P_CURRENT", Process, current);
 	OFF("P_INITIAL", Process, u.initial);
