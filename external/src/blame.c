@@ -38,7 +38,10 @@ const char blame__usage[] =
     "that no loaded file defines is refused the same way (a typo never gives an empty answer).\n"
     "\n"
     "Samples whose process had already returned from the hotspot when its stack was read show\n"
-    "no Erlang frame above it: they are counted on their own line, not ranked.\n"
+    "no Erlang frame above it: they are counted on their own line, not ranked. When no sample\n"
+    "ran in FUNCTION, stderr says so and names the native frames that ran and resemble it\n"
+    "(exit status 0): on OTP 25/27 the JIT's GC calls erts_garbage_collect_nobump, so\n"
+    "`blame PID erts_garbage_collect` suggests it, 'gc' and 'erts_garbage_collect*'.\n"
     "\n"
     "  --stacks              rank whole Erlang stacks above the hotspot, not just the innermost\n"
     "                        function\n"
@@ -47,7 +50,8 @@ const char blame__usage[] =
     "Examples:\n"
     "  extrospect blame -d 10 4242 gc                    # who triggers garbage collection\n"
     "  extrospect blame -d 10 4242 copy_struct           # who deep-copies terms (OTP 25/27)\n"
-    "  extrospect blame -d 10 --stacks 4242 erts_cmp_compound\n"
+    "  extrospect blame -d 10 --stacks 4242 erts_cmp_compound   # OTP 25/27\n"
+    "  extrospect blame -d 10 4242 'erts_garbage_collect*'     # OTP 25/27: all of them\n"
     "  extrospect blame -d 10 4242 my_nif_function       # who calls a NIF's C function\n"
     "  extrospect blame -d 10 4242 'beam.smp!0x367e30'   # OTP 28+: an address from record\n";
 
@@ -75,8 +79,14 @@ struct blame {
 	size_t npatterns;
 	struct tally *callers, *procs, *matched;
 	uint64_t kept, hits, no_erlang, contradicted;
+	/* Until the first hit: per native frame id, the samples it was in (stamp: the last sample
+	 * counted, so a frame repeated in one stack counts once). For the zero-hit suggestions. */
+	uint64_t *seen, *stamp;
+	size_t nseen;
 	int err;
 };
+
+#define SUGGEST_MAX 5
 
 static const struct alias *find_alias(const char *name)
 {
@@ -184,6 +194,40 @@ static void erlang_stack_text(const struct agg *a, const struct sample_record *r
 	}
 }
 
+/* A sample that did not match, while nothing has: count its native frames by id. */
+static void note_unmatched(struct blame *b, const struct sample_record *r)
+{
+	size_t need = agg__nframes(b->agg);
+	uint32_t i;
+
+	if (need > b->nseen) {
+		uint64_t *seen = realloc(b->seen, need * sizeof(*seen)), *stamp;
+
+		if (!seen)
+			goto nomem;
+		b->seen = seen;
+		stamp = realloc(b->stamp, need * sizeof(*stamp));
+		if (!stamp)
+			goto nomem;
+		b->stamp = stamp;
+		memset(seen + b->nseen, 0, (need - b->nseen) * sizeof(*seen));
+		memset(stamp + b->nseen, 0, (need - b->nseen) * sizeof(*stamp));
+		b->nseen = need;
+	}
+	for (i = 0; i < r->nframes; i++) {
+		uint32_t id = r->frames[i];
+
+		if (id >= b->nseen || agg__frame_kind(b->agg, id) == FRAME_ERLANG ||
+		    b->stamp[id] == b->kept)
+			continue;
+		b->stamp[id] = b->kept;
+		b->seen[id]++;
+	}
+	return;
+nomem:
+	b->err = -ENOMEM;
+}
+
 static void on_record(const struct sample_record *r, void *ctx)
 {
 	struct blame *b = ctx;
@@ -194,8 +238,11 @@ static void on_record(const struct sample_record *r, void *ctx)
 	b->kept++;
 	for (i = 0; i < r->nframes && !matches(b, agg__frame_name(b->agg, r->frames[i])); i++)
 		;
-	if (i == r->nframes)
+	if (i == r->nframes) {
+		if (!b->hits)
+			note_unmatched(b, r);
 		return;
+	}
 	b->hits++;
 	b->contradicted += r->contradicted;
 	caller = classify__erlang_caller(b->agg, r, i);
@@ -238,6 +285,113 @@ static void print_patterns(const struct blame *b, FILE *f)
 	fputc('\n', f);
 }
 
+/* Does a frame that ran resemble what was asked for: one contains the other (the JIT calls
+ * erts_garbage_collect_nobump, not erts_garbage_collect, on OTP 25), or they share most of a
+ * prefix (a nearby beam.smp!0x... address, a misspelt suffix)? */
+static bool resembles(const char *frame, const char *pattern)
+{
+	size_t n = strlen(pattern), cp = 0;
+
+	if (n && pattern[n - 1] == '*')
+		n--;
+	if (n < 3)
+		return false;
+	while (cp < n && frame[cp] == pattern[cp])
+		cp++;
+	return memmem(frame, strlen(frame), pattern, n) ||
+	       (strlen(frame) >= 4 && memmem(pattern, n, frame, strlen(frame))) ||
+	       (cp >= 4 && 3 * cp >= 2 * n);
+}
+
+static bool resembles_any(const struct blame *b, const char *frame)
+{
+	for (size_t i = 0; i < b->npatterns; i++)
+		if (resembles(frame, b->patterns[i]))
+			return true;
+	return false;
+}
+
+/* The native frames that ran and resemble a pattern, most samples first: up to SUGGEST_MAX ids. */
+static size_t suggestions(const struct blame *b, uint32_t *ids)
+{
+	size_t n = 0, i, j;
+
+	for (i = 0; i < b->nseen; i++) {
+		if (!b->seen[i] || !resembles_any(b, agg__frame_name(b->agg, (uint32_t)i)))
+			continue;
+		if (n == SUGGEST_MAX && b->seen[ids[n - 1]] >= b->seen[i])
+			continue;
+		j = n < SUGGEST_MAX ? n++ : SUGGEST_MAX - 1;
+		for (; j > 0 && b->seen[ids[j - 1]] < b->seen[i]; j--)
+			ids[j] = ids[j - 1];
+		ids[j] = (uint32_t)i;
+	}
+	return n;
+}
+
+/* "(try 'gc' or 'erts_garbage_collect*')": an alias that names a suggested frame, and each
+ * pattern as a prefix when a suggestion starts with it. */
+static void print_tries(const struct blame *b, const uint32_t *ids, size_t n, FILE *f)
+{
+	const char *sep = " (try ";
+	size_t a, i, k;
+
+	for (a = 0; a < sizeof(aliases) / sizeof(aliases[0]); a++) {
+		bool hit = false;
+
+		for (i = 0; i < n && !hit; i++)
+			for (k = 0; k < 7 && aliases[a].patterns[k] && !hit; k++)
+				hit = !strcmp(aliases[a].patterns[k],
+					      agg__frame_name(b->agg, ids[i]));
+		for (k = 0; k < b->o->nfunctions && hit; k++)
+			hit = strcmp(b->o->functions[k], aliases[a].name) != 0;
+		if (hit) {
+			fprintf(f, "%s'%s'", sep, aliases[a].name);
+			sep = " or ";
+		}
+	}
+	for (k = 0; k < b->npatterns; k++) {
+		const char *p = b->patterns[k];
+		size_t len = strlen(p);
+		bool hit = false;
+
+		for (i = 0; i < n && !hit && len && p[len - 1] != '*'; i++)
+			hit = !strncmp(agg__frame_name(b->agg, ids[i]), p, len);
+		if (hit) {
+			fprintf(f, "%s'%s*'", sep, p);
+			sep = " or ";
+		}
+	}
+	fputs(strcmp(sep, " or ") ? "\n" : ")\n", f);
+}
+
+/* No sample ran in what was asked for: say so on stderr, with the frames that did run and
+ * resemble it (the exit status stays 0: the sampling worked, and the answer is "nothing"). */
+static void print_no_hits(const struct blame *b, const struct run_ctx *ctx, FILE *f)
+{
+	uint32_t ids[SUGGEST_MAX];
+	size_t n = suggestions(b, ids), i;
+
+	fputs("extrospect: blame: no sample ran in", f);
+	for (i = 0; i < b->o->nfunctions; i++)
+		fprintf(f, "%s %s", i ? "," : "", b->o->functions[i]);
+	if (!n) {
+		fprintf(f,
+			"; no frame that ran resembles it: sample longer (-d), or check the name "
+			"against `extrospect record`%s\n",
+			otp_major(ctx->t) >= 28
+			    ? " (OTP 28+ names only JIT fragments, global::..., "
+			      "and beam.smp!0x... addresses)"
+			    : "");
+		return;
+	}
+	fputs("; frames that did and resemble it:", f);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s %s (%llu samples)", i ? "," : "", agg__frame_name(b->agg, ids[i]),
+			(unsigned long long)b->seen[ids[i]]);
+	print_tries(b, ids, n, f);
+}
+
 static void print_report(struct blame *b, const struct run_ctx *ctx, FILE *f)
 {
 	const struct cli_opts *o = b->o;
@@ -247,12 +401,8 @@ static void print_report(struct blame *b, const struct run_ctx *ctx, FILE *f)
 		(unsigned long long)b->hits, (unsigned long long)b->kept,
 		b->kept ? 100.0 * (double)b->hits / (double)b->kept : 0.0, ctx->final.elapsed_s);
 	if (!b->hits) {
-		fprintf(f,
-			"hint: it did not run while sampled: sample longer (-d), check the name "
-			"against `extrospect record`%s\n",
-			otp_major(ctx->t) >= 28 ? ", and remember OTP 28+ names only JIT fragments "
-						  "(global::...) and beam.smp!0x... addresses"
-						: "");
+		fflush(f);
+		print_no_hits(b, ctx, stderr);
 		return;
 	}
 	fprintf(f, "\n%s above it:\n",
@@ -323,6 +473,8 @@ cleanup:
 	tally__free(b.callers);
 	tally__free(b.procs);
 	tally__free(b.matched);
+	free(b.seen);
+	free(b.stamp);
 	agg__free(ctx.agg);
 	return rc;
 }

@@ -427,7 +427,9 @@ static int load_symfile(struct mem *m, struct jitmap *map, const struct jit_entr
 /* Walk newest to oldest. Every link must point back (prev) to the entry we came from: that both
  * detects cycles (a revisited entry has two different predecessors) and notices a concurrent
  * unlink on 27+, which free()s entries (beamasm_delete_gdb_info, J/beam_jit_metadata.cpp 27:245).
- * A broken link stops the walk; what was read so far is kept. */
+ * A broken link stops the walk; what was read so far is kept. The head's prev is not checked:
+ * OTP 25 sets it only when the list was empty (beamasm_update_gdb_info, J/beam_jit_metadata.cpp
+ * 25:229), so the newest entry's prev is whatever malloc left there (27 sets it to NULL). */
 static int walk(struct mem *m, struct jitmap *map, uint64_t addr)
 {
 	uint64_t from = 0;
@@ -443,7 +445,7 @@ static int walk(struct mem *m, struct jitmap *map, uint64_t addr)
 			break;
 		}
 		err = (addr & 7) ? -EPROTO : mem__read(m, addr, &e, sizeof(e));
-		if (!err && e.prev != from)
+		if (!err && gen && e.prev != from)
 			err = -EPROTO;
 		if (err) {
 			if (!gen)

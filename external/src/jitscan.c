@@ -35,12 +35,18 @@ static bool scan_candidate(const uint8_t *p)
 	       (!relevant || user_ptr(relevant));
 }
 
-/* The real test: the chain parses, with an emulator entry and enough modules. */
+/* The real test: the chain starts at a head (prev NULL) and parses, with an emulator entry and
+ * enough modules. The walk itself accepts any prev at the head, as OTP 25 leaves it unset; but a
+ * word pointing into the middle of a list would parse as well, and 27+ (the only OTPs scanned:
+ * 25 exports the symbol) set the head's prev to NULL (J/beam_jit_metadata.cpp 27:141). */
 static bool scan_validate(struct mem *m, uint64_t addr, unsigned min_modules)
 {
 	struct jitmap *map = NULL;
+	uint64_t first, prev;
 	bool ok;
 
+	if (mem__read_u64(m, addr + 16, &first) || mem__read_u64(m, first + 8, &prev) || prev)
+		return false;
 	if (jitmap__load(m, addr, &map))
 		return false;
 	ok = jitmap__stats(map)->modules >= min_modules && jitmap__stats(map)->emulator >= 1;

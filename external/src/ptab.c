@@ -58,15 +58,24 @@ static int read_geometry(struct target *t, uint64_t addr, struct ptab *out)
 		   : -EINVAL;
 }
 
-/* Do the first live slots hold processes whose pid maps back to the slot? pix_mask is the
- * candidate's own (27+); 25 keeps the slot in the pid's high half. */
-static bool slots_point_back(struct target *t, const struct ptab *c, uint64_t pix_mask)
+/* Does the pid's data map back to the pid's own pixdata through f's masks and shifts
+ * (erts_ptab_data2pixdata, B/erl_ptab.h 27:306, which asserts this of every pid)? */
+static bool pid_round_trips(const struct pid_format *f, uint64_t pid)
 {
-	struct pid_format f = {.known = true, .pix_mask = pix_mask};
+	uint64_t pixdata = pid >> XP_PID_DATA_SHIFT, data = process__pid_data(f, pid), pix;
+
+	pix = ((data & f->cl_mask) << f->cl_shift) + ((data >> f->cli_shift) & f->cli_mask);
+	return ((data & ~f->pix_mask) | pix) == pixdata;
+}
+
+/* Do the first live slots hold processes whose pid maps back to the slot, and (27+) whose number
+ * maps back to the pid through the candidate's own masks and shifts? Then the candidate's pid
+ * encoding is verified, not only its slot mask; 25 keeps the slot in the pid's high half. */
+static bool slots_point_back(struct target *t, const struct ptab *c, const struct pid_format *f)
+{
 	uint64_t *w = malloc(PTAB_CHUNK * 8), pid;
 	uint32_t n = c->max < PTAB_CHUNK ? c->max : PTAB_CHUNK, i, good = 0, bad = 0;
 
-	f.format = t->layout->pid_format;
 	if (!w || mem__read(t->mem, c->tab, w, (size_t)n * 8)) {
 		free(w);
 		return false;
@@ -75,7 +84,8 @@ static bool slots_point_back(struct target *t, const struct ptab *c, uint64_t pi
 		if (!w[i] || w[i] == c->invalid || (w[i] & 7))
 			continue;
 		if (mem__read_u64(t->mem, w[i] + (uint64_t)t->off[XP_OFF_P_ID].value, &pid) == 0 &&
-		    ptab__pid_in_slot(&f, pid, i))
+		    ptab__pid_in_slot(f, pid, i) &&
+		    (f->format != XP_PID_PIXDATA || pid_round_trips(f, pid)))
 			good++;
 		else
 			bad++;
@@ -88,20 +98,26 @@ static bool candidate_ok(struct target *t, uint64_t addr, const uint8_t *b)
 {
 	const struct xp_layout *row = t->layout;
 	struct ptab c = {.addr = addr};
-	uint64_t pix_mask = 0;
+	struct pid_format f = {
+	    .format = row->pid_format, .known = true, .num_bits = row->pid_num_bits};
 
 	if (!geometry(row, t->off[XP_OFF_P_SIZEOF].value, b, &c))
 		return false;
 	if (row->pid_format == XP_PID_PIXDATA) {
-		memcpy(&pix_mask, b + row->ptab_pix_mask, 8);
-		if (pix_mask != c.max - 1)
+		memcpy(&f.pix_mask, b + row->ptab_pix_mask, 8);
+		memcpy(&f.cl_mask, b + row->ptab_pix_cl_mask, 8);
+		memcpy(&f.cli_mask, b + row->ptab_pix_cli_mask, 8);
+		memcpy(&f.cl_shift, b + row->ptab_pix_cl_shift, 4);
+		memcpy(&f.cli_shift, b + row->ptab_pix_cli_shift, 4);
+		if (f.pix_mask != c.max - 1 || f.cl_shift >= 64 || f.cli_shift >= 64 || !f.num_bits)
 			return false;
 	}
-	return slots_point_back(t, &c, pix_mask);
+	return slots_point_back(t, &c, &f);
 }
 
 /* OTP 28+ without the agent: the unique ErtsPTab in .data/.bss whose element size is
- * sizeof(Process) (erts_port's is sizeof(Port)) and whose live slots point back at themselves. */
+ * sizeof(Process) (erts_port's is sizeof(Port)) and whose live slots point back at themselves
+ * through its own pid encoding: what lets pids print as <0.N.S> (process__pid_format). */
 static int scan(struct target *t, uint64_t *found)
 {
 	static const char *const sections[] = {".data", ".bss"};

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "ptab.h"
 #include "run.h"
 
 /* Without the in-kernel capture the sampler is woken by every sample (perf wakeup_events), and
@@ -74,6 +75,19 @@ static int poll_ms(const struct sampler_opts *o, double elapsed)
 	return left > 0 ? 1 + (int)(left * 1000.0) : 0;
 }
 
+/* Pids are decoded through the process table's masks on 27+ (process__pid_format). Without the
+ * agent on 28+ nothing names the table: find it as pstack does, by a scan that also verifies
+ * the encoding on live pids. Not found: pids stay <pid 0x...> and --erlang-pid is refused. */
+static int locate_ptab(struct target *t)
+{
+	struct ptab pt;
+	char why[256];
+
+	if (t->addr[XP_ADDR_PROCESS_TABLE].present)
+		return 0;
+	return ptab__locate(t, &pt, why, sizeof(why)) == -ENOMEM ? -ENOMEM : 0;
+}
+
 int run__sample(struct run_ctx *ctx)
 {
 	struct sampler *s = NULL;
@@ -82,6 +96,8 @@ int run__sample(struct run_ctx *ctx)
 
 	if (!ctx->opts.keep_priority)
 		raise_priority(ctx->t->pid);
+	if ((rc = locate_ptab(ctx->t)))
+		return rc;
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;

@@ -775,12 +775,14 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
 		goto cleanup;
 	}
-	/* Pids print as <pid 0x...> when their encoding is unknown (OTP 28+ without the agent):
-	 * no '<0.N.0>' would ever match, and an empty profile is no answer. */
+	/* Pids print as <pid 0x...> when their encoding is unknown (OTP 28+ without the agent, when
+	 * run.c's scan found no process table): no '<0.N.0>' would ever match. */
 	if (opts->erlang_pid && !s->pr.pids.known) {
-		snprintf(err, errlen,
-			 "--erlang-pid needs the pid encoding of this VM, which is unknown without "
-			 "the agent: use --name, or load the extrospect application");
+		snprintf(
+		    err, errlen,
+		    "--erlang-pid needs the pid encoding of this VM, which is unknown (no agent, "
+		    "and no process table found by a scan): use --name, or load the extrospect "
+		    "application");
 		rc = TARGET_EUNSUPPORTED;
 		goto cleanup;
 	}

@@ -6,6 +6,9 @@
 #                non-allocating xp_blame:spin/2 never blamed; --stacks ranks the same first
 #   copy_struct  OTP 25/27: first xp_blame:send_big/3 and xp_blame_copy; OTP 28+: refused with
 #                exit status 2 (the runtime's names are hidden), never an empty answer
+#   examples     README's and --help's other examples: erts_garbage_collect (25/27: nothing ran in it,
+#                exit 0, stderr suggests erts_garbage_collect_nobump and 'gc'; 28+: exit 2),
+#                --stacks erts_cmp_compound (no compare runs: says so), a truncated JIT fragment name
 #   errors       an unknown function name: exit 2 with a one-line reason; --help has examples
 # Prints FIGURE lines with the measured ranking. Exit 0 pass, 1 fail, 77 skip (reason printed).
 # shellcheck disable=SC2015 # xp_pass never fails: A && xp_pass || xp_fail is an if/else
@@ -91,6 +94,42 @@ else
 		xp_fail "copy_struct: first process: expected '... xp_blame_copy', got '$proc'"
 	xp_expect "copy_struct: matched frame" copy_struct_x "$(row "$XP_VM_DIR/copy.out" "Matched frames:" 1)"
 fi
+
+# ---- README's and --help's other examples -------------------------------------------------------
+# A runtime name that exists but did not run (OTP 25/27: the JIT calls erts_garbage_collect_nobump):
+# exit 0, an empty ranking, and on stderr the frames that ran and resemble it, with the alias to
+# try. OTP 28+ has no such name: refused with exit 2.
+blame zero -n 5 "$XP_VM_PID" erts_garbage_collect
+if ((otp >= 28)); then
+	xp_expect "exit status of 'blame erts_garbage_collect' on OTP $otp" 2 "$RC"
+else
+	xp_expect "exit status of 'blame erts_garbage_collect'" 0 "$RC"
+	if grep -q "^0 of [0-9]* samples" "$XP_VM_DIR/zero.out"; then
+		grep -q "^extrospect: blame: no sample ran in erts_garbage_collect; frames that did and resemble it: erts_garbage_collect_nobump ([0-9]* samples).* (try 'gc' or 'erts_garbage_collect\*')$" \
+			"$XP_VM_DIR/zero.err" && xp_pass "erts_garbage_collect: no sample; suggests erts_garbage_collect_nobump, 'gc'" ||
+			xp_fail "erts_garbage_collect: no sample, and no suggestion of erts_garbage_collect_nobump and 'gc'"
+	else
+		xp_pass "erts_garbage_collect ran on OTP $otp: $(head -n 2 "$XP_VM_DIR/zero.out" | tail -n 1)"
+	fi
+fi
+blame nocmp --stacks "$XP_VM_PID" erts_cmp_compound
+xp_expect "exit status of 'blame --stacks erts_cmp_compound' on OTP $otp" "$( ((otp >= 28)) && echo 2 || echo 0)" "$RC"
+if ((otp < 28)); then
+	grep -q "^extrospect: blame: no sample ran in erts_cmp_compound; no frame that ran resembles it" \
+		"$XP_VM_DIR/nocmp.err" && xp_pass "erts_cmp_compound (xp_blame compares nothing): says no sample ran" ||
+		xp_fail "erts_cmp_compound: no 'no sample ran' line on stderr"
+fi
+blame star -n 5 "$XP_VM_PID" 'erts_garbage_collect*'
+xp_expect "exit status of 'blame erts_garbage_collect*'" 0 "$RC"
+if ((otp < 28)); then
+	xp_expect "erts_garbage_collect*: first matched frame" erts_garbage_collect_nobump \
+		"$(row "$XP_VM_DIR/star.out" "Matched frames:" 1)"
+fi
+blame prefix -n 5 "$XP_VM_PID" 'global::garbage_collec'
+xp_expect "exit status of 'blame global::garbage_collec'" 0 "$RC"
+grep -q "resemble it: global::garbage_collect (.*(try 'gc' or 'global::garbage_collec\*')$" "$XP_VM_DIR/prefix.err" &&
+	xp_pass "global::garbage_collec (a truncated name): suggests global::garbage_collect" ||
+	xp_fail "global::garbage_collec: no suggestion of global::garbage_collect"
 
 # ---- errors --------------------------------------------------------------------------------------
 RC=0

@@ -119,6 +119,26 @@ check_json
 check_human
 xp_stop_vm
 
+# A VM started with -eval: OTP 25 leaves the newest JIT entry's prev unset (whatever malloc left),
+# and -eval loads ordsets last, into a reused chunk; 'info' said "JIT map unavailable: Protocol
+# error". glibc's perturb (without the tcache, which clears that word) makes the garbage certain.
+check_eval_vm() {
+	local json=$XP_VM_DIR/info-eval.json rc=0
+	xp_sampler info --json "$XP_VM_PID" >"$json" 2>"$XP_VM_DIR/info-eval.err" || rc=$?
+	xp_expect "exit status of 'info --json' on the -eval VM" 0 "$rc"
+	xp_expect "-eval VM: .jit_modules ($(jq -c .jit_modules "$json" 2>/dev/null)) is > 20" true \
+		"$(jq -r '.jit_modules | type == "number" and . > 20' "$json" 2>/dev/null)"
+	xp_expect "-eval VM: check jit_map" pass \
+		"$(jq -r '.checks[]? | select(.name == "jit_map") | .result' "$json" 2>/dev/null)"
+}
+
+if [[ "$mode" == noagent ]]; then
+	GLIBC_TUNABLES=glibc.malloc.tcache_count=0:glibc.malloc.perturb=165 \
+		xp_start_vm "$otp" noagent xp_idle -eval 'ordsets:new()'
+	check_eval_vm
+	xp_stop_vm
+fi
+
 if [[ "$mode" == agent ]]; then
 	# Frame pointers: +JPperf map turns them on in 25 (with the map) and 27/29 (reference §1.3).
 	xp_start_vm "$otp" agent xp_idle +JPperf map

@@ -109,15 +109,9 @@ frame_complete() {
 
 stat_get() { sed -n "s/^$2=//p" "$1"; }
 
-# The label a process has: its pid_to_list text, or the raw term on OTP 28+ without the agent,
-# whose pid encoding the sampler does not know (as record_test.sh).
-pid_label_re() {
-	if [[ "$otp" == 29 && "$mode" == noagent ]]; then
-		echo '<pid 0x[0-9a-f]+>'
-	else
-		echo "${1//./\\.}"
-	fi
-}
+# The label a process has: its pid_to_list text, on every OTP with or without the agent (OTP 28+
+# without it: pids decoded through the process table found by a scan, as record_test.sh).
+pid_label_re() { echo "${1//./\\.}"; }
 
 # self_of TEXT FRAME: the SELF% of FRAME's row.
 self_of() { awk -v f="$2" '$3 == f { sub(/%$/, "", $1); print $1; exit }' <<<"$1"; }
