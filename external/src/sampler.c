@@ -554,6 +554,47 @@ static bool native_cut(struct sampler *s, struct sample_record *rec, const struc
 	return true;
 }
 
+/* Where else the sample's stack may start: E and the frame pointer are inferred (the call
+ * site's kind from its code bytes; c_p->frame_pointer is fresh only after some runtime entries,
+ * rbp only in some code), so when the first choice does not walk to the stack bottom, or its top
+ * does not call the sampled code, the other values the sample holds are tried: rbp as the JIT
+ * code had it (CFI-recovered at the call, or sampled), c_p->stop, c_p->frame_pointer (the
+ * Process as the capture copied it, else as read). RA layout: E is one of them; FP layout: E is
+ * c_p->stop and the frame chain starts at one of them. The first that walks whole is kept. */
+static void try_alternatives(struct sampler *s, const struct perf_sample *ps, struct where *w,
+			     const struct process_view *p, struct estack_result **er,
+			     enum call_check *cc)
+{
+	const bool fp_layout = s->t->frame_layout == XP_LAYOUT_FP;
+	uint64_t vals[3] = {w->ur ? w->ur->jit_bp : ps->regs[PERF_R_BP], p->stop, p->frame_pointer};
+	struct where alt = *w;
+	size_t nwords;
+	bool complete;
+
+	for (size_t i = 0; i < 3; i++) {
+		uint64_t v = vals[i];
+		enum call_check acc;
+
+		if (v <= p->heap || v >= p->hend || (v & 7) || (fp_layout ? v == w->fp : v == w->e))
+			continue;
+		alt.e = fp_layout ? p->stop : v;
+		alt.fp = fp_layout ? v : 0;
+		if (alt.e <= p->heap || alt.e >= p->hend ||
+		    read_stack(s, ps, alt.e, p->hend, &nwords, &complete))
+			continue;
+		erlang_stack__walk(&s->ecfg, s->words, nwords, alt.e, alt.fp, complete, w->leaf,
+				   &s->er_alt);
+		acc = check_call(s, ps, &alt, &s->er_alt);
+		if (s->er_alt.end != ESTACK_END_BOTTOM || acc == CALL_DISAGREES)
+			continue;
+		*er = &s->er_alt;
+		*w = alt;
+		*cc = acc;
+		s->st.alternative_start++;
+		return;
+	}
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
@@ -630,6 +671,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
 		er->end = ESTACK_END_UNRESOLVED;
 	cc = check_call(s, ps, &w, er);
+	if ((er->end != ESTACK_END_BOTTOM || cc == CALL_DISAGREES) && !s->heap_moved)
+		try_alternatives(s, ps, &w, &p, &er, &cc);
 	skid_check(s, sch, &w, cc, &rec);
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;

@@ -76,6 +76,9 @@ struct sampler_stats {
 	 * seam (the process had returned past it, or was garbage collected): cut where the copy
 	 * ends, "[truncated: ...]" at the root. */
 	uint64_t deep_stale;
+	/* Walks that reached the stack bottom only from another start than the first inferred
+	 * (try_alternatives in sampler.c). */
+	uint64_t alternative_start;
 	uint64_t jit_refreshes;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */

@@ -78,6 +78,7 @@ struct sampler {
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];
 	struct estack_result er;     /* the sample's walk (large: never on the stack) */
+	struct estack_result er_alt; /* ... from another start (try_alternatives) */
 	bool live_read;		     /* the last read_stack read memory beyond the copy */
 	bool top_live;		     /* ... and its first words among them */
 	bool heap_moved;	     /* the last sample_stack found the heap moved since */
