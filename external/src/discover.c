@@ -229,6 +229,82 @@ bool target__learn_esdp(struct target *t, struct target_sched *s, uint64_t proce
 	return true;
 }
 
+/* How far past the normal schedulers' array the dirty ones are looked for. On the builds seen the
+ * dirty CPU schedulers' array starts 10 KiB after it (erts_init_scheduling allocates the three
+ * arrays one after the other, cache-line aligned: B/erl_process.c). */
+#define DIRTY_SCAN_BYTES (256u << 10)
+#define DIRTY_SCAN_ALIGN 64u
+
+/* Does the array of type's schedulers start at base: each of the n, base + (i - 1) * stride,
+ * reads back its type and number? */
+static bool dirty_array_at(struct target *t, uint64_t base, uint32_t type, uint32_t n,
+			   uint64_t stride)
+{
+	for (uint32_t i = 1; i <= n; i++) {
+		if (!esdp_matches(t, base + (uint64_t)(i - 1) * stride, type, i))
+			return false;
+	}
+	return n > 0;
+}
+
+static uint32_t count_type(const struct target *t, uint32_t type)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < t->nsched; i++)
+		n += t->sched[i].type == type;
+	return n;
+}
+
+bool target__learn_dirty(struct target *t, const struct target_sched *normal)
+{
+	const struct target_value *stride = &t->off[XP_OFF_ESD_STRIDE];
+	const struct target_value *o_type = &t->off[XP_OFF_ESD_TYPE];
+	uint32_t ncpu = count_type(t, XP_SCHED_DIRTY_CPU), nio = count_type(t, XP_SCHED_DIRTY_IO);
+	uint64_t st, end, a, cpu = 0;
+	uint8_t *buf;
+	bool found = false;
+
+	if (!normal->esdp_checked || !stride->present || !o_type->present || stride->value <= 0 ||
+	    !ncpu)
+		return false;
+	for (size_t i = 0; i < t->nsched; i++) {
+		if (t->sched[i].type != XP_SCHED_NORMAL && t->sched[i].esdp_checked)
+			return false; /* known already */
+	}
+	st = (uint64_t)stride->value;
+	end = normal->esdp + (uint64_t)(count_type(t, XP_SCHED_NORMAL) - normal->number + 1) * st;
+	end = (end + DIRTY_SCAN_ALIGN - 1) & ~(uint64_t)(DIRTY_SCAN_ALIGN - 1);
+	/* One read, then a cheap filter on the type word, then the full check. */
+	if (!(buf = malloc(DIRTY_SCAN_BYTES)) || mem__read(t->mem, end, buf, DIRTY_SCAN_BYTES)) {
+		free(buf);
+		return false;
+	}
+	for (a = 0; !cpu && a + (uint64_t)o_type->value + 4 <= DIRTY_SCAN_BYTES;
+	     a += DIRTY_SCAN_ALIGN) {
+		uint32_t ty;
+
+		memcpy(&ty, buf + a + (uint64_t)o_type->value, sizeof(ty));
+		if (ty == XP_SCHED_DIRTY_CPU &&
+		    dirty_array_at(t, end + a, XP_SCHED_DIRTY_CPU, ncpu, st))
+			cpu = end + a;
+	}
+	free(buf);
+	if (!cpu || (nio && !dirty_array_at(t, cpu + ncpu * st, XP_SCHED_DIRTY_IO, nio, st)))
+		return false;
+	for (size_t i = 0; i < t->nsched; i++) {
+		struct target_sched *s = &t->sched[i];
+
+		if (s->type == XP_SCHED_NORMAL)
+			continue;
+		s->esdp = (s->type == XP_SCHED_DIRTY_CPU ? cpu : cpu + ncpu * st) +
+			  (uint64_t)(s->number - 1) * st;
+		s->esdp_checked = found = true;
+		s->from_stride = false;
+	}
+	return found;
+}
+
 static int cmp_sched(const void *a, const void *b)
 {
 	const struct target_sched *x = a, *y = b;

@@ -483,8 +483,15 @@ static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64
 		return;
 	s->learn_tries++;
 	m = &s->t->sched[sch - s->t->sched];
-	if (target__learn_esdp(s->t, m, cp))
-		watch_sched(s, m);
+	if (!target__learn_esdp(s->t, m, cp))
+		return;
+	watch_sched(s, m);
+	if (target__learn_dirty(s->t, m)) {
+		for (size_t i = 0; i < s->t->nsched; i++) {
+			if (s->t->sched[i].type != XP_SCHED_NORMAL)
+				watch_sched(s, &s->t->sched[i]);
+		}
+	}
 }
 
 /* The sample's in-kernel capture. The capture reaches its ring before the sample reaches perf's:

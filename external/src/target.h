@@ -112,6 +112,10 @@ int target__discover_with_layout(struct target *t);
  * through Process.scheduler_data, kept only if its type and number read back as this scheduler's.
  * true when s->esdp is now checked. */
 bool target__learn_esdp(struct target *t, struct target_sched *s, uint64_t process);
+/* OTP 28+ without the agent: once a normal scheduler's data is known, find the dirty schedulers'
+ * arrays past the normal one (a bounded scan), each scheduler's type and number read back. True
+ * when every dirty scheduler's data was set. */
+bool target__learn_dirty(struct target *t, const struct target_sched *normal);
 /* checks.c: cross-checks of what was found, recorded in t->checks. */
 void target__run_checks(struct target *t);
 void target__add_check(struct target *t, const char *name, enum check_result r, const char *fmt,
