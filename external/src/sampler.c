@@ -385,6 +385,8 @@ struct where {
 	bool dirty;		  /* on a dirty scheduler: E is c_p->stop */
 };
 
+static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
+
 /* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
  * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
  * have switched processes or gone idle, so it is only the fallback. Returns false when the
@@ -401,12 +403,16 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	}
 	s->st.native_reached_jit++;
 	w->leaf = jitmap__lookup(s->t->jit, w->ur->jit_pc - 1);
-	if (is_scheduler_loop(w->leaf))
+	if (is_scheduler_loop(w->leaf)) {
 		w->cp = 0;
-	else if (w->ur->jit_r13_valid)
+	} else if (w->ur->jit_r13_valid) {
+		/* r13 as the JIT code had it: c_p. A scheduler that runs only native code (a long
+		 * bignum multiplication) is learned from it too; the learning reads it back. */
 		w->cp = w->ur->jit_r13;
-	else
+		learn_esdp(s, sch, w->cp);
+	} else {
 		w->cp = current_process(s, sch, &known);
+	}
 	w->fp = w->ur->jit_bp;
 	w->e = 0;
 	return true;
@@ -515,9 +521,16 @@ static enum call_check check_call(struct sampler *s, const struct perf_sample *p
 {
 	enum call_check cc;
 
-	if (!er->nframes || (w->ur ? w->dirty : w->e == ps->regs[PERF_R_SP]))
+	if (w->ur ? w->dirty : w->e == ps->regs[PERF_R_SP])
 		return CALL_UNKNOWN;
-	cc = callsite__check(s->calls, s->t->jit, w->leaf, er->frames[0].ra);
+	/* A shared fragment is always called from Erlang code, whose return address is on the
+	 * stack: a walk that finds none started at the wrong place (a c_p->stop from before). */
+	if (!er->nframes)
+		cc = er->end == ESTACK_END_BOTTOM && erlang_stack__is_fragment(w->leaf)
+			 ? CALL_DISAGREES
+			 : CALL_UNKNOWN;
+	else
+		cc = callsite__check(s->calls, s->t->jit, w->leaf, er->frames[0].ra);
 	if (cc != CALL_DISAGREES)
 		return cc;
 	er->end = !s->top_live ? ESTACK_END_CALL_MISMATCH
@@ -567,7 +580,8 @@ static bool native_cut(struct sampler *s, struct sample_record *rec, const struc
  * does not call the sampled code, the other values the sample holds are tried: rbp as the JIT
  * code had it (CFI-recovered at the call, or sampled), c_p->stop, c_p->frame_pointer (the
  * Process as the capture copied it, else as read). RA layout: E is one of them; FP layout: E is
- * c_p->stop and the frame chain starts at one of them. The first that walks whole is kept. */
+ * c_p->stop and the frame chain starts at one of them. The first that walks whole and whose top
+ * is confirmed to call the sampled code (check_call) is kept. */
 static void try_alternatives(struct sampler *s, const struct perf_sample *ps, struct where *w,
 			     const struct process_view *p, struct estack_result **er,
 			     enum call_check *cc)
@@ -592,7 +606,9 @@ static void try_alternatives(struct sampler *s, const struct perf_sample *ps, st
 		erlang_stack__walk(&s->ecfg, s->words, nwords, alt.e, alt.fp, complete, w->leaf,
 				   &s->er_alt);
 		acc = check_call(s, ps, &alt, &s->er_alt);
-		if (s->er_alt.end != ESTACK_END_BOTTOM || acc == CALL_DISAGREES)
+		/* Only a start whose top provably calls the sampled code: any stale pointer at the
+		 * stack's bottom would walk "whole" too. */
+		if (s->er_alt.end != ESTACK_END_BOTTOM || acc != CALL_AGREES)
 			continue;
 		*er = &s->er_alt;
 		*w = alt;
