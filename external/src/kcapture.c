@@ -228,8 +228,8 @@ static void program_head(struct prog *p, const struct kcapture *k)
 	st_imm(p, BPF_REG_7, H_FLAGS, F_FROM_SCHEDULER);
 }
 
-/* Copy r9 bytes from r3 on to the capture; on success go to L_COPIED, else emit without. */
-static void copy_forward(struct prog *p)
+/* Copy r9 bytes from r3 on to the capture; on success go to L_COPIED. */
+static void copy_at_r3(struct prog *p)
 {
 	jump_imm(p, BPF_JGT, BPF_REG_9, KCAP_STACK_MAX, L_EMIT); /* for the verifier */
 	stx(p, BPF_REG_7, H_STACK_ADDR, BPF_REG_3);
@@ -238,26 +238,19 @@ static void copy_forward(struct prog *p)
 	mov_reg(p, BPF_REG_2, BPF_REG_9);
 	call(p, BPF_FUNC_probe_read_user);
 	jump_imm(p, BPF_JEQ, BPF_REG_0, 0, L_COPIED);
-	jump_imm(p, BPF_JA, 0, 0, L_EMIT);
 }
 
 /* Copy r9 bytes to the capture, the ones below hend (up) or from stop on (!up); on success go to
  * L_COPIED. */
 static void try_copy(struct prog *p, const struct kcap_cfg *c, bool up)
 {
-	jump_imm(p, BPF_JGT, BPF_REG_9, KCAP_STACK_MAX, L_EMIT); /* for the verifier */
 	if (up) {
 		ldx(p, BPF_REG_3, BPF_REG_7, (int16_t)(H_SPAN + c->hend_off - c->span_lo));
 		emit(p, BPF_ALU64 | BPF_SUB | BPF_X, BPF_REG_3, BPF_REG_9, 0, 0);
 	} else {
 		ldx(p, BPF_REG_3, BPF_REG_7, (int16_t)(H_SPAN + c->stop_off - c->span_lo));
 	}
-	stx(p, BPF_REG_7, H_STACK_ADDR, BPF_REG_3);
-	mov_reg(p, BPF_REG_1, BPF_REG_7);
-	alu_imm(p, BPF_ADD, BPF_REG_1, H_STACK);
-	mov_reg(p, BPF_REG_2, BPF_REG_9);
-	call(p, BPF_FUNC_probe_read_user);
-	jump_imm(p, BPF_JEQ, BPF_REG_0, 0, L_COPIED);
+	copy_at_r3(p);
 }
 
 /* r2 = the bytes of hend's page below hend (up) or of stop's page from stop on (!up), 1..4096,
@@ -334,7 +327,8 @@ static void program_copy(struct prog *p, const struct kcapture *k)
 	jump_imm(p, BPF_JLE, BPF_REG_9, KCAP_STACK_MAX, L_FWD_LEN_OK);
 	emit(p, BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_9, 0, 0, KCAP_STACK_MAX);
 	label(p, L_FWD_LEN_OK);
-	copy_forward(p);
+	copy_at_r3(p);
+	jump_imm(p, BPF_JA, 0, 0, L_EMIT);
 	/* In native code E is not known here: copy the stack's bottom part, up to hend. */
 	label(p, L_NATIVE);
 	mov_reg(p, BPF_REG_9, BPF_REG_1);
