@@ -61,16 +61,44 @@ void json__end_array(struct json *j)
 	close_(j, ']');
 }
 
-/* Copy one valid UTF-8 sequence, or write U+FFFD for an invalid byte. Returns bytes consumed. */
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629, Unicode table 3-7: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (*p >= 0xc2 && *p <= 0xdf)
+		n = 2;
+	else if (*p >= 0xe0 && *p <= 0xef)
+		n = 3;
+	else if (*p >= 0xf0 && *p <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (*p == 0xe0)
+		lo = 0xa0;
+	else if (*p == 0xed)
+		hi = 0x9f;
+	else if (*p == 0xf0)
+		lo = 0x90;
+	else if (*p == 0xf4)
+		hi = 0x8f;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	return n;
+}
+
+/* Copy one well-formed UTF-8 sequence, or write U+FFFD for a byte that starts none (atom names
+ * and paths come from the VM: anything may be there). Returns the bytes consumed. */
 static size_t write_utf8(FILE *f, const unsigned char *p)
 {
-	size_t n = (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
-	size_t i;
+	size_t n = utf8_len(p);
 
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			n = 0;
-	}
 	if (n == 0) {
 		fputs("\\ufffd", f);
 		return 1;

@@ -123,6 +123,16 @@ check_text() {
 	fi
 }
 
+# The process registered with a hostile name (xp_park.erl): valid JSON (jq parsed the file), and
+# the name reads back exactly as pstack prints atoms (quoted like Erlang, backslash doubled), its
+# quotes, controls and U+1F600 escaped or kept by the JSON writer.
+check_hostile_name() {
+	local json=$1 want found
+	want=$'\'xp "o"\\\\\n\U1F600\t\x01\''
+	found=$(jq -r --arg n "$want" '[.processes[] | select(.name == $n)] | length' "$json")
+	xp_expect "the hostile registered name reads back from --json" 1 "$found"
+}
+
 check_erlang_only() {
 	local json=$XP_VM_DIR/pstack-eo.json rc=0
 	xp_sampler pstack --erlang-only --json "$XP_VM_PID" >"$json" || rc=$?
@@ -146,6 +156,7 @@ if jq -e '.processes | length > 0' "$json" >/dev/null 2>&1; then
 	check_oracle "$json"
 	check_processes "$json"
 	check_schedulers "$json"
+	check_hostile_name "$json"
 else
 	xp_fail "'pstack --all --json' printed no processes; stderr:"
 	head -c 2000 "$XP_VM_DIR/pstack.err"

@@ -23,6 +23,10 @@ workload(Dir) ->
     Pids = [{Name, start_parked(Name, Fun)} || {Name, Fun} <- Parked],
     [xp_park_mailbox ! {unmatched, I} || I <- lists:seq(1, ?MAILBOX_LEN)],
     register(xp_park_spin, spawn(fun() -> spin(0) end)),
+    %% A registered name with quotes, a backslash, controls and a character outside the BMP:
+    %% --json must print it as valid JSON (pstack_test.sh reads it back with jq).
+    register(list_to_atom([$x, $p, $\s, $", $o, $", $\\, $\n, 16#1F600, $\t, 1]),
+             spawn(fun() -> receive stop -> ok end end)),
     Count = case init:get_argument(xp_park_count) of
                 {ok, [[N]]} -> list_to_integer(N);
                 _ -> 0
