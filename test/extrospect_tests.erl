@@ -43,12 +43,14 @@ expected_offsets(Release) ->
     maps:merge(Common, per_release(Release)).
 
 per_release("25") ->
-    #{p_heap => 128, p_hend => 136, p_heap_sz => 152, p_i => 256, p_current => 472,
+    #{p_heap => 128, p_hend => 136, p_abandoned_heap => 144, p_heap_sz => 152, p_i => 256,
+      p_current => 472,
       p_initial => 448, p_reg => 48, p_state => 640, p_scheduler_data => 760,
       p_fcalls => 104, p_msg_len => undefined, esd_stride => 41728,
       regs_x_reg_array => 128, p_sizeof => 776};
 per_release(R) when R =:= "27"; R =:= "29" ->
-    #{p_heap => 192, p_hend => 200, p_heap_sz => 216, p_i => 248, p_current => 464,
+    #{p_heap => 192, p_hend => 200, p_abandoned_heap => 208, p_heap_sz => 216, p_i => 248,
+      p_current => 464,
       p_initial => 440, p_reg => 32, p_state => 624, p_scheduler_data => 744,
       p_fcalls => 120, p_msg_len => 336, esd_stride => 41792, regs_x_reg_array => 64,
       p_sizeof => case R of "27" -> 760; "29" -> 768 end}.

@@ -444,7 +444,8 @@ static int setup(struct blame *b, struct target *t, char *err, size_t errlen)
 int cmd__blame(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	       size_t errlen)
 {
-	struct run_ctx ctx = {.t = t, .stop = stop, .progress = isatty(STDERR_FILENO)};
+	struct run_ctx ctx = {
+	    .t = t, .stop = stop, .progress = isatty(STDERR_FILENO), .verbose = o->verbose};
 	struct blame b = {.o = o};
 	int rc;
 

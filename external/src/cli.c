@@ -82,6 +82,9 @@ static const char sampling_opts[] =
     "  --no-bpf              do not copy each sample's Erlang stack in the kernel (a BPF program\n"
     "                        on the perf events, used when root or CAP_BPF allows): read it\n"
     "                        after the sample instead, which loses fast runtime calls\n"
+    "  -v, --verbose         add the sampler's own counters to the summary: memory reads that\n"
+    "                        failed (by reason), the in-kernel capture's records, native\n"
+    "                        unwinds by how they ended, stacks walked from another start\n"
     "  --no-agent            ignore the agent\n";
 
 static const char usage_record[] =
@@ -169,6 +172,7 @@ enum {
 	OPT_INCLUDE_IDLE,
 	OPT_FORMAT,
 	OPT_SKID,
+	OPT_VERBOSE,
 	OPT_LINES,
 	OPT_ALL,
 	OPT_STACKS,
@@ -198,6 +202,7 @@ static const struct option longopts[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"limit", required_argument, NULL, 'n'},
     {"skid-summary", no_argument, NULL, OPT_SKID},
+    {"verbose", no_argument, NULL, 'v'},
     {"keep-priority", no_argument, NULL, OPT_KEEP_PRIORITY},
     {"no-bpf", no_argument, NULL, OPT_NO_BPF},
     {"lines", no_argument, NULL, OPT_LINES},
@@ -233,6 +238,8 @@ static bool allowed(enum cli_command cmd, int c)
 		return cmd == CLI_RECORD;
 	case 'n':
 		return cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED;
+	case 'v':
+		return samples(cmd);
 	case OPT_SKID:
 	case OPT_LINES:
 		return cmd == CLI_RECORD || cmd == CLI_TOP || cmd == CLI_BLAME;
@@ -327,6 +334,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case OPT_SKID:
 		o->skid_summary = true;
+		return 0;
+	case 'v':
+		o->verbose = true;
 		return 0;
 	case OPT_KEEP_PRIORITY:
 		o->keep_priority = true;
@@ -451,7 +461,7 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "hF:d:o:n:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hvF:d:o:n:", longopts, NULL)) != -1) {
 		int rc;
 
 		if (c == 'h')

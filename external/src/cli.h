@@ -37,6 +37,7 @@ struct cli_opts {
 	bool skid_summary;     /* top, record, blame */
 	bool keep_priority;    /* sampling commands: do not raise the sampler's priority */
 	bool no_bpf;	       /* sampling commands: no in-kernel capture */
+	bool verbose;	       /* sampling commands: the sampler's own counters in the summary */
 	bool lines;	       /* record, top, blame: file:line in Erlang frame names */
 	bool all;	       /* pstack: every process */
 	bool stacks;	       /* blame: whole Erlang stacks */

@@ -70,7 +70,8 @@ static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size
 int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		size_t errlen)
 {
-	struct run_ctx ctx = {.t = t, .stop = stop, .progress = isatty(STDERR_FILENO)};
+	struct run_ctx ctx = {
+	    .t = t, .stop = stop, .progress = isatty(STDERR_FILENO), .verbose = o->verbose};
 	struct agg *a;
 	int rc;
 
@@ -222,7 +223,7 @@ int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *
 	     size_t errlen)
 {
 	struct top_view view = {.o = o};
-	struct run_ctx ctx = {.t = t, .stop = stop, .user = &view};
+	struct run_ctx ctx = {.t = t, .stop = stop, .user = &view, .verbose = o->verbose};
 	bool live = isatty(STDOUT_FILENO) && o->duration_s <= 0;
 	struct agg *a;
 	int rc;

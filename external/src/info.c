@@ -153,6 +153,34 @@ static void json_checks(const struct target *t, struct json *j)
 	json__end_array(j);
 }
 
+void info__json_mem_failures(const struct target *t, struct json *j)
+{
+	json__key(j, "memory_read_failures");
+	json__object(j);
+	for (int i = 0; i < MEM_FAIL_COUNT; i++)
+		json__kv_int(j, mem__fail_name(i), (int64_t)mem__failures(t->mem, i));
+	json__end_object(j);
+}
+
+void info__print_mem_failures(const struct target *t, FILE *f)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < MEM_FAIL_COUNT; i++)
+		n += mem__failures(t->mem, i);
+	if (!n)
+		return;
+	fprintf(f, "  memory reads failed since attach: %" PRIu64 " (", n);
+	for (int i = 0, first = 1; i < MEM_FAIL_COUNT; i++) {
+		if (!mem__failures(t->mem, i))
+			continue;
+		fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", mem__fail_name(i),
+			mem__failures(t->mem, i));
+		first = 0;
+	}
+	fputs("): racing changes, garbage values and attach-time probes; never fatal\n", f);
+}
+
 void info__print_json(const struct target *t, FILE *f)
 {
 	const struct jitmap_stats *js = t->jit ? jitmap__stats(t->jit) : NULL;
@@ -185,6 +213,7 @@ void info__print_json(const struct target *t, FILE *f)
 	json_agent(t, &j);
 	json_layout(t, &j);
 	json_checks(t, &j);
+	info__json_mem_failures(t, &j);
 	json__end_object(&j);
 }
 

@@ -5,9 +5,14 @@
 
 #include <stdio.h>
 
+#include "json.h"
 #include "target.h"
 
 void info__print_text(const struct target *t, FILE *f);
 void info__print_json(const struct target *t, FILE *f);
+/* The reads of the VM's memory that failed since attach, by reason: "memory_read_failures":
+ * {"fault": N, ...} in a JSON object being written, or one text line (nothing when none). */
+void info__json_mem_failures(const struct target *t, struct json *j);
+void info__print_mem_failures(const struct target *t, FILE *f);
 
 #endif /* XP_INFO_H */

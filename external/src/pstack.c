@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "info.h"
 #include "pstack.h"
 
 const char pstack__usage[] =
@@ -134,6 +135,12 @@ static void json_header(const struct pstack_ctx *c, struct json *j)
 	json__kv_bool(j, "pids_decoded", c->pr.pids.known);
 }
 
+/* After the snapshot: what could not be read while taking it. */
+static void json_footer(const struct pstack_ctx *c, struct json *j)
+{
+	info__json_mem_failures(c->t, j);
+}
+
 static void text_header(const struct pstack_ctx *c, FILE *f)
 {
 	const struct target *t = c->t;
@@ -195,6 +202,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		pstack__json_schedulers(&c, &j);
 		if (o->all)
 			rc = pstack__processes(&c, stdout, &j, err, errlen);
+		json_footer(&c, &j);
 		json__end_object(&j);
 		fputc('\n', stdout);
 	} else {

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "ptab.h"
+#include "info.h"
 #include "run.h"
 
 /* Without the in-kernel capture the sampler is woken by every sample (perf wakeup_events), and
@@ -144,8 +145,38 @@ int run__sample(struct run_ctx *ctx)
 	/* Keep the final numbers for the summary. */
 	memcpy(&ctx->final, sampler__stats(s), sizeof(ctx->final));
 	memcpy(&ctx->final_perf, sampler__perf_stats(s), sizeof(ctx->final_perf));
+	sampler__more_stats(s, &ctx->final_unwind, &ctx->final_kcap);
 	sampler__free(s);
 	return rc < 0 && rc != -ESRCH ? rc : 0;
+}
+
+/* --verbose: the sampler's own counters, for judging a profile or reporting a problem. */
+static void verbose_summary(const struct run_ctx *ctx, FILE *f)
+{
+	const struct unwind_stats *u = &ctx->final_unwind;
+	const struct kcap_stats *k = &ctx->final_kcap;
+
+	fprintf(f, "Sampler counters (--verbose)\n");
+	info__print_mem_failures(ctx->t, f);
+	fprintf(f,
+		"  native unwinds: %" PRIu64 " (%" PRIu64 " frames, %" PRIu64
+		" by the fast path); ended:",
+		u->unwinds, u->frames, u->fast);
+	for (int i = 0; i < UNWIND_STOP_COUNT; i++) {
+		if (u->stops[i])
+			fprintf(f, " %s %" PRIu64, unwinder__stop_name(i), u->stops[i]);
+	}
+	fprintf(f,
+		"\n  native stack words: %" PRIu64 " from the sample's copy, %" PRIu64
+		" read live, %" PRIu64 " unreadable\n",
+		u->read_stack, u->read_live, u->read_failed);
+	if (k->records)
+		fprintf(f,
+			"  in-kernel capture records: %" PRIu64 " (%" PRIu64 " paired, %" PRIu64
+			" unpaired, %" PRIu64 " malformed)\n",
+			k->records, k->matched, k->unmatched, k->malformed);
+	fprintf(f, "  stacks walked from another start than the first inferred: %" PRIu64 "\n",
+		ctx->final.alternative_start);
 }
 
 void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
@@ -212,6 +243,8 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			st->jit_refreshes);
 	if (ctx->opts.skid)
 		skid__print(&st->skid, f);
+	if (ctx->verbose)
+		verbose_summary(ctx, f);
 	if (ctx->target_exited)
 		fprintf(f, "extrospect: the VM (pid %d) exited during the run; %s is partial\n",
 			(int)ctx->t->pid, what);

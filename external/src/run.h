@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "aggregate.h"
+#include "kcapture.h"
 #include "sampler.h"
 #include "target.h"
 
@@ -18,12 +19,15 @@ struct run_ctx {
 	struct agg *agg;
 	volatile sig_atomic_t *stop;
 	bool progress; /* a progress line on stderr */
+	bool verbose;  /* the sampler's own counters in the summary (--verbose) */
 	/* Called about once a second while sampling (top's live view), may be NULL. */
 	void (*tick)(struct run_ctx *ctx, const struct sampler_stats *st);
 	void *user;
 	bool target_exited;	    /* set when the VM went away mid-run */
 	struct sampler_stats final; /* the sampler's numbers at the end */
 	struct perf_stats final_perf;
+	struct unwind_stats final_unwind;
+	struct kcap_stats final_kcap; /* zero without the in-kernel capture */
 	char err[256];
 };
 

@@ -893,6 +893,14 @@ const struct perf_stats *sampler__perf_stats(const struct sampler *s)
 	return perf_session__stats(s->perf);
 }
 
+void sampler__more_stats(const struct sampler *s, struct unwind_stats *unw, struct kcap_stats *kc)
+{
+	*unw = *unwinder__stats(s->unw);
+	memset(kc, 0, sizeof(*kc));
+	if (s->kc)
+		*kc = *kcapture__stats(s->kc);
+}
+
 size_t sampler__nthreads(const struct sampler *s)
 {
 	return perf_session__nthreads(s->perf);

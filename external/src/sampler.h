@@ -11,6 +11,7 @@
 
 #include "aggregate.h"
 #include "erlang_stack.h"
+#include "kcapture.h"
 #include "perf.h"
 #include "skid.h"
 #include "target.h"
@@ -97,6 +98,8 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 int sampler__poll(struct sampler *s, int timeout_ms);
 const struct sampler_stats *sampler__stats(const struct sampler *s);
 const struct perf_stats *sampler__perf_stats(const struct sampler *s);
+/* The native unwinder's and the in-kernel capture's counters (zero without a capture). */
+void sampler__more_stats(const struct sampler *s, struct unwind_stats *unw, struct kcap_stats *kc);
 /* How many threads have a perf event open. */
 size_t sampler__nthreads(const struct sampler *s);
 const char *sampler__drop_name(enum sampler_drop d);

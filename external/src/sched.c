@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "info.h"
 #include "commands.h"
 #include "json.h"
 #include "run.h"
@@ -555,6 +556,7 @@ static void print_json(struct sched_view *v, const struct run_ctx *ctx, FILE *f)
 	json_tally(&j, "nifs_dirty", v->nif_dirty, v->o->limit);
 	json_runs(v, &j);
 	json_tally(&j, "process_moves", v->moves, v->o->limit);
+	info__json_mem_failures(v->t, &j);
 	json__end_object(&j);
 	fputc('\n', f);
 }
@@ -602,7 +604,8 @@ static void view_free(struct sched_view *v)
 int cmd__sched(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	       size_t errlen)
 {
-	struct run_ctx ctx = {.t = t, .stop = stop, .progress = isatty(STDERR_FILENO)};
+	struct run_ctx ctx = {
+	    .t = t, .stop = stop, .progress = isatty(STDERR_FILENO), .verbose = o->verbose};
 	struct sched_view v = {.o = o, .t = t, .period_ns = 1000000000ull / o->freq_hz};
 	size_t i;
 	int rc;

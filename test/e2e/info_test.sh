@@ -40,6 +40,8 @@ check_schedulers() {
 		xp_expect "$type scheduler numbers" "$numbers" \
 			"$(jq -r "[.schedulers[] | select(.type == \"$type\") | .number] | sort | map(tostring) | join(\" \")" "$json")"
 	done
+	xp_expect "memory_read_failures counts every reason" "bounds fault gone other permission" \
+		"$(jq -r '.memory_read_failures | keys | join(" ")' "$json")"
 	xp_expect "scheduler tids are distinct" "$(jq -r '.schedulers | length' "$json")" \
 		"$(jq -r '[.schedulers[].tid] | unique | length' "$json")"
 	while read -r type_ n tid; do
