@@ -20,7 +20,8 @@
 #           binary_to_term/1, lists:reverse/2; map update and lookup; ==, < on big terms;
 #           binary construction and matching; a major GC; a dirty BIF) or in plain Erlang, most
 #           frameless, with seeded weights and sizes (XP_CLASS_SEED); each phase's share of the
-#           process's samples (exact innermost frame) within ±2 points of its measured share;
+#           process's samples (exact innermost frame) within ±2 points of its share of the
+#           VM's CPU time (measured around its calls; wall-time share printed beside it);
 #           >= 99.5% of Erlang stacks complete. class-nobpf: the same with --no-bpf
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
@@ -628,35 +629,41 @@ case_capture() {
 
 # check_class TAG FOLDED STATS0 STATS1: for every phase of xp_class (its stats file names them and
 # the exact innermost frames each must show), the share of the process's samples whose innermost
-# Erlang frame is the phase's, against the share of the process's time the VM measured around the
-# phase's calls over the same window (NAME_ns / total_ns), within ±XP_CLASS_TOLERANCE points.
-# The denominator is every sample of xp_class, whatever its innermost frame: a defect that moves
-# one phase's time elsewhere (to its caller repeat/3, to no frame) then fails that phase only.
+# Erlang frame is the phase's, against the phase's share of the VM's CPU time over the same window
+# (NAME_cpu_ms / total_cpu_ms), within ±XP_CLASS_TOLERANCE points. CPU time, not the wall time of
+# the other cases: a phase that waits (for a dirty scheduler, for the OS on a busy machine) is
+# not sampled meanwhile. The wall-time share is printed beside it. The denominator is every
+# sample of xp_class, whatever its innermost frame: a defect that moves one phase's time
+# elsewhere (to its caller repeat/3, to no frame) then fails that phase only.
 check_class() {
-	local tag=$1 folded=$2 s0=$3 s1=$4 inner total mtotal phase frames f n sampled measured
-	local verdict ssum=0 msum=0
+	local tag=$1 folded=$2 s0=$3 s1=$4 inner total ctotal wtotal phase frames f n sampled cpu wall
+	local verdict ssum=0 csum=0 all_frames=
 	inner=$XP_VM_DIR/$tag.inner
 	innermost "$folded" xp_class >"$inner"
 	total=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
-	mtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
-	busy_machine "$tag" "$s0" "$s1" && return 0
-	if ((total < 1000 || mtotal <= 0)); then
-		xp_fail "$tag: too little data: $total samples of xp_class, $mtotal ns measured"
+	ctotal=$(($(stat_get "$s1" total_cpu_ms) - $(stat_get "$s0" total_cpu_ms)))
+	wtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
+	echo "FIGURE: OTP $otp $mode $case $tag: $total samples of xp_class; the VM measured $ctotal ms of CPU in $((wtotal / 1000000)) ms"
+	if ((total < 1000 || ctotal <= 0 || wtotal <= 0)); then
+		xp_fail "$tag: too little data: $total samples of xp_class, $ctotal ms of CPU measured"
 		return 0
 	fi
 	for phase in $(stat_get "$s1" phases | tr ',' ' '); do
 		frames=$(stat_get "$s1" "${phase}_frames")
+		all_frames+=$frames,
 		sampled=0
 		for f in ${frames//,/ }; do
 			n=$(count_of "$inner" "$f")
 			sampled=$((sampled + n))
 		done
-		measured=$(($(stat_get "$s1" "${phase}_ns") - $(stat_get "$s0" "${phase}_ns")))
-		ssum=$((ssum + sampled)) msum=$((msum + measured))
-		verdict=$(awk -v s="$sampled" -v t="$total" -v m="$measured" -v mt="$mtotal" \
-			-v tol="$XP_CLASS_TOLERANCE" 'BEGIN { a = 100 * s / t; b = 100 * m / mt; d = a - b
-			printf "%s sampled %.1f%% (%d of %d), measured %.1f%%, diff %+.1f points",
-				(d <= tol && d >= -tol) ? "ok" : "off", a, s, t, b, d }')
+		cpu=$(($(stat_get "$s1" "${phase}_cpu_ms") - $(stat_get "$s0" "${phase}_cpu_ms")))
+		wall=$(($(stat_get "$s1" "${phase}_ns") - $(stat_get "$s0" "${phase}_ns")))
+		ssum=$((ssum + sampled)) csum=$((csum + cpu))
+		verdict=$(awk -v s="$sampled" -v t="$total" -v c="$cpu" -v ct="$ctotal" -v w="$wall" \
+			-v wt="$wtotal" -v tol="$XP_CLASS_TOLERANCE" 'BEGIN {
+			a = 100 * s / t; b = 100 * c / ct; d = a - b
+			printf "%s sampled %.1f%% (%d of %d), measured %.1f%% of CPU (%.1f%% of wall time), diff %+.1f points",
+				(d <= tol && d >= -tol) ? "ok" : "off", a, s, t, b, 100 * w / wt, d }')
 		echo "FIGURE: OTP $otp $mode $case $tag $phase: ${verdict#* }"
 		if [[ "$phase" == dirty_copy && "$otp" == 29 && "$mode" == noagent ]]; then
 			# Without the agent OTP 29's dirty schedulers' data is unknown: their samples are
@@ -668,10 +675,9 @@ check_class() {
 			xp_fail "$tag $phase ($frames): ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 		fi
 	done
-	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: $((total - ssum)) of $total samples, measured $(awk -v m=$((mtotal - msum)) -v t="$mtotal" 'BEGIN { printf "%.1f%%", 100 * m / t }'); innermost frames there:"
-	awk -v ph="$(for phase in $(stat_get "$s1" phases | tr ',' ' '); do stat_get "$s1" "${phase}_frames"; done | tr '\n' ',')" \
-		'BEGIN { n = split(ph, a, ","); for (i = 1; i <= n; i++) p[a[i]] = 1 } !($2 in p)' "$inner" |
-		sort -rn | head -n 6 | sed 's/^/    /'
+	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $((ctotal - csum)) of $ctotal ms of CPU; innermost frames there:"
+	awk -v ph="$all_frames" 'BEGIN { n = split(ph, a, ","); for (i = 1; i <= n; i++) p[a[i]] = 1 }
+		!($2 in p)' "$inner" | sort -rn | head -n 6 | sed 's/^/    /'
 }
 
 # xp_class's phases: bignum arithmetic, trapping and non-trapping BIFs, map, comparison and
@@ -681,7 +687,8 @@ case_class() {
 	local nobpf=$1 tag=class stats seed=${XP_CLASS_SEED:-$((RANDOM * 32768 + RANDOM))} w c
 	local -a opts=()
 	[[ -n "$nobpf" ]] && tag=class-nobpf opts=(--no-bpf)
-	xp_start_vm "$otp" "$mode" xp_class -xp_class_seed "$seed"
+	# +sbwt none: an idle scheduler does not spin on the CPU time the phases are measured by.
+	xp_start_vm "$otp" "$mode" xp_class -xp_class_seed "$seed" +sbwt none +sbwtdcpu none +sbwtdio none
 	stats=$XP_VM_DIR/ready.class
 	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
 	cp "$stats" "$XP_VM_DIR/$tag.s0"

@@ -7,14 +7,18 @@
 %%   erl -noshell ... [-xp_class_seed N] -run xp_class start READYFILE agent|noagent HARNESS_OS_PID
 %% The seed (default: from the clock) draws each phase's weight (5..25: the phase runs weight/4 ms
 %% per round) and size factor (0.5..2 x a base size), so no phase is tuned to one machine. At start
-%% the cost of one call of each phase is measured (best of 5 runs, erlang:monotonic_time/0) and the
-%% calls per round set from it. Each round runs every phase once, FunX(Arg) Calls times, timed in
-%% the VM; after every round the running totals go to READYFILE.class (key=value, written whole):
+%% the cost of one call of each phase is measured (mean of 5 runs, erlang:monotonic_time/0) and
+%% the calls per round set from it. Each round runs every phase once, Fun(Arg) Calls times; after
+%% every round the running totals go to READYFILE.class (key=value, written whole):
 %%   phases              the phase names, comma-separated
 %%   NAME_frames         the innermost Erlang frame(s) a sample of that phase must show
-%%   NAME_ns             wall time measured around the phase's calls
-%%   total_ns            wall time since the first round: phases + timing + stats writes
-%%   b_ns, b_cpu_ns      erl_loop's wall time and calls x calibrated cost (busy-machine check)
+%%   NAME_cpu_ms         the VM's CPU time while the phase's calls ran (erlang:statistics(runtime):
+%%                       every thread's, exact but in whole ms; summed over rounds, the rounding
+%%                       averages out), the truth a CPU-clock sampler is held to
+%%   NAME_ns             wall time around the phase's calls (includes time the OS ran others)
+%%   total_cpu_ms, total_ns  the same since the first round: phases, timing and stats writes
+%% Started with +sbwt none (test/e2e/record_test.sh), so idle schedulers do not spin on the
+%% CPU time of the phase that runs meanwhile (the dirty phase leaves the normal ones idle).
 %% All phase data but the GC phase's lives in persistent_term (the literal area), so a garbage
 %% collection copies only what the phase allocated itself.
 %%
@@ -205,15 +209,15 @@ start_worker(Stats, Seed) ->
                         register(xp_class, self()),
                         rand:seed(exsss, Seed),
                         Phs = [setup(P) || P <- phases()],
-                        write(Stats, Seed, Phs, zero(Phs)),
+                        Zero = {0, [{0, 0} || _ <- Phs]},
+                        Start = {erlang:monotonic_time(), runtime_ms()},
+                        write(Stats, Seed, Phs, Zero, Start),
                         Parent ! {self(), started},
-                        loop(Stats, Seed, Phs, zero(Phs), erlang:monotonic_time())
+                        loop(Stats, Seed, Phs, Zero, Start)
                 end),
     receive
         {Pid, started} -> ok
     end.
-
-zero(Phs) -> {0, [0 || _ <- Phs]}.
 
 setup({Name, Alt, Base, MakeArg}) ->
     Weight = 5 + rand:uniform(21) - 1,
@@ -229,10 +233,11 @@ setup({Name, Alt, Base, MakeArg}) ->
     #ph{name = Name, frames = [{?MODULE, Name, 1} | Alt], fn = Fn, arg = Arg, calls = Calls,
         cost = Cost}.
 
-%% The cost of one call in native time units: N doubled until N calls take 2 ms, the best of 5.
+%% The cost of one call in native time units, garbage collections included: N doubled until N
+%% calls take 2 ms, then the mean of 5 runs of N.
 cost(Fn, Arg) ->
     N = probe(Fn, Arg, 1),
-    lists:min([timed(Fn, Arg, N) || _ <- lists:seq(1, 5)]) / N.
+    lists:sum([timed(Fn, Arg, N) || _ <- lists:seq(1, 5)]) / (5 * N).
 
 probe(Fn, Arg, N) ->
     case timed(Fn, Arg, N) >= us(2000) of
@@ -254,44 +259,48 @@ repeat(Fn, Arg, N) ->
 
 loop(Stats, Seed, Phs, {Rounds, Totals}, Start) ->
     Next = {Rounds + 1, run_round(Phs, Totals, [])},
-    write(Stats, Seed, Phs, Next, erlang:monotonic_time() - Start),
+    write(Stats, Seed, Phs, Next, Start),
     loop(Stats, Seed, Phs, Next, Start).
 
 %% Tail-recursive, so every sample's stack is the same few frames: loop/5, run_round/3,
 %% round_one/1, repeat/3, the phase.
 run_round([], [], Acc) -> lists:reverse(Acc);
-run_round([P | Ps], [T | Ts], Acc) -> run_round(Ps, Ts, [T + round_one(P) | Acc]).
+run_round([P | Ps], [{W, C} | Ts], Acc) ->
+    {DW, DC} = round_one(P),
+    run_round(Ps, Ts, [{W + DW, C + DC} | Acc]).
 
+%% {Wall, CpuMs}: the wall time of the phase's calls and the VM's CPU time meanwhile.
 round_one(#ph{fn = Fn, arg = Arg, calls = Calls}) ->
+    C0 = runtime_ms(),
     T0 = erlang:monotonic_time(),
     ok = repeat(Fn, Arg, Calls),
-    erlang:monotonic_time() - T0.
+    T1 = erlang:monotonic_time(),
+    {T1 - T0, runtime_ms() - C0}.
 
-write(Stats, Seed, Phs, Acc) -> write(Stats, Seed, Phs, Acc, 0).
+%% The CPU time of every thread of the VM, in ms (getrusage: exact, reported in whole ms).
+runtime_ms() ->
+    {Ms, _} = erlang:statistics(runtime),
+    Ms.
 
-write(Stats, Seed, Phs, {Rounds, Totals}, Total) ->
-    PerPhase = lists:append([phase_kvs(P, T, Rounds) || {P, T} <- lists:zip(Phs, Totals)]),
-    [ErlLoop] = [{P, T} || {#ph{name = erl_loop} = P, T} <- lists:zip(Phs, Totals)],
+write(Stats, Seed, Phs, {Rounds, Totals}, {Wall0, Cpu0}) ->
+    PerPhase = lists:append([phase_kvs(P, T) || {P, T} <- lists:zip(Phs, Totals)]),
     xp_ready:write(Stats, [{pid, pid_to_list(self())},
                            {seed, Seed},
                            {rounds, Rounds},
                            {phases, lists:flatten(lists:join(",", [atom_to_list(P#ph.name) || P <- Phs]))},
-                           {total_ns, ns(Total)},
-                           {b_ns, ns(element(2, ErlLoop))},
-                           {b_cpu_ns, cpu_ns(ErlLoop, Rounds)}
+                           {total_ns, ns(erlang:monotonic_time() - Wall0)},
+                           {total_cpu_ms, runtime_ms() - Cpu0}
                            | PerPhase]).
 
-phase_kvs(#ph{name = Name, frames = Frames, calls = Calls, cost = Cost} = P, T, Rounds) ->
+phase_kvs(#ph{name = Name, frames = Frames, calls = Calls, cost = Cost}, {Wall, Cpu}) ->
     Key = fun(Suffix) -> list_to_atom(atom_to_list(Name) ++ Suffix) end,
     [{Key("_frames"), lists:flatten(lists:join(",", [frame(F) || F <- Frames]))},
-     {Key("_ns"), ns(T)},
-     {Key("_cpu_ns"), cpu_ns({P, T}, Rounds)},
+     {Key("_ns"), ns(Wall)},
+     {Key("_cpu_ms"), Cpu},
      {Key("_calls"), Calls},
      {Key("_call_ns"), round(ns(Cost))}].
 
 frame({M, F, A}) -> lists:flatten(io_lib:format("~s:~s/~b", [M, F, A])).
-
-cpu_ns({#ph{calls = Calls, cost = Cost}, _}, Rounds) -> ns(round(Rounds * Calls * Cost)).
 
 us(Us) -> erlang:convert_time_unit(Us, microsecond, native).
 
