@@ -20,8 +20,8 @@
 #           binary_to_term/1, lists:reverse/2; map update and lookup; ==, < on big terms;
 #           binary construction and matching; a major GC; a dirty BIF) or in plain Erlang, most
 #           frameless, with seeded weights and sizes (XP_CLASS_SEED); each phase's share of the
-#           process's samples (exact innermost frame) within ±2 points of its share of the
-#           VM's CPU time (measured around its calls; wall-time share printed beside it);
+#           VM's samples (exact innermost frame, --include-idle) within ±2 points of its share
+#           of the VM's CPU time (measured around its calls; wall-time share printed beside it);
 #           >= 99.5% of Erlang stacks complete. class-nobpf: the same with --no-bpf
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
@@ -42,7 +42,7 @@ XP_SHARE_TOLERANCE=${XP_SHARE_TOLERANCE:-3} # percentage points
 XP_RECORD_SECONDS=${XP_RECORD_SECONDS:-4}
 XP_MAX_STRETCH=${XP_MAX_STRETCH:-2}
 XP_CLASS_TOLERANCE=${XP_CLASS_TOLERANCE:-2} # percentage points, per phase of case class
-XP_CLASS_SECONDS=${XP_CLASS_SECONDS:-5}
+XP_CLASS_SECONDS=${XP_CLASS_SECONDS:-6}
 XP_SKIP_REASON=
 DEEP_DEPTH=20
 
@@ -632,20 +632,23 @@ case_capture() {
 # Erlang frame is the phase's, against the phase's share of the VM's CPU time over the same window
 # (NAME_cpu_ms / total_cpu_ms), within ±XP_CLASS_TOLERANCE points. CPU time, not the wall time of
 # the other cases: a phase that waits (for a dirty scheduler, for the OS on a busy machine) is
-# not sampled meanwhile. The wall-time share is printed beside it. The denominator is every
-# sample of xp_class, whatever its innermost frame: a defect that moves one phase's time
-# elsewhere (to its caller repeat/3, to no frame) then fails that phase only.
+# not sampled meanwhile. The wall-time share is printed beside it. Like the measure, which is
+# every VM thread's CPU time, the denominator is every sample of the recording (--include-idle),
+# whatever its process and innermost frame: a defect that moves one phase's time elsewhere (to
+# its caller repeat/3, to no frame, to '[... scheduler: no process]') then fails that phase
+# only, and the scheduler's own work is in both totals.
 check_class() {
-	local tag=$1 folded=$2 s0=$3 s1=$4 inner total ctotal wtotal phase frames f n sampled cpu wall
-	local verdict ssum=0 csum=0 all_frames=
+	local tag=$1 folded=$2 s0=$3 s1=$4 inner total proc ctotal wtotal phase frames f n sampled
+	local cpu wall verdict ssum=0 csum=0 all_frames=
 	inner=$XP_VM_DIR/$tag.inner
 	innermost "$folded" xp_class >"$inner"
-	total=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
+	total=$(awk '{ s += $NF } END { print s + 0 }' "$folded")
+	proc=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
 	ctotal=$(($(stat_get "$s1" total_cpu_ms) - $(stat_get "$s0" total_cpu_ms)))
 	wtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
-	echo "FIGURE: OTP $otp $mode $case $tag: $total samples of xp_class; the VM measured $ctotal ms of CPU in $((wtotal / 1000000)) ms"
+	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of xp_class; the VM measured $ctotal ms of CPU in $((wtotal / 1000000)) ms"
 	if ((total < 1000 || ctotal <= 0 || wtotal <= 0)); then
-		xp_fail "$tag: too little data: $total samples of xp_class, $ctotal ms of CPU measured"
+		xp_fail "$tag: too little data: $total samples, $ctotal ms of CPU measured"
 		return 0
 	fi
 	for phase in $(stat_get "$s1" phases | tr ',' ' '); do
@@ -675,9 +678,12 @@ check_class() {
 			xp_fail "$tag $phase ($frames): ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 		fi
 	done
-	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $((ctotal - csum)) of $ctotal ms of CPU; innermost frames there:"
-	awk -v ph="$all_frames" 'BEGIN { n = split(ph, a, ","); for (i = 1; i <= n; i++) p[a[i]] = 1 }
-		!($2 in p)' "$inner" | sort -rn | head -n 6 | sed 's/^/    /'
+	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $((ctotal - csum)) of $ctotal ms of CPU; there, xp_class's innermost frames and the other roots:"
+	{
+		awk -v ph="$all_frames" 'BEGIN { n = split(ph, a, ","); for (i = 1; i <= n; i++) p[a[i]] = 1 }
+			!($2 in p)' "$inner"
+		roots "$folded" | awk -F'\t' '$2 !~ / xp_class$/ { print $1, $2 }'
+	} | sort -rn | head -n 8 | sed 's/^/    /'
 }
 
 # xp_class's phases: bignum arithmetic, trapping and non-trapping BIFs, map, comparison and
@@ -692,7 +698,7 @@ case_class() {
 	stats=$XP_VM_DIR/ready.class
 	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
 	cp "$stats" "$XP_VM_DIR/$tag.s0"
-	XP_RECORD_SECONDS=$XP_CLASS_SECONDS rec_ok "$tag" "${opts[@]}"
+	XP_RECORD_SECONDS=$XP_CLASS_SECONDS rec_ok "$tag" --include-idle "${opts[@]}"
 	cp "$stats" "$XP_VM_DIR/$tag.s1"
 	check_class "$tag" "$XP_VM_DIR/$tag.folded" "$XP_VM_DIR/$tag.s0" "$XP_VM_DIR/$tag.s1"
 	# xp_class is the only busy process: the summary's walks are (nearly all) its stacks.
