@@ -631,9 +631,9 @@ case_capture() {
 # check_class TAG FOLDED STATS0 STATS1: for every phase of xp_class (its stats file names them and
 # the exact innermost frames each must show), the share of the process's samples whose innermost
 # Erlang frame is the phase's, against the phase's share of the VM's CPU time over the same window
-# (NAME_cpu_ms / total_cpu_ms), within ±XP_CLASS_TOLERANCE points. CPU time, not the wall time of
-# the other cases: a phase that waits (for a dirty scheduler, for the OS on a busy machine) is
-# not sampled meanwhile. The wall-time share is printed beside it. Like the measure, which is
+# (NAME_cpu_ms / total_cpu_ms), within ±XP_CLASS_TOLERANCE points. User CPU time (the sampler
+# samples user mode only), not the wall time of the other cases: a phase that waits (for a dirty
+# scheduler, for the OS on a busy machine) is not sampled meanwhile. The wall-time share is printed beside it. Like the measure, which is
 # every VM thread's CPU time, the denominator is every sample of the recording (--include-idle),
 # whatever its process and innermost frame: a defect that moves one phase's time elsewhere (to
 # its caller repeat/3, to no frame, to '[... scheduler: no process]') then fails that phase

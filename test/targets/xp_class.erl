@@ -12,20 +12,22 @@
 %% every round the running totals go to READYFILE.class (key=value, written whole):
 %%   phases              the phase names, comma-separated
 %%   NAME_frames         the innermost Erlang frame(s) a sample of that phase must show
-%%   NAME_cpu_ms         the VM's CPU time while the phase's calls ran (erlang:statistics(runtime):
-%%                       every thread's, exact but in whole ms; summed over rounds, the rounding
-%%                       averages out), the truth a CPU-clock sampler is held to
+%%   NAME_cpu_ms         the VM's user CPU time while the phase's calls ran
+%%                       (erlang:statistics(runtime): every thread's, from getrusage, in whole ms;
+%%                       summed over rounds, the rounding averages out). The truth a sampler of
+%%                       user-mode CPU time (cpu-clock, exclude_kernel) is held to; the VM's
+%%                       system time (page faults, futexes: ~30 % here) is in neither
 %%   NAME_ns             wall time around the phase's calls (includes time the OS ran others)
 %%   total_cpu_ms, total_ns  the same since the first round: phases, timing and stats writes
 %% Started with +sbwt none (test/e2e/record_test.sh), so idle schedulers do not spin on the
 %% CPU time of the phase that runs meanwhile (the dirty phase leaves the normal ones idle).
 %% All phase data but the GC phase's lives in persistent_term (the literal area), so a garbage
-%% collection copies only what the phase allocated itself. No call allocates more than ~60 000
-%% words, so the heap stays under ERTS_POTENTIALLY_LONG_GC_HSIZE (128 Ki words, erl_gc.c) and
-%% the collections run in the phase, on its scheduler: above it they become dirty system tasks
-%% on a dirty CPU scheduler, whose samples today carry no process and no Erlang stack (seen
-%% with 50 000-element reverses and 200-element dirty copies: -3 to -13 points on the framed
-%% phases that caused them).
+%% collection copies only what the phase allocated itself. No call allocates more than ~40 000
+%% words on the heap, so the heap stays under ERTS_POTENTIALLY_LONG_GC_HSIZE (128 Ki words,
+%% erl_gc.c) and the collections run in the phase, on its scheduler: above it they become dirty
+%% system tasks on a dirty CPU scheduler, whose samples today carry no process and no Erlang
+%% stack (seen with 50 000-element reverses and 200-element dirty copies: -3 to -13 points on
+%% the framed phases that caused them).
 %%
 %% Which instruction each phase uses (erlc -S xp_class.erl, OTP 25; checked on 27 and 29) and
 %% whether it has a frame (an `allocate`) is written above each phase function. For a frameless
@@ -59,8 +61,8 @@ phases() ->
      {big_rem, [], 6000, fun(S) -> {big(2 * S), big(S)} end},
      {big_mul, [], 60000, fun(S) -> {big(S), big(S + 7)} end},
      {big_mul_tail, [], 8000, fun(S) -> big(S) end},
-     {big_addsub, [], 2000000, fun(S) -> {big(S), big(S - 3)} end},
-     {big_bits, [], 1000000, fun(S) -> {big(S), big(S - 5)} end},
+     {big_addsub, [], 500000, fun(S) -> {big(S), big(S - 3)} end},
+     {big_bits, [], 300000, fun(S) -> {big(S), big(S - 5)} end},
      {list_len, [], 200000, fun(S) -> lists:seq(1, S) end},
      {tuple_setel, [], 10000, fun(S) -> {S div 2, list_to_tuple(lists:seq(1, S))} end},
      {hash_framed, [], 20000, fun(S) -> [{I, <<I:64>>} || I <- lists:seq(1, S)] end},
@@ -70,18 +72,22 @@ phases() ->
       fun(S) -> term_to_binary([{I, integer_to_list(I)} || I <- lists:seq(1, S)]) end},
      {rev_framed, [], 10000, fun(S) -> lists:seq(1, S) end},
      {map_update, [], 20000, fun(S) -> maps:from_list([{I, I} || I <- lists:seq(1, S)]) end},
-     {map_get, [], 2000, fun(S) -> Key = lists:seq(1, S),
-                                   {[50 | Key], maps:from_list([{[I | Key], I} || I <- lists:seq(1, 100)])}
-                         end},
+     {map_get, [], 2000,
+      fun(S) ->
+              Key = lists:seq(1, S),
+              {[50 | Key], maps:from_list([{[I | Key], I} || I <- lists:seq(1, 100)])}
+      end},
      {cmp_eq, [], 100000,
       fun(S) -> {lists:seq(1, S), lists:reverse(lists:seq(S, 1, -1))} end},
      {cmp_lt, [], 50000,
-      fun(S) -> {list_to_tuple(lists:seq(1, S)), list_to_tuple(lists:seq(1, S - 1) ++ [S + 1])} end},
+      fun(S) ->
+              {list_to_tuple(lists:seq(1, S)), list_to_tuple(lists:seq(1, S - 1) ++ [S + 1])}
+      end},
      {bin_concat, [], 200000, fun(S) -> {binary:copy(<<1>>, S), binary:copy(<<2>>, S)} end},
      {bin_int, [], 200000, fun(S) -> {big(S), S} end},
      {bin_match, [], 200000, fun(S) -> {S, <<(big(S)):S, 0:64>>} end},
-     {gc_major, [{erlang, garbage_collect, 0}], 15000, fun(S) -> lists:seq(1, S) end},
-     {dirty_copy, [], 50, fun(S) -> lists:seq(1, S) end},
+     {gc_major, [{erlang, garbage_collect, 0}], 10000, fun(S) -> lists:seq(1, S) end},
+     {dirty_copy, [], 10, fun(S) -> lists:seq(1, S) end},
      {erl_loop, [{xp_class, erl_loop, 2}], 20000, fun(S) -> S end},
      {erl_rec, [], 80, fun(S) -> S end}].
 
@@ -89,15 +95,17 @@ phases() ->
 big(Bits) ->
     (1 bsl Bits) + (1 bsl (Bits div 2)) * 16#9e3779b97f4a7c15 + 12345.
 
-%% ---- the phases ----------------------------------------------------------------------------------
+%% ---- the phases -------------------------------------------------------------------------------
 
-%% frameless: gc_bif div (the bignum division in C, erts_mixed_div -> big_div).
+%% The native frames named below are those seen on OTP 25 with the agent.
+
+%% frameless: gc_bif div (global::int_div_rem_body_shared -> erts_int_div_rem, in C).
 big_div({A, B}) -> A div B.
 
-%% frameless: gc_bif rem.
+%% frameless: gc_bif rem (the same fragment as div).
 big_rem({A, B}) -> A rem B.
 
-%% frameless: gc_bif '*' (erts_mixed_times -> big_times, in C).
+%% frameless: gc_bif '*' (global::times_body_shared -> erts_mixed_times -> big_times).
 big_mul({A, B}) -> A * B.
 
 %% frameless: gc_bif '*', then call_only mul_tail_g/2: f(B) -> g(B * B, 7). The product is made
@@ -106,22 +114,22 @@ big_mul_tail(B) -> mul_tail_g(B * B, 7).
 
 mul_tail_g(P, K) -> {P, K}.
 
-%% frameless: gc_bif '+', gc_bif '-'.
+%% frameless: gc_bif '+', gc_bif '-' (global::plus_body_shared / minus_body_shared -> big_plus...).
 big_addsub({A, B}) -> A + B - A.
 
-%% frameless: gc_bif 'band', gc_bif 'bsl', gc_bif 'bor'.
+%% frameless: gc_bif 'band', 'bsl', 'bor' (global::i_band_body_shared -> erts_band -> big_band...).
 big_bits({A, B}) -> (A band B) bor (B bsl 17).
 
-%% frameless: gc_bif length (the JIT's shared length fragment, which counts reductions and traps).
+%% frameless: gc_bif length (global::i_length_body_shared -> erts_trapping_length_1: it traps).
 list_len(L) -> length(L).
 
-%% framed: call_ext erlang:setelement/3 (copies the tuple in C). element/2 is left out: it is
-%% inline JIT code of constant cost, with no native time to attribute.
+%% framed: call_ext erlang:setelement/3 (global::call_light_bif_shared -> setelement_3). element/2
+%% is left out: it is inline JIT code of constant cost, with no native time to attribute.
 tuple_setel({I, T}) ->
     T1 = setelement(I, T, x),
     {T1}.
 
-%% framed: call_ext erlang:phash2/1.
+%% framed: call_ext erlang:phash2/1 (global::call_light_bif_shared -> phash2_1).
 hash_framed(T) ->
     H = erlang:phash2(T),
     {H}.
@@ -148,47 +156,53 @@ rev_framed(L) ->
     X = lists:reverse(L, []),
     {X}.
 
-%% frameless: put_map_exact (the JIT's update_map_exact) of 16 keys on a 20 000-key (HAMT) map: the JIT calls the runtime.
+%% frameless: put_map_exact of 16 keys on a 10 000 to 40 000-key (HAMT) map
+%% (global::update_map_exact_body_shared -> erts_gc_update_map_exact).
 map_update(M) ->
     M#{1 := a, 2 := a, 3 := a, 4 := a, 5 := a, 6 := a, 7 := a, 8 := a,
        9 := a, 10 := a, 11 := a, 12 := a, 13 := a, 14 := a, 15 := a, 16 := a}.
 
-%% frameless: get_map_element with a variable key, a 2000-element list, in a 100-key (HAMT) map:
-%% the key is hashed and compared in C. (Literal keys would be hashed at load time, leaving
+%% frameless: get_map_elements with a variable key, a list of 1 000 to 4 000 elements, in a
+%% 100-key (HAMT) map: the key is hashed and compared in C (global::i_get_map_element_shared ->
+%% get_map_element -> make_internal_hash). (Literal keys would be hashed at load time, leaving
 %% ~100 ns of work per call, too little beside repeat/3's own.)
 map_get({K, M}) ->
     #{K := V} = M,
     V.
 
-%% frameless: bif '==' on two equal, separately built lists (eq() in C, via a fragment).
+%% frameless: bif '==' on two equal, separately built lists (global::i_bif_guard_shared -> seqeq_2
+%% -> erts_cmp_compound).
 cmp_eq({A, B}) -> A == B.
 
-%% frameless: bif '<' on two tuples that differ at the last element (erts_cmp in C).
+%% frameless: bif '<' on two tuples that differ at the last element (global::i_bif_body_shared ->
+%% slt_2 -> erts_cmp_compound).
 cmp_lt({A, B}) -> A < B.
 
-%% frameless: bs_create_bin of two binaries (allocation and copy in C).
+%% frameless: bs_create_bin of two binaries (erts_new_bs_put_binary_all, called from the JIT code).
 bin_concat({X, Y}) -> <<X/binary, Y/binary>>.
 
-%% frameless: bs_create_bin of a bignum as a Size-bit integer (erts_new_bs_put_integer).
+%% frameless: bs_create_bin of a bignum as a Size-bit integer (erts_new_bs_put_integer, called from
+%% the JIT code).
 bin_int({I, Size}) -> <<I:Size>>.
 
-%% frameless: bs_start_match3 + bs_get_integer2 of a Size-bit integer (a bignum made in C; OTP 27+
-%% add a bs_match for the tail).
+%% frameless: bs_start_match3 + bs_get_integer2 of a Size-bit integer (erts_bs_get_integer_2, called
+%% from the JIT code; OTP 27+ add a bs_match for the tail).
 bin_match({Size, Bin}) ->
     <<X:Size, _/binary>> = Bin,
     X.
 
 %% framed: call_ext erlang:garbage_collect/0, which is Erlang code (erlang.erl) that tail-calls
 %% the BIF erts_internal:garbage_collect/1: as for t2b_tail/1, either gc_major/1 or
-%% erlang:garbage_collect/0 is correct. The collection copies the phase's own list of 7 500 to
-%% 30 000 elements (an argument on the process heap, not a literal).
+%% erlang:garbage_collect/0 is correct. The collection copies the phase's own list of 5 000 to
+%% 20 000 elements (an argument on the process heap, not a literal).
 gc_major(L) ->
     true = erlang:garbage_collect(),
     L.
 
 %% framed: call_ext erts_debug:dirty_cpu/2, a test BIF (beam_debug.c, OTP 25-29) that copies its
-%% argument 1000 times on a dirty CPU scheduler: the sample is on another thread, the Erlang
-%% stack is read from c_p->stop.
+%% argument onto the heap 1000 times on a dirty CPU scheduler (erts_call_dirty_bif): the sample
+%% is on another thread, the Erlang stack is read from c_p->stop. The only BIF found that is
+%% dirty and long on ordinary data: binary_to_term/1 and term_to_binary/1 trap instead.
 dirty_copy(L) ->
     R = erts_debug:dirty_cpu(copy, L),
     {R}.
@@ -282,7 +296,7 @@ round_one(#ph{fn = Fn, arg = Arg, calls = Calls}) ->
     T1 = erlang:monotonic_time(),
     {T1 - T0, runtime_ms() - C0}.
 
-%% The CPU time of every thread of the VM, in ms (getrusage: exact, reported in whole ms).
+%% The user CPU time of every thread of the VM, in ms (getrusage ru_utime, in whole ms).
 runtime_ms() ->
     {Ms, _} = erlang:statistics(runtime),
     Ms.
@@ -292,7 +306,8 @@ write(Stats, Seed, Phs, {Rounds, Totals}, {Wall0, Cpu0}) ->
     xp_ready:write(Stats, [{pid, pid_to_list(self())},
                            {seed, Seed},
                            {rounds, Rounds},
-                           {phases, lists:flatten(lists:join(",", [atom_to_list(P#ph.name) || P <- Phs]))},
+                           {phases, lists:flatten(lists:join(",", [atom_to_list(P#ph.name)
+                                                                   || P <- Phs]))},
                            {total_ns, ns(erlang:monotonic_time() - Wall0)},
                            {total_cpu_ms, runtime_ms() - Cpu0}
                            | PerPhase]).
