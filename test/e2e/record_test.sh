@@ -709,6 +709,8 @@ case_class() {
 	read -r w c < <(walked_complete "$XP_VM_DIR/$tag.err")
 	late=0
 	[[ -n "$nobpf" ]] && late=$(summary_num "$XP_VM_DIR/$tag.err" 's/^    ended moved on (read late) *\([0-9]*\)$/\1/p')
+	# c comes from a percentage with one decimal: it may round past the walks left.
+	((c <= w - ${late:-0})) || c=$((w - ${late:-0}))
 	echo "FIGURE: OTP $otp $mode $case $tag: $c of $w Erlang stacks complete, ${late:-0} read too late"
 	at_least "$tag: Erlang stacks complete to the stack bottom${nobpf:+ (those read too late left out)}" "$c" "$((w - ${late:-0}))" 99.5
 }

@@ -277,24 +277,19 @@ repeat(Fn, Arg, N) ->
     repeat(Fn, Arg, N - 1).
 
 loop(Stats, Seed, Phs, {Rounds, Totals}, Start) ->
-    Next = {Rounds + 1, run_round(Phs, Totals, [])},
+    Next = {Rounds + 1, run_round(Phs, Totals, erlang:monotonic_time(), runtime_ms(), [])},
     write(Stats, Seed, Phs, Next, Start),
     loop(Stats, Seed, Phs, Next, Start).
 
-%% Tail-recursive, so every sample's stack is the same few frames: loop/5, run_round/3,
-%% round_one/1, repeat/3, the phase.
-run_round([], [], Acc) -> lists:reverse(Acc);
-run_round([P | Ps], [{W, C} | Ts], Acc) ->
-    {DW, DC} = round_one(P),
-    run_round(Ps, Ts, [{W + DW, C + DC} | Acc]).
-
-%% {Wall, CpuMs}: the wall time of the phase's calls and the VM's CPU time meanwhile.
-round_one(#ph{fn = Fn, arg = Arg, calls = Calls}) ->
-    C0 = runtime_ms(),
-    T0 = erlang:monotonic_time(),
+%% Tail-recursive, so every sample's stack is the same few frames: loop/5, run_round/5,
+%% repeat/3, the phase. The clocks are read once between two phases (getrusage
+%% sums every thread's time: a few microseconds, which the sampler shows outside the phases).
+run_round([], [], _, _, Acc) -> lists:reverse(Acc);
+run_round([#ph{fn = Fn, arg = Arg, calls = Calls} | Ps], [{W, C} | Ts], T0, C0, Acc) ->
     ok = repeat(Fn, Arg, Calls),
     T1 = erlang:monotonic_time(),
-    {T1 - T0, runtime_ms() - C0}.
+    C1 = runtime_ms(),
+    run_round(Ps, Ts, T1, C1, [{W + (T1 - T0), C + (C1 - C0)} | Acc]).
 
 %% The user CPU time of every thread of the VM, in ms (getrusage ru_utime, in whole ms).
 runtime_ms() ->
