@@ -14,16 +14,18 @@
 #           in-kernel capture walks >= 99% of Erlang samples, >= 99% complete, < 1% dropped;
 #           with --no-bpf the summary says the capture is off (figures printed for comparison);
 #           without the agent, 4 x 1 s records >= 99.5% complete (schedulers learned from samples)
-#   class   native-time attribution (issue 12 item 4): xp_class cycles through ~23 phases, each a
+#   class   native-time attribution (issue 12 item 4): xp_class cycles through 23 phases, each a
 #           different function spending its time in one kind of native code (bignum div, rem,
 #           *, +/-, band/bor/bsl; length/1; setelement/3, phash2/1, term_to_binary/1,
 #           binary_to_term/1, lists:reverse/2; map update and lookup; ==, < on big terms;
 #           binary construction and matching; a major GC; a dirty BIF) or in plain Erlang, most
-#           frameless, with seeded weights and sizes (XP_CLASS_SEED); each phase's share of the
-#           VM's samples (exact innermost frame, --include-idle) within ±2 points of its share
-#           of the VM's CPU time (measured around its calls; wall-time share printed beside it);
-#           >= 99.5% of Erlang stacks complete. class-nobpf: the same with --no-bpf (stacks
-#           recognised as read too late left out of the 99.5%)
+#           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (6),
+#           each phase's share of the VM's samples (exact innermost frame, --include-idle)
+#           within ±XP_CLASS_TOLERANCE (2) points of its share of the VM's user CPU time
+#           (measured around its calls; the wall-time share printed beside it); >= 99.5% of
+#           Erlang stacks complete; fewer than 1000 samples is a skip (machine too busy).
+#           class-nobpf: the same with --no-bpf (stacks recognised as read too late left out of
+#           the 99.5%)
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
 # A share is left unchecked when the workload ran more than XP_MAX_STRETCH times slower than its
