@@ -22,7 +22,8 @@
 #           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (6),
 #           each phase's share of the VM's samples (exact innermost frame, --include-idle)
 #           within ±XP_CLASS_TOLERANCE (2) points of its share of the VM's user CPU time
-#           (measured around its calls; the wall-time share printed beside it); >= 99.5% of
+#           (measured around its calls; the wall-time share printed beside it), and at least
+#           half its expected samples when 30 or more are expected; >= 99.5% of
 #           Erlang stacks complete; fewer than 1000 samples is a skip (machine too busy).
 #           class-nobpf: the same with --no-bpf (stacks recognised as read too late left out of
 #           the 99.5%)
@@ -633,7 +634,9 @@ case_capture() {
 # check_class TAG FOLDED STATS0 STATS1: for every phase of xp_class (its stats file names them and
 # the exact innermost frames each must show), the share of the process's samples whose innermost
 # Erlang frame is the phase's, against the phase's share of the VM's CPU time over the same window
-# (NAME_cpu_ms / total_cpu_ms), within ±XP_CLASS_TOLERANCE points. User CPU time (the sampler
+# (NAME_cpu_ms / total_cpu_ms), within ±XP_CLASS_TOLERANCE points; and, so that a phase too
+# small for the tolerance still fails when its time goes elsewhere, at least half the samples
+# its share expects when that is 30 or more (Poisson: under 15 of 30 is p < 0.002). User CPU time (the sampler
 # samples user mode only), not the wall time of the other cases: a phase that waits (for a dirty
 # scheduler, for the OS on a busy machine) is not sampled meanwhile. The wall-time share is printed beside it. Like the measure, which is
 # every VM thread's CPU time, the denominator is every sample of the recording (--include-idle),
@@ -668,9 +671,10 @@ check_class() {
 		ssum=$((ssum + sampled)) csum=$((csum + cpu))
 		verdict=$(awk -v s="$sampled" -v t="$total" -v c="$cpu" -v ct="$ctotal" -v w="$wall" \
 			-v wt="$wtotal" -v tol="$XP_CLASS_TOLERANCE" 'BEGIN {
-			a = 100 * s / t; b = 100 * c / ct; d = a - b
-			printf "%s sampled %.1f%% (%d of %d), measured %.1f%% of CPU (%.1f%% of wall time), diff %+.1f points",
-				(d <= tol && d >= -tol) ? "ok" : "off", a, s, t, b, 100 * w / wt, d }')
+			a = 100 * s / t; b = 100 * c / ct; d = a - b; e = t * c / ct
+			ok = d <= tol && d >= -tol && (e < 30 || s >= e / 2)
+			printf "%s sampled %.1f%% (%d of %d, %.0f expected), measured %.1f%% of CPU (%.1f%% of wall time), diff %+.1f points",
+				ok ? "ok" : "off", a, s, t, e, b, 100 * w / wt, d }')
 		echo "FIGURE: OTP $otp $mode $case $tag $phase: ${verdict#* }"
 		if [[ "$phase" == dirty_copy && "$otp" == 29 && "$mode" == noagent ]]; then
 			# Without the agent OTP 29's dirty schedulers' data is unknown: their samples are
