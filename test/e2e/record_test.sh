@@ -632,23 +632,26 @@ case_capture() {
 # ---- class: native time of frameless functions ---------------------------------------------------
 
 # check_class TAG FOLDED STATS0 STATS1: for every phase of xp_class (its stats file names them and
-# the exact innermost frames each must show), the share of the process's samples whose innermost
-# Erlang frame is the phase's, against the phase's share of the VM's CPU time over the same window
-# (NAME_cpu_ms / total_cpu_ms), within ±XP_CLASS_TOLERANCE points; and, so that a phase too
-# small for the tolerance still fails when its time goes elsewhere, at least half the samples
-# its share expects when that is 30 or more (Poisson: under 15 of 30 is p < 0.002). User CPU time (the sampler
-# samples user mode only), not the wall time of the other cases: a phase that waits (for a dirty
-# scheduler, for the OS on a busy machine) is not sampled meanwhile. The wall-time share is printed beside it. Like the measure, which is
-# every VM thread's CPU time, the denominator is every sample of the recording (--include-idle),
-# whatever its process and innermost frame: a defect that moves one phase's time elsewhere (to
-# its caller repeat/3, to no frame, to '[... scheduler: no process]') then fails that phase
-# only, and the scheduler's own work is in both totals.
+# the exact innermost frames each must show), the share of the samples whose innermost Erlang
+# frame is the phase's against the phase's share of the VM's user CPU time over the same window
+# (NAME_cpu_ms / total_cpu_ms): within ±XP_CLASS_TOLERANCE points, and, so that a phase too small
+# for the tolerance still fails when its time goes elsewhere, at least half the samples its share
+# expects when that is 30 or more (Poisson: under 15 of 30 is p < 0.002). User CPU time, as the
+# sampler samples user mode only; not the wall time of the other cases: a phase that waits (for a
+# dirty scheduler, for the OS on a busy machine) is not sampled meanwhile (the wall-time share is
+# printed beside it). Like the measure, which is every VM thread's CPU time, the denominator is
+# every sample of the recording (--include-idle), whatever its process and innermost frame,
+# dropped ones included: a defect that moves one phase's time elsewhere (to its caller repeat/3,
+# to no frame, to '[... scheduler: no process]', to the dropped) then fails that phase only, and
+# the scheduler's own work is in both totals.
 check_class() {
 	local tag=$1 folded=$2 s0=$3 s1=$4 inner total proc ctotal wtotal phase frames f n sampled
 	local cpu wall verdict ssum=0 csum=0 all_frames=
 	inner=$XP_VM_DIR/$tag.inner
 	innermost "$folded" xp_class >"$inner"
-	total=$(awk '{ s += $NF } END { print s + 0 }' "$folded")
+	# Every sample the sampler took: those it dropped count against the phases too.
+	total=$(summary_num "$XP_VM_DIR/$tag.err" 's/^extrospect: \([0-9]*\) samples in .*/\1/p')
+	[[ -n "$total" ]] || total=$(awk '{ s += $NF } END { print s + 0 }' "$folded")
 	proc=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
 	ctotal=$(($(stat_get "$s1" total_cpu_ms) - $(stat_get "$s0" total_cpu_ms)))
 	wtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
