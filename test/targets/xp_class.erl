@@ -1,0 +1,325 @@
+%% Ground truth for native-time attribution (issue 12 item 4): the registered process xp_class
+%% cycles through phases, each a different exported function that spends its time in one kind of
+%% native code (bignum arithmetic in C, a shared JIT fragment, a trapping BIF, a map or binary
+%% operation, a garbage collection, a dirty BIF), most of them frameless, a few with a frame and two
+%% in plain Erlang. A sample taken in that native code must be attributed to the phase function:
+%% the Erlang function whose JIT code made the native call.
+%%   erl -noshell ... [-xp_class_seed N] -run xp_class start READYFILE agent|noagent HARNESS_OS_PID
+%% The seed (default: from the clock) draws each phase's weight (5..25: the phase runs weight/4 ms
+%% per round) and size factor (0.5..2 x a base size), so no phase is tuned to one machine. At start
+%% the cost of one call of each phase is measured (mean of 5 runs, erlang:monotonic_time/0) and
+%% the calls per round set from it. Each round runs every phase once, Fun(Arg) Calls times; after
+%% every round the running totals go to READYFILE.class (key=value, written whole):
+%%   phases              the phase names, comma-separated
+%%   NAME_frames         the innermost Erlang frame(s) a sample of that phase must show
+%%   NAME_cpu_ms         the VM's user CPU time while the phase's calls ran
+%%                       (erlang:statistics(runtime): every thread's, from getrusage, in whole ms;
+%%                       summed over rounds, the rounding averages out). The truth a sampler of
+%%                       user-mode CPU time (cpu-clock, exclude_kernel) is held to; the VM's
+%%                       system time (page faults, futexes: ~30 % here) is in neither
+%%   NAME_ns             wall time around the phase's calls (includes time the OS ran others)
+%%   total_cpu_ms, total_ns  the same since the first round: phases, timing and stats writes
+%% Started with +sbwt none (test/e2e/record_test.sh), so idle schedulers do not spin on the
+%% CPU time of the phase that runs meanwhile (the dirty phase leaves the normal ones idle).
+%% All phase data but the GC phase's lives in persistent_term (the literal area), so a garbage
+%% collection copies only what the phase allocated itself. No call allocates more than ~40 000
+%% words on the heap, so the heap stays under ERTS_POTENTIALLY_LONG_GC_HSIZE (128 Ki words,
+%% erl_gc.c) and the collections run in the phase, on its scheduler: above it they become dirty
+%% system tasks on a dirty CPU scheduler, whose samples today carry no process and no Erlang
+%% stack (seen with 50 000-element reverses and 200-element dirty copies: -3 to -13 points on
+%% the framed phases that caused them).
+%%
+%% Which instruction each phase uses (erlc -S xp_class.erl, OTP 25; checked on 27 and 29) and
+%% whether it has a frame (an `allocate`) is written above each phase function. For a frameless
+%% function the return address on the Erlang stack is its caller's (repeat/3): only the native
+%% return address (or the fragment's) says which function made the call.
+-module(xp_class).
+
+-export([start/1]).
+%% The phases, called through external funs by repeat/3.
+-export([big_div/1, big_rem/1, big_mul/1, big_mul_tail/1, big_addsub/1, big_bits/1,
+         list_len/1, tuple_setel/1, hash_framed/1, t2b_caller/1, t2b_tail/1, b2t_framed/1,
+         rev_framed/1, map_update/1, map_get/1, cmp_eq/1, cmp_lt/1, bin_concat/1, bin_int/1,
+         bin_match/1, gc_major/1, dirty_copy/1, erl_loop/1, erl_rec/1]).
+
+-define(CHUNK_US_PER_WEIGHT, 250). % a phase of weight W runs W x 250 us per round
+
+start([Ready | _] = Args) ->
+    xp_ready:boot(Args, fun() -> start_worker(Ready ++ ".class", seed()) end).
+
+seed() ->
+    case init:get_argument(xp_class_seed) of
+        {ok, [[S]]} -> list_to_integer(S);
+        _ -> erlang:system_time(microsecond) rem 1000000
+    end.
+
+%% {Name, ExpectedFrames, BaseSize, MakeArg}: MakeArg(Size) builds the phase's argument. The frames
+%% are the innermost Erlang frames a correct sample of the phase shows; more than one only where
+%% the truth is ambiguous (written beside the phase).
+phases() ->
+    [{big_div, [], 6000, fun(S) -> {big(2 * S), big(S)} end},
+     {big_rem, [], 6000, fun(S) -> {big(2 * S), big(S)} end},
+     {big_mul, [], 60000, fun(S) -> {big(S), big(S + 7)} end},
+     {big_mul_tail, [], 8000, fun(S) -> big(S) end},
+     {big_addsub, [], 500000, fun(S) -> {big(S), big(S - 3)} end},
+     {big_bits, [], 300000, fun(S) -> {big(S), big(S - 5)} end},
+     {list_len, [], 200000, fun(S) -> lists:seq(1, S) end},
+     {tuple_setel, [], 10000, fun(S) -> {S div 2, list_to_tuple(lists:seq(1, S))} end},
+     {hash_framed, [], 20000, fun(S) -> [{I, <<I:64>>} || I <- lists:seq(1, S)] end},
+     {t2b_caller, [{xp_class, t2b_tail, 1}], 10000,
+      fun(S) -> [{I, integer_to_list(I)} || I <- lists:seq(1, S)] end},
+     {b2t_framed, [], 1000,
+      fun(S) -> term_to_binary([{I, integer_to_list(I)} || I <- lists:seq(1, S)]) end},
+     {rev_framed, [], 10000, fun(S) -> lists:seq(1, S) end},
+     {map_update, [], 20000, fun(S) -> maps:from_list([{I, I} || I <- lists:seq(1, S)]) end},
+     {map_get, [], 2000,
+      fun(S) ->
+              Key = lists:seq(1, S),
+              {[50 | Key], maps:from_list([{[I | Key], I} || I <- lists:seq(1, 100)])}
+      end},
+     {cmp_eq, [], 100000,
+      fun(S) -> {lists:seq(1, S), lists:reverse(lists:seq(S, 1, -1))} end},
+     {cmp_lt, [], 50000,
+      fun(S) ->
+              {list_to_tuple(lists:seq(1, S)), list_to_tuple(lists:seq(1, S - 1) ++ [S + 1])}
+      end},
+     {bin_concat, [], 200000, fun(S) -> {binary:copy(<<1>>, S), binary:copy(<<2>>, S)} end},
+     {bin_int, [], 200000, fun(S) -> {big(S), S} end},
+     {bin_match, [], 200000, fun(S) -> {S, <<(big(S)):S, 0:64>>} end},
+     {gc_major, [{erlang, garbage_collect, 0}], 10000, fun(S) -> lists:seq(1, S) end},
+     {dirty_copy, [], 10, fun(S) -> lists:seq(1, S) end},
+     {erl_loop, [{xp_class, erl_loop, 2}], 20000, fun(S) -> S end},
+     {erl_rec, [], 80, fun(S) -> S end}].
+
+%% A positive integer of about Bits bits, no run of equal limbs.
+big(Bits) ->
+    (1 bsl Bits) + (1 bsl (Bits div 2)) * 16#9e3779b97f4a7c15 + 12345.
+
+%% ---- the phases -------------------------------------------------------------------------------
+
+%% The native frames named below are those seen on OTP 25 with the agent.
+
+%% frameless: gc_bif div (global::int_div_rem_body_shared -> erts_int_div_rem, in C).
+big_div({A, B}) -> A div B.
+
+%% frameless: gc_bif rem (the same fragment as div).
+big_rem({A, B}) -> A rem B.
+
+%% frameless: gc_bif '*' (global::times_body_shared -> erts_mixed_times -> big_times).
+big_mul({A, B}) -> A * B.
+
+%% frameless: gc_bif '*', then call_only mul_tail_g/2: f(B) -> g(B * B, 7). The product is made
+%% in this function; g only builds a tuple (its few samples are not the phase's).
+big_mul_tail(B) -> mul_tail_g(B * B, 7).
+
+mul_tail_g(P, K) -> {P, K}.
+
+%% frameless: gc_bif '+', gc_bif '-' (global::plus_body_shared / minus_body_shared -> big_plus...).
+big_addsub({A, B}) -> A + B - A.
+
+%% frameless: gc_bif 'band', 'bsl', 'bor' (global::i_band_body_shared -> erts_band -> big_band...).
+big_bits({A, B}) -> (A band B) bor (B bsl 17).
+
+%% frameless: gc_bif length (global::i_length_body_shared -> erts_trapping_length_1: it traps).
+list_len(L) -> length(L).
+
+%% framed: call_ext erlang:setelement/3 (global::call_light_bif_shared -> setelement_3). element/2
+%% is left out: it is inline JIT code of constant cost, with no native time to attribute.
+tuple_setel({I, T}) ->
+    T1 = setelement(I, T, x),
+    {T1}.
+
+%% framed: call_ext erlang:phash2/1 (global::call_light_bif_shared -> phash2_1).
+hash_framed(T) ->
+    H = erlang:phash2(T),
+    {H}.
+
+%% t2b_caller/1 is framed: call t2b_tail/1, which is frameless: call_ext_only
+%% erlang:term_to_binary/1, a tail call into a BIF. By Erlang semantics t2b_tail/1 is gone from
+%% the stack once the BIF runs (an exception's stack trace shows the BIF, then t2b_caller/1), but
+%% its JIT code may still make the native call. Ambiguous, so either frame is correct; the phase
+%% counts both.
+t2b_caller(T) ->
+    B = t2b_tail(T),
+    {B}.
+
+t2b_tail(T) -> term_to_binary(T).
+
+%% framed: call_ext erlang:binary_to_term/1 (a trapping BIF).
+b2t_framed(B) ->
+    T = binary_to_term(B),
+    {T}.
+
+%% framed: call_ext lists:reverse/2, a BIF. lists:reverse/1 is Erlang code (lists.erl) that
+%% tail-calls reverse/2, which would put a third function between the phase and the BIF.
+rev_framed(L) ->
+    X = lists:reverse(L, []),
+    {X}.
+
+%% frameless: put_map_exact of 16 keys on a 10 000 to 40 000-key (HAMT) map
+%% (global::update_map_exact_body_shared -> erts_gc_update_map_exact).
+map_update(M) ->
+    M#{1 := a, 2 := a, 3 := a, 4 := a, 5 := a, 6 := a, 7 := a, 8 := a,
+       9 := a, 10 := a, 11 := a, 12 := a, 13 := a, 14 := a, 15 := a, 16 := a}.
+
+%% frameless: get_map_elements with a variable key, a list of 1 000 to 4 000 elements, in a
+%% 100-key (HAMT) map: the key is hashed and compared in C (global::i_get_map_element_shared ->
+%% get_map_element -> make_internal_hash). (Literal keys would be hashed at load time, leaving
+%% ~100 ns of work per call, too little beside repeat/3's own.)
+map_get({K, M}) ->
+    #{K := V} = M,
+    V.
+
+%% frameless: bif '==' on two equal, separately built lists (global::i_bif_guard_shared -> seqeq_2
+%% -> erts_cmp_compound).
+cmp_eq({A, B}) -> A == B.
+
+%% frameless: bif '<' on two tuples that differ at the last element (global::i_bif_body_shared ->
+%% slt_2 -> erts_cmp_compound).
+cmp_lt({A, B}) -> A < B.
+
+%% frameless: bs_create_bin of two binaries (erts_new_bs_put_binary_all, called from the JIT code).
+bin_concat({X, Y}) -> <<X/binary, Y/binary>>.
+
+%% frameless: bs_create_bin of a bignum as a Size-bit integer (erts_new_bs_put_integer, called from
+%% the JIT code).
+bin_int({I, Size}) -> <<I:Size>>.
+
+%% frameless: bs_start_match3 + bs_get_integer2 of a Size-bit integer (erts_bs_get_integer_2, called
+%% from the JIT code; OTP 27+ add a bs_match for the tail).
+bin_match({Size, Bin}) ->
+    <<X:Size, _/binary>> = Bin,
+    X.
+
+%% framed: call_ext erlang:garbage_collect/0, which is Erlang code (erlang.erl) that tail-calls
+%% the BIF erts_internal:garbage_collect/1: as for t2b_tail/1, either gc_major/1 or
+%% erlang:garbage_collect/0 is correct. The collection copies the phase's own list of 5 000 to
+%% 20 000 elements (an argument on the process heap, not a literal).
+gc_major(L) ->
+    true = erlang:garbage_collect(),
+    L.
+
+%% framed: call_ext erts_debug:dirty_cpu/2, a test BIF (beam_debug.c, OTP 25-29) that copies its
+%% argument onto the heap 1000 times on a dirty CPU scheduler (erts_call_dirty_bif): the sample
+%% is on another thread, the Erlang stack is read from c_p->stop. The only BIF found that is
+%% dirty and long on ordinary data: binary_to_term/1 and term_to_binary/1 trap instead.
+dirty_copy(L) ->
+    R = erts_debug:dirty_cpu(copy, L),
+    {R}.
+
+%% frameless: plain Erlang, a tail-recursive loop (time in its own JIT code).
+erl_loop(N) -> erl_loop(N, 1).
+
+erl_loop(0, Acc) -> Acc;
+erl_loop(N, Acc) -> erl_loop(N - 1, ((Acc * 7 + N) band 16#ffffff) bxor (Acc bsr 3)).
+
+%% framed: plain Erlang, a body recursion (allocate, call erl_rec/1).
+erl_rec(0) -> 0;
+erl_rec(N) -> 1 + erl_rec(N - 1).
+
+%% ---- the workload -----------------------------------------------------------------------------
+
+%% A phase in the loop: its name, fun, argument, calls per round, calibrated cost of one call.
+-record(ph, {name, frames, fn, arg, calls, cost}).
+
+start_worker(Stats, Seed) ->
+    Parent = self(),
+    Pid = spawn(fun() ->
+                        register(xp_class, self()),
+                        rand:seed(exsss, Seed),
+                        Phs = [setup(P) || P <- phases()],
+                        Zero = {0, [{0, 0} || _ <- Phs]},
+                        Start = {erlang:monotonic_time(), runtime_ms()},
+                        write(Stats, Seed, Phs, Zero, Start),
+                        Parent ! {self(), started},
+                        loop(Stats, Seed, Phs, Zero, Start)
+                end),
+    receive
+        {Pid, started} -> ok
+    end.
+
+setup({Name, Alt, Base, MakeArg}) ->
+    Weight = 5 + rand:uniform(21) - 1,
+    Size = max(2, round(Base * (0.5 + 1.5 * rand:uniform()))),
+    Arg = case Name of
+              gc_major -> MakeArg(Size); % on the heap: the collection's work
+              _ -> persistent_term:put({?MODULE, Name}, MakeArg(Size)),
+                   persistent_term:get({?MODULE, Name})
+          end,
+    Fn = fun ?MODULE:Name/1,
+    Cost = cost(Fn, Arg),
+    Calls = max(1, round(us(Weight * ?CHUNK_US_PER_WEIGHT) / Cost)),
+    #ph{name = Name, frames = [{?MODULE, Name, 1} | Alt], fn = Fn, arg = Arg, calls = Calls,
+        cost = Cost}.
+
+%% The cost of one call in native time units, garbage collections included: N doubled until N
+%% calls take 2 ms, then the mean of 5 runs of N.
+cost(Fn, Arg) ->
+    N = probe(Fn, Arg, 1),
+    lists:sum([timed(Fn, Arg, N) || _ <- lists:seq(1, 5)]) / (5 * N).
+
+probe(Fn, Arg, N) ->
+    case timed(Fn, Arg, N) >= us(2000) of
+        true -> N;
+        false -> probe(Fn, Arg, 2 * N)
+    end.
+
+timed(Fn, Arg, N) ->
+    T0 = erlang:monotonic_time(),
+    ok = repeat(Fn, Arg, N),
+    erlang:monotonic_time() - T0.
+
+%% framed (the non-tail call of Fn): the caller of every phase, whose return address a frameless
+%% phase's native code finds on the Erlang stack.
+repeat(_, _, 0) -> ok;
+repeat(Fn, Arg, N) ->
+    _ = Fn(Arg),
+    repeat(Fn, Arg, N - 1).
+
+loop(Stats, Seed, Phs, {Rounds, Totals}, Start) ->
+    Next = {Rounds + 1, run_round(Phs, Totals, erlang:monotonic_time(), runtime_ms(), [])},
+    write(Stats, Seed, Phs, Next, Start),
+    loop(Stats, Seed, Phs, Next, Start).
+
+%% Tail-recursive, so every sample's stack is the same few frames: loop/5, run_round/5,
+%% repeat/3, the phase. The clocks are read once between two phases (getrusage
+%% sums every thread's time: a few microseconds, which the sampler shows outside the phases).
+run_round([], [], _, _, Acc) -> lists:reverse(Acc);
+run_round([#ph{fn = Fn, arg = Arg, calls = Calls} | Ps], [{W, C} | Ts], T0, C0, Acc) ->
+    ok = repeat(Fn, Arg, Calls),
+    T1 = erlang:monotonic_time(),
+    C1 = runtime_ms(),
+    run_round(Ps, Ts, T1, C1, [{W + (T1 - T0), C + (C1 - C0)} | Acc]).
+
+%% The user CPU time of every thread of the VM, in ms (getrusage ru_utime, in whole ms).
+runtime_ms() ->
+    {Ms, _} = erlang:statistics(runtime),
+    Ms.
+
+write(Stats, Seed, Phs, {Rounds, Totals}, {Wall0, Cpu0}) ->
+    PerPhase = lists:append([phase_kvs(P, T) || {P, T} <- lists:zip(Phs, Totals)]),
+    xp_ready:write(Stats, [{pid, pid_to_list(self())},
+                           {seed, Seed},
+                           {rounds, Rounds},
+                           {phases, lists:flatten(lists:join(",", [atom_to_list(P#ph.name)
+                                                                   || P <- Phs]))},
+                           {total_ns, ns(erlang:monotonic_time() - Wall0)},
+                           {total_cpu_ms, runtime_ms() - Cpu0}
+                           | PerPhase]).
+
+phase_kvs(#ph{name = Name, frames = Frames, calls = Calls, cost = Cost}, {Wall, Cpu}) ->
+    Key = fun(Suffix) -> list_to_atom(atom_to_list(Name) ++ Suffix) end,
+    [{Key("_frames"), lists:flatten(lists:join(",", [frame(F) || F <- Frames]))},
+     {Key("_ns"), ns(Wall)},
+     {Key("_cpu_ms"), Cpu},
+     {Key("_calls"), Calls},
+     {Key("_call_ns"), round(ns(Cost))}].
+
+frame({M, F, A}) -> lists:flatten(io_lib:format("~s:~s/~b", [M, F, A])).
+
+us(Us) -> erlang:convert_time_unit(Us, microsecond, native).
+
+ns(T) when is_float(T) ->
+    T * erlang:convert_time_unit(1000000000, native, nanosecond) / 1000000000;
+ns(T) ->
+    erlang:convert_time_unit(T, native, nanosecond).
