@@ -210,6 +210,11 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			fprintf(f, "    ended %-16s %" PRIu64 "\n", erlang_stack__end_name(i),
 				st->estack_end[i]);
 	}
+	if (st->system_task)
+		fprintf(f,
+			"  scheduler work for a process (signals, system tasks, GC when "
+			"scheduled): %" PRIu64 " samples, kept as that process's\n",
+			st->system_task);
 	if (st->deep_stale)
 		fprintf(f,
 			"  stacks deeper than their copy at the sample: %" PRIu64

@@ -382,7 +382,7 @@ struct where {
 	struct unwind_result *ur; /* NULL for a sample in JIT code */
 	uint64_t cp, e, fp;	  /* e = 0: find E from the call site */
 	bool unnamed;		  /* the pc is JIT code the map does not name */
-	bool dirty;		  /* on a dirty scheduler: E is c_p->stop */
+	bool dirty;		  /* on a dirty scheduler, or in a system task: E is c_p->stop */
 };
 
 static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
@@ -434,6 +434,24 @@ static bool on_dirty(struct sampler *s, const struct target_sched *sch, const st
 	w->leaf = NULL;
 	w->e = w->fp = 0;
 	return known && w->cp;
+}
+
+/* The scheduler loop also does a process's work while it names the process as its current one:
+ * signals, system tasks, a garbage collection when it is scheduled in or out (B/erl_process.c
+ * erts_schedule: current_process is set before execute_sys_tasks and scheduler_gc_proc). When
+ * the capture saw such a process at the sample, the time is its, and its Erlang stack is parked
+ * at c_p->stop, as on a dirty scheduler. Without a capture it is not known at the sample, and
+ * never guessed from a later read. */
+static bool system_task(struct sampler *s, const struct kcap_rec *k, struct where *w)
+{
+	if (!is_scheduler_loop(w->leaf) || !k || !k->from_scheduler || !k->cp || !k->span)
+		return false;
+	w->cp = k->cp;
+	w->dirty = true; /* parked: E is c_p->stop, nothing to check against a call */
+	w->leaf = NULL;	 /* the scheduler loop is no frame of the process */
+	w->e = w->fp = 0;
+	s->st.system_task++;
+	return true;
 }
 
 /* The skid summary: the Process was read rec->read_delay_ns after the sample, perhaps part of
@@ -657,7 +675,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 			return;
 		}
 	}
-	if (!w.cp) {
+	if (!w.cp && !system_task(s, k, &w)) {
 		sampler_frames__label(s, &rec, w.leaf, w.ur);
 		return;
 	}

@@ -80,6 +80,9 @@ struct sampler_stats {
 	/* Walks that reached the stack bottom only from another start than the first inferred
 	 * (try_alternatives in sampler.c). */
 	uint64_t alternative_start;
+	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
+	 * schedule time): kept as that process's. */
+	uint64_t system_task;
 	uint64_t jit_refreshes;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */
