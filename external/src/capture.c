@@ -7,6 +7,7 @@
 
 #include "capfile.h"
 #include "capture.h"
+#include "capture_int.h"
 
 #define CAPTURE_POOL_MAX (256u << 20) /* pool bytes kept at most */
 
@@ -227,10 +228,20 @@ size_t capture__nsamples(const struct capture *c)
 
 int capture__write(struct capture *c, const char *path)
 {
+	int rc;
+
 	if (c->err)
 		return c->err;
 	if (!c->have_target)
 		return -ENODATA;
+	const char *no = getenv("XP_CAPTURE_NO_TRIM"); /* "jit", "kstack": for debugging */
+
+	for (size_t i = 0; (!no || !strstr(no, "kstack")) && i < c->f.nsamples; i++)
+		capture__trim_kstack(&c->f.samples[i],
+				     (uint64_t)c->t->addr[XP_ADDR_NORMAL_EXIT].value,
+				     c->t->frame_layout == XP_LAYOUT_FP);
+	if ((!no || !strstr(no, "jit")) && (rc = capture__trim_jit(&c->f, c->t->jit)))
+		return rc;
 	return capfile__write(&c->f, path);
 }
 
