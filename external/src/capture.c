@@ -131,6 +131,7 @@ static void end(void *ctx, const struct sampler *s)
 	 * replaced by its result. */
 	if (used < c->cur.ps.stack_size)
 		c->cur.ps.stack_size = used;
+	capture__trim_kstack_front(&c->cur, sampler__stack_e(s));
 	c->cur.ps.stack = c->cur.stack;
 	c->f.samples[c->f.nsamples++] = c->cur;
 	memset(&c->cur, 0, sizeof(c->cur));

@@ -11,4 +11,7 @@ int capture__trim_jit(struct capfile *f, const struct jitmap *m);
  * after a zero frame pointer), as the sampler reads such a copy (sampler.c stack_from_copy). */
 void capture__trim_kstack(struct cap_sample *s, uint64_t normal_exit, bool fp);
 
+/* Cut s's in-kernel stack copy below E, which the sampler never reads. */
+void capture__trim_kstack_front(struct cap_sample *s, uint64_t e);
+
 #endif /* XP_CAPTURE_INT_H */

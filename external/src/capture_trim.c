@@ -157,3 +157,16 @@ void capture__trim_kstack(struct cap_sample *s, uint64_t normal_exit, bool fp)
 		}
 	}
 }
+
+void capture__trim_kstack_front(struct cap_sample *s, uint64_t e)
+{
+	uint64_t cut;
+
+	if (!s->kstack || !e || e <= s->k.stack_addr || e - s->k.stack_addr >= s->k.stack_len ||
+	    ((e - s->k.stack_addr) & 7))
+		return;
+	cut = e - s->k.stack_addr;
+	memmove(s->kstack, s->kstack + cut, s->k.stack_len - cut);
+	s->k.stack_addr = e;
+	s->k.stack_len -= cut;
+}

@@ -240,6 +240,7 @@ static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t 
 		want = STACK_CAP_BYTES;
 	have = copy_from(ps->regs[PERF_R_SP], ps->stack, ps->stack_size, e, w, want);
 	s->stack_used = have ? e - ps->regs[PERF_R_SP] + have : 0;
+	s->stack_e = e;
 	if (k && have < want)
 		have += copy_from(k->stack_addr, k->stack, k->stack_len, e + have, w + have,
 				  want - have);
@@ -319,7 +320,7 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 	uint64_t len;
 
 	s->live_read = s->heap_moved = s->top_live = false;
-	s->stack_used = 0;
+	s->stack_used = s->stack_e = 0;
 	if (!*e && s->cap && (p->stop <= p->heap || p->stop >= p->hend)) {
 		/* Captured in a garbage collection, from stop on: the stack already copied to the
 		 * new heap, whose end is not known yet; it ends at normal_exit. */

@@ -123,6 +123,8 @@ void sampler__set_hooks(struct sampler *s, const struct sampler_hooks *h);
 /* The bytes of the last sample's perf stack copy the Erlang stack was taken from (the rest was
  * only the native unwinder's): what a capture keeps of it. */
 uint64_t sampler__stack_used(const struct sampler *s);
+/* E of the last sample's stack read from its copies ([E, hend)), 0 when none was. */
+uint64_t sampler__stack_e(const struct sampler *s);
 /* A sampler with no perf events, unwinder or in-kernel capture: every sample is handed to
  * sampler__resolve_one and served by h (replay.c). No JIT map or maps refresh. */
 int sampler__new_replay(struct target *t, const struct sampler_opts *opts, struct agg *agg,

@@ -15,6 +15,11 @@ uint64_t sampler__stack_used(const struct sampler *s)
 	return s->stack_used;
 }
 
+uint64_t sampler__stack_e(const struct sampler *s)
+{
+	return s->stack_e;
+}
+
 void sampler_src__unwind(struct sampler *s, const struct perf_sample *ps, unwind_is_jit_fn is_jit,
 			 struct unwind_result *ur)
 {
