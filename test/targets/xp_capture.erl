@@ -6,7 +6,7 @@
 %%                  times/mul_add); BIFs with a frame: term_to_binary/1 from bif_frame/1
 %%   xp_cap_gc      garbage collection: builds and drops lists
 %%   xp_cap_dirty   a dirty CPU scheduler: erts_debug:dirty_cpu(copy, List) (beam_debug.c)
-%%   xp_cap_bignum  a deep native chain: squaring a 2,000,000-bit number (Karatsuba recursion)
+%%   xp_cap_bignum  a deep native chain: squaring a 1,000,000-bit number (Karatsuba recursion)
 -module(xp_capture).
 
 -export([start/1, fib/1, f_len/1, f_div/2, f_mul/2, bif_frame/1]).
@@ -35,14 +35,15 @@ frag() ->
     L = lists:seq(1, 20000),
     A = 1 bsl 40000 + 12345,
     B = 1 bsl 20000 + 777,
-    frag(L, A, B).
+    C = 1 bsl 4000 + 3,
+    frag(L, A, B, C).
 
-frag(L, A, B) ->
+frag(L, A, B, C) ->
     _ = f_len(L),
     _ = f_div(A, B),
-    _ = f_mul(B, B),
-    _ = bif_frame(L),
-    frag(L, A, B).
+    _ = f_mul(C, C),
+    _ = bif_frame(C),
+    frag(L, A, B, C).
 
 f_len(L) -> length(L).
 f_div(A, B) -> A div B.
@@ -63,9 +64,11 @@ dirty() ->
     dirty().
 
 bignum() ->
-    X = 1 bsl 2000000 - 1,
+    %% Not a constant: the compiler would fold X * X into a literal.
+    X = 1 bsl 1000000 - erlang:unique_integer([positive]),
     bignum(X).
 
+%% put/2 keeps the product alive: an unused X * X of a known integer is optimised away.
 bignum(X) ->
-    _ = X * X,
+    put(square, X * X),
     bignum(X).
