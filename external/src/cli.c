@@ -26,6 +26,7 @@ static const char usage_main[] =
     "  sched PID     how work spreads over schedulers and CPUs; NIFs that run too long\n"
     "  perf-map PID  write /tmp/perf-PID.map so perf names Erlang code, no restart\n"
     "  inject --node NAME@HOST  load the agent into a running distributed node\n"
+    "  capture PID   record samples and what resolving them read, for offline replay tests\n"
     "\n"
     "Options:\n"
     "  -h, --help    show help (also: extrospect COMMAND --help)\n"
@@ -109,6 +110,25 @@ static const char usage_record[] =
     "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n"
     "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n";
 
+static const char usage_capture[] =
+    "Usage: extrospect capture [OPTIONS] -o FILE PID\n"
+    "\n"
+    "Sample a running VM as record does, and save, for each sample that produced a stack, what\n"
+    "resolving it took from outside the sampler's code: the perf sample, the in-kernel capture\n"
+    "record, every memory read, the native unwind and native frame names, with the stack\n"
+    "resolved live. test/c/test_replay.c resolves the samples again offline, without a VM or\n"
+    "root, and compares. Format: external/src/capfile.h (gzip, versioned).\n"
+    "\n"
+    "  -o, --output FILE     where to write (required)\n"
+    "  -n, --limit N         keep the first N samples that produced a stack (default 300); the\n"
+    "                        reads of the others are kept only as a pool\n"
+    "\n"
+    "%s"
+    "\n"
+    "Examples:\n"
+    "  extrospect capture -d 3 -n 300 --name fl -o test/captures/otp25-fl.xpcap 4242\n"
+    "  tools/refresh-captures.sh        # all the checked-in captures\n";
+
 static const char usage_top[] =
     "Usage: extrospect top [OPTIONS] PID\n"
     "\n"
@@ -135,6 +155,8 @@ void cli__help(FILE *f, enum cli_command command)
 		fprintf(f, usage_record, sampling_opts);
 	else if (command == CLI_TOP)
 		fprintf(f, usage_top, sampling_opts);
+	else if (command == CLI_CAPTURE)
+		fprintf(f, usage_capture, sampling_opts);
 	else if (command == CLI_PSTACK)
 		fputs(pstack__usage, f);
 	else if (command == CLI_BLAME || command == CLI_SCHED)
@@ -220,7 +242,8 @@ static const struct option longopts[] = {
 
 static bool samples(enum cli_command cmd)
 {
-	return cmd == CLI_RECORD || cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED;
+	return cmd == CLI_RECORD || cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED ||
+	       cmd == CLI_CAPTURE;
 }
 
 /* Which options each command accepts. */
@@ -234,10 +257,11 @@ static bool allowed(enum cli_command cmd, int c)
 	case OPT_JSON:
 		return cmd == CLI_INFO || cmd == CLI_PSTACK || cmd == CLI_SCHED;
 	case 'o':
+		return cmd == CLI_RECORD || cmd == CLI_CAPTURE;
 	case OPT_FORMAT:
 		return cmd == CLI_RECORD;
 	case 'n':
-		return cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED;
+		return cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED || cmd == CLI_CAPTURE;
 	case 'v':
 		return samples(cmd);
 	case OPT_SKID:
@@ -503,8 +527,8 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 			 cmd, argv[optind]);
 		return CLI_USAGE_ERROR;
 	}
-	if (o->command == CLI_RECORD && !o->output) {
-		snprintf(err, errlen, "record: missing -o FILE (see extrospect record --help)");
+	if ((o->command == CLI_RECORD || o->command == CLI_CAPTURE) && !o->output) {
+		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
 	}
 	if (o->command == CLI_RECORD && !format_given)
@@ -516,8 +540,9 @@ static const struct {
 	const char *name;
 	enum cli_command command;
 } commands[] = {
-    {"info", CLI_INFO},	  {"record", CLI_RECORD}, {"top", CLI_TOP},	     {"pstack", CLI_PSTACK},
-    {"blame", CLI_BLAME}, {"sched", CLI_SCHED},	  {"perf-map", CLI_PERFMAP}, {"inject", CLI_INJECT},
+    {"info", CLI_INFO},	       {"record", CLI_RECORD}, {"top", CLI_TOP},
+    {"pstack", CLI_PSTACK},    {"blame", CLI_BLAME},   {"sched", CLI_SCHED},
+    {"perf-map", CLI_PERFMAP}, {"inject", CLI_INJECT}, {"capture", CLI_CAPTURE},
 };
 
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen)
@@ -541,6 +566,8 @@ enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *e
 		if (strcmp(cmd, commands[i].name) == 0)
 			opts->command = commands[i].command;
 	}
+	if (opts->command == CLI_CAPTURE)
+		opts->limit = 300;
 	if (opts->command != CLI_NONE)
 		return parse_command(argc - 1, argv + 1, opts, err, errlen);
 	snprintf(err, errlen, "unknown command '%s' (see extrospect --help)", cmd);

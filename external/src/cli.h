@@ -17,7 +17,8 @@ enum cli_command {
 	CLI_BLAME,
 	CLI_SCHED,
 	CLI_PERFMAP,
-	CLI_INJECT
+	CLI_INJECT,
+	CLI_CAPTURE
 };
 enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE };
 
@@ -31,9 +32,9 @@ struct cli_opts {
 	double duration_s;
 	bool cycles, all_threads, include_idle, only_erlang;
 	const char *erlang_pid, *name;
-	const char *output; /* record */
+	const char *output; /* record, capture */
 	enum cli_format format;
-	unsigned limit;	       /* top, blame, sched: rows */
+	unsigned limit;	       /* top, blame, sched: rows; capture: samples kept */
 	bool skid_summary;     /* top, record, blame */
 	bool keep_priority;    /* sampling commands: do not raise the sampler's priority */
 	bool no_bpf;	       /* sampling commands: no in-kernel capture */

@@ -36,6 +36,9 @@ int cmd__perfmap(const struct cli_opts *o, struct target *t, volatile sig_atomic
 /* perfmap_cmd.c: `perf-map --perf-data FILE PID`, which needs no live VM. Returns a process exit
  * code. */
 int cmd__perfmap_fix_data(const char *path, pid_t pid);
+/* capture_cmd.c */
+int cmd__capture(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+		 size_t errlen);
 /* inject.c: needs no attached target. Returns a process exit code (main.c's EXIT_*). */
 int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
 

@@ -84,6 +84,8 @@ static int run_attached(const struct cli_opts *o, struct target *t, char *msg, s
 		return cmd__sched(o, t, &stop_requested, msg, len);
 	case CLI_PERFMAP:
 		return cmd__perfmap(o, t, &stop_requested, msg, len);
+	case CLI_CAPTURE:
+		return cmd__capture(o, t, &stop_requested, msg, len);
 	default:
 		return -EINVAL;
 	}

@@ -1,7 +1,8 @@
-/* The memory reader: a live backend over process_vm_readv and a snapshot backend over captured
- * regions, behind one mem__read. Every failure is classified and counted here, at the source.
- * Does not own: what to read or what the bytes mean; it never uses ptrace or /proc/PID/mem,
- * so reading never stops or perturbs the target. */
+/* The memory reader: a live backend over process_vm_readv, a snapshot backend over captured
+ * regions and a function backend (replay), behind one mem__read, with an optional tap. Every
+ * failure is classified and counted here, at the source. Does not own: what to read or what the
+ * bytes mean; it never uses ptrace or /proc/PID/mem, so reading never stops or perturbs the target.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 
 #include "mem.h"
 
-enum mem_kind { MEM_LIVE, MEM_SNAPSHOT };
+enum mem_kind { MEM_LIVE, MEM_SNAPSHOT, MEM_FN };
 
 struct mem {
 	enum mem_kind kind;
@@ -17,6 +18,10 @@ struct mem {
 	struct mem_region *regions; /* snapshot: sorted by addr, non-overlapping, own copies */
 	size_t nregions;
 	uint64_t fail[MEM_FAIL_COUNT];
+	mem_read_fn fn;
+	void *fn_ctx;
+	mem_tap_fn tap;
+	void *tap_ctx;
 };
 
 static int mem__fail(struct mem *m, enum mem_fail why, int err)
@@ -38,6 +43,30 @@ int mem__open_live(struct mem **out, pid_t pid)
 	m->pid = pid;
 	*out = m;
 	return 0;
+}
+
+int mem__open_fn(struct mem **out, mem_read_fn fn, void *ctx)
+{
+	struct mem *m;
+
+	if (!out || !fn)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->kind = MEM_FN;
+	m->fn = fn;
+	m->fn_ctx = ctx;
+	*out = m;
+	return 0;
+}
+
+void mem__set_tap(struct mem *m, mem_tap_fn fn, void *ctx)
+{
+	if (!m)
+		return;
+	m->tap = fn;
+	m->tap_ctx = ctx;
 }
 
 static int region_cmp(const void *a, const void *b)
@@ -146,15 +175,32 @@ static int mem__read_snapshot(struct mem *m, uint64_t addr, void *buf, size_t le
 	return mem__fail(m, MEM_FAIL_FAULT, -EFAULT);
 }
 
+static int mem__read_fn(struct mem *m, uint64_t addr, void *buf, size_t len)
+{
+	int rc = m->fn(m->fn_ctx, addr, buf, len);
+
+	if (rc == -ESRCH)
+		return mem__fail(m, MEM_FAIL_GONE, rc);
+	return rc ? mem__fail(m, MEM_FAIL_FAULT, rc < 0 ? rc : -EFAULT) : 0;
+}
+
 int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len)
 {
+	int rc;
+
 	if (!m)
 		return -EINVAL;
 	if (!buf || !len || len > MEM_MAX_READ || len - 1 > UINT64_MAX - addr)
 		return mem__fail(m, MEM_FAIL_BOUNDS, -EINVAL);
 	if (m->kind == MEM_LIVE)
-		return mem__read_live(m, addr, buf, len);
-	return mem__read_snapshot(m, addr, buf, len);
+		rc = mem__read_live(m, addr, buf, len);
+	else if (m->kind == MEM_FN)
+		rc = mem__read_fn(m, addr, buf, len);
+	else
+		rc = mem__read_snapshot(m, addr, buf, len);
+	if (m->tap)
+		m->tap(m->tap_ctx, addr, buf, len, rc);
+	return rc;
 }
 
 int mem__read_u64(struct mem *m, uint64_t addr, uint64_t *out)

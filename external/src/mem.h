@@ -32,6 +32,16 @@ enum mem_fail {
 int mem__open_live(struct mem **out, pid_t pid);
 int mem__open_snapshot(struct mem **out, const struct mem_region *regions, size_t n);
 
+/* A backend served by a function (replay.c: recorded reads, sample by sample): fill buf with
+ * exactly len bytes at addr, or return a negative errno. */
+typedef int (*mem_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+int mem__open_fn(struct mem **out, mem_read_fn fn, void *ctx);
+
+/* Told of every read after it was made (capture.c records them): rc is what mem__read returns,
+ * buf holds the bytes when rc is 0. NULL removes the tap. */
+typedef void (*mem_tap_fn)(void *ctx, uint64_t addr, const void *buf, size_t len, int rc);
+void mem__set_tap(struct mem *m, mem_tap_fn fn, void *ctx);
+
 /* Read exactly len bytes at addr. 0, or -EFAULT, -ESRCH, -EPERM, -EINVAL (bounds). */
 int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len);
 int mem__read_u64(struct mem *m, uint64_t addr, uint64_t *out);

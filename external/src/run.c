@@ -102,6 +102,8 @@ int run__sample(struct run_ctx *ctx)
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;
+	if (ctx->hooks)
+		sampler__set_hooks(s, ctx->hooks);
 	fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n", sampler__nthreads(s),
 		ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
 		ctx->opts.freq_hz,

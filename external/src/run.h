@@ -23,8 +23,9 @@ struct run_ctx {
 	/* Called about once a second while sampling (top's live view), may be NULL. */
 	void (*tick)(struct run_ctx *ctx, const struct sampler_stats *st);
 	void *user;
-	bool target_exited;	    /* set when the VM went away mid-run */
-	struct sampler_stats final; /* the sampler's numbers at the end */
+	const struct sampler_hooks *hooks; /* capture: given to the sampler, may be NULL */
+	bool target_exited;		   /* set when the VM went away mid-run */
+	struct sampler_stats final;	   /* the sampler's numbers at the end */
 	struct perf_stats final_perf;
 	struct unwind_stats final_unwind;
 	struct kcap_stats final_kcap; /* zero without the in-kernel capture */

@@ -75,7 +75,7 @@ static void refresh_jit(struct sampler *s, uint64_t min_ns)
 	struct jitmap *m = NULL;
 	uint64_t now = now_ns();
 
-	if (!a->present || now - s->jit_tried_ns < min_ns)
+	if (s->replay || !a->present || now - s->jit_tried_ns < min_ns)
 		return;
 	if (jitmap__read_descriptor(s->t->mem, (uint64_t)a->value, &d) ||
 	    same_descriptor(&d, &s->jdesc))
@@ -104,7 +104,7 @@ static bool refresh_maps(struct sampler *s, uint64_t pc)
 	struct proc_maps *m = NULL;
 	uint64_t now = now_ns();
 
-	if (now - s->maps_tried_ns < MAPS_REFRESH_NS)
+	if (s->replay || now - s->maps_tried_ns < MAPS_REFRESH_NS)
 		return false;
 	s->maps_tried_ns = now;
 	if (proc_maps__load(s->t->pid, &m))
@@ -123,7 +123,7 @@ static const struct jit_range *lookup_jit(struct sampler *s, uint64_t pc, bool *
 	const struct jit_range *r = jitmap__lookup(s->t->jit, pc);
 
 	*unnamed = false;
-	if (r || unwinder__module(s->unw, pc))
+	if (r || sampler_src__module(s, pc))
 		return r;
 	refresh_jit(s, JIT_REFRESH_MISS_NS);
 	r = jitmap__lookup(s->t->jit, pc);
@@ -239,6 +239,8 @@ static int read_stack(struct sampler *s, const struct perf_sample *ps, uint64_t 
 	if (want > STACK_CAP_BYTES)
 		want = STACK_CAP_BYTES;
 	have = copy_from(ps->regs[PERF_R_SP], ps->stack, ps->stack_size, e, w, want);
+	s->stack_used = have ? e - ps->regs[PERF_R_SP] + have : 0;
+	s->stack_e = e;
 	if (k && have < want)
 		have += copy_from(k->stack_addr, k->stack, k->stack_len, e + have, w + have,
 				  want - have);
@@ -318,6 +320,7 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 	uint64_t len;
 
 	s->live_read = s->heap_moved = s->top_live = false;
+	s->stack_used = s->stack_e = 0;
 	if (!*e && s->cap && (p->stop <= p->heap || p->stop >= p->hend)) {
 		/* Captured in a garbage collection, from stop on: the stack already copied to the
 		 * new heap, whose end is not known yet; it ends at normal_exit. */
@@ -355,6 +358,7 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 		 * with E parked in rbp (plain) or c_p->stop (reference §2). With a capture, p is
 		 * as the sample saw it: only the second can be. */
 		if (!s->cap && !(*e & 7) && stack_from_copy(s, ps->stack, ps->stack_size, nwords)) {
+			s->stack_used = *nwords * 8;
 			*complete = true;
 			s->heap_moved = true;
 			return 0;
@@ -396,7 +400,7 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 {
 	bool known;
 
-	unwinder__unwind(s->unw, ps, is_jit, s, w->ur);
+	sampler_src__unwind(s, ps, is_jit, w->ur);
 	if (w->ur->stop != UNWIND_STOP_JIT) {
 		s->st.native_stopped++;
 		return false;
@@ -516,16 +520,6 @@ static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64
 				watch_sched(s, &s->t->sched[i]);
 		}
 	}
-}
-
-/* The sample's in-kernel capture. The capture reaches its ring before the sample reaches perf's:
- * draining the ring up to the sample's time now finds it (two loads when the ring is empty). */
-static const struct kcap_rec *capture_of(struct sampler *s, const struct perf_sample *ps)
-{
-	if (!s->kc)
-		return NULL;
-	kcapture__drain(s->kc, ps->time);
-	return kcapture__find(s->kc, ps->tid, ps->time, ps->regs[PERF_R_IP], ps->regs[PERF_R_SP]);
 }
 
 /* The stack's check against the sample, for a stack not wholly the sample's own: a native
@@ -655,7 +649,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		return;
 	}
 	/* Claimed for every sample, used or not, so that captures do not pile up. */
-	k = capture_of(s, ps);
+	k = sampler_src__capture(s, ps);
 	if (!sch && !s->opts.all_threads) {
 		s->st.dropped[DROP_UNKNOWN_THREAD]++;
 		return;
@@ -723,7 +717,13 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 
 static void on_sample(const struct perf_sample *ps, void *ctx)
 {
-	resolve(ctx, ps);
+	struct sampler *s = ctx;
+
+	if (s->hooks.begin)
+		s->hooks.begin(s->hooks.ctx, ps);
+	resolve(s, ps);
+	if (s->hooks.end)
+		s->hooks.end(s->hooks.ctx, s);
 }
 
 /* The in-kernel capture, unless --no-bpf or the kernel says no (st.kcapture_why). Each scheduler
@@ -824,8 +824,10 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 	return rc;
 }
 
-int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *agg,
-		 struct sampler **out, char *err, size_t errlen)
+/* What a live and a replayed sampler share: the JIT map's configuration, the caches, the Process
+ * reader. */
+static int sampler_setup(struct target *t, const struct sampler_opts *opts, struct agg *agg,
+			 struct sampler **out, char *err, size_t errlen)
 {
 	const struct target_value *xr = &t->off[XP_OFF_REGS_X_REG_ARRAY];
 	struct sampler *s;
@@ -873,6 +875,21 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 	erlang_stack__cfg(&s->ecfg, t->jit, t->frame_layout,
 			  (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value, t->layout);
 	verify_returns(s);
+	*out = s;
+	return 0;
+cleanup:
+	sampler__free(s);
+	return rc;
+}
+
+int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *agg,
+		 struct sampler **out, char *err, size_t errlen)
+{
+	struct sampler *s;
+	int rc;
+
+	if ((rc = sampler_setup(t, opts, agg, &s, err, errlen)))
+		return rc;
 	if ((rc = unwinder__new(&s->unw, t->pid, t->maps, t->mem))) {
 		snprintf(err, errlen, "cannot set up native unwinding: %s", strerror(-rc));
 		goto cleanup;
@@ -885,6 +902,24 @@ int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *
 cleanup:
 	sampler__free(s);
 	return rc;
+}
+
+int sampler__new_replay(struct target *t, const struct sampler_opts *opts, struct agg *agg,
+			const struct sampler_hooks *h, struct sampler **out, char *err,
+			size_t errlen)
+{
+	int rc = sampler_setup(t, opts, agg, out, err, errlen);
+
+	if (rc)
+		return rc;
+	(*out)->replay = true;
+	(*out)->hooks = *h;
+	return 0;
+}
+
+void sampler__resolve_one(struct sampler *s, const struct perf_sample *ps)
+{
+	resolve(s, ps);
 }
 
 int sampler__poll(struct sampler *s, int timeout_ms)

@@ -95,6 +95,24 @@ struct sampler_stats {
 
 struct sampler;
 
+/* What the per-sample algorithm takes from outside the VM's memory, for capture.c and replay.c.
+ * Replay: each set source replaces the live one (the unwinder, the in-kernel capture, native
+ * frame names and their modules). Capture: each saw_* is told what a live source gave. begin and
+ * end bracket every sample. All may be NULL; none is set in `record`, `top`, ... */
+struct sampler_hooks {
+	void *ctx;
+	void (*unwind)(void *ctx, const struct perf_sample *ps, struct unwind_result *out);
+	const struct kcap_rec *(*capture)(void *ctx, const struct perf_sample *ps);
+	int (*name)(void *ctx, const struct unwind_frame *f, char *buf, size_t len);
+	const char *(*module)(void *ctx, uint64_t pc);
+	void (*saw_unwind)(void *ctx, const struct unwind_result *ur);
+	void (*saw_capture)(void *ctx, const struct kcap_rec *k);
+	void (*saw_name)(void *ctx, const struct unwind_frame *f, int rc, const char *name);
+	void (*saw_module)(void *ctx, uint64_t pc, const char *module);
+	void (*begin)(void *ctx, const struct perf_sample *ps);
+	void (*end)(void *ctx, const struct sampler *s);
+};
+
 int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *agg,
 		 struct sampler **out, char *err, size_t errlen);
 /* Poll once (up to timeout_ms) and resolve what arrived. 0, or -ESRCH when the VM is gone. */
@@ -107,5 +125,20 @@ void sampler__more_stats(const struct sampler *s, struct unwind_stats *unw, stru
 size_t sampler__nthreads(const struct sampler *s);
 const char *sampler__drop_name(enum sampler_drop d);
 void sampler__free(struct sampler *s);
+
+/* sampler_src.c: hooks for a live sampler (capture.c), set before its first poll. */
+void sampler__set_hooks(struct sampler *s, const struct sampler_hooks *h);
+/* The bytes of the last sample's perf stack copy the Erlang stack was taken from (the rest was
+ * only the native unwinder's): what a capture keeps of it. */
+uint64_t sampler__stack_used(const struct sampler *s);
+/* E of the last sample's stack read from its copies ([E, hend)), 0 when none was. */
+uint64_t sampler__stack_e(const struct sampler *s);
+/* A sampler with no perf events, unwinder or in-kernel capture: every sample is handed to
+ * sampler__resolve_one and served by h (replay.c). No JIT map or maps refresh. */
+int sampler__new_replay(struct target *t, const struct sampler_opts *opts, struct agg *agg,
+			const struct sampler_hooks *h, struct sampler **out, char *err,
+			size_t errlen);
+/* Resolve one sample exactly as a live poll does. */
+void sampler__resolve_one(struct sampler *s, const struct perf_sample *ps);
 
 #endif /* XP_SAMPLER_H */

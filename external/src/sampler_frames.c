@@ -98,11 +98,11 @@ static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_
 		*id = slot->id;
 		return 0;
 	}
-	if (unwinder__name_frame(s->unw, f, false, name, sizeof(name)))
+	if (sampler_src__name(s, f, name, sizeof(name)))
 		snprintf(name, sizeof(name), "[unknown]");
 	if (agg__frame(s->agg, name, FRAME_NATIVE, id))
 		return -ENOMEM;
-	agg__frame_set_module(s->agg, *id, unwinder__module(s->unw, f->pc));
+	agg__frame_set_module(s->agg, *id, sampler_src__module(s, f->pc));
 	*slot =
 	    (struct native_name){.pc = f->pc, .id = *id, .activation = f->activation, .used = true};
 	return 0;

@@ -88,6 +88,10 @@ struct sampler {
 	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
 	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
 	char filter_pid[32];
+	struct sampler_hooks hooks; /* capture or replay (sampler_src.c), else all NULL */
+	bool replay;		    /* sampler__new_replay: no perf, unwinder or refresh */
+	uint64_t stack_used;	    /* sampler__stack_used */
+	uint64_t stack_e;	    /* sampler__stack_used */
 };
 
 bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p);
@@ -103,5 +107,12 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *rec,
 				     struct process_view *p, const char *why,
 				     const struct unwind_result *ur);
+
+/* sampler_src.c: the sources beside memory, live or from the hooks. */
+void sampler_src__unwind(struct sampler *s, const struct perf_sample *ps, unwind_is_jit_fn is_jit,
+			 struct unwind_result *ur);
+const struct kcap_rec *sampler_src__capture(struct sampler *s, const struct perf_sample *ps);
+int sampler_src__name(struct sampler *s, const struct unwind_frame *f, char *buf, size_t len);
+const char *sampler_src__module(struct sampler *s, uint64_t pc);
 
 #endif /* XP_SAMPLER_INT_H */
