@@ -3,7 +3,8 @@
 %% binary comprehensions, records, maps, binaries, funs, and long chains of nested operators), so
 %% the compiler's passes recurse deeply, non-tail, through code nobody wrote for a profiler.
 %% Two registered processes then loop over it until the VM stops:
-%%   xp_compiler     erl_scan:string, erl_parse:parse_form, compile:forms(Forms, [binary, return])
+%%   xp_compiler     erl_scan:string, erl_parse:parse_form, compile:forms(Forms, [binary, return,
+%%                   no_spawn_compiler_process]): it compiles in itself, so profiles name it
 %%   xp_compiler_pp  erl_pp:form of every form, then erl_scan / erl_parse of the printed text
 %% Uses only erlang-base (compiler, stdlib), so it runs on the host OTP 25 and in the 27 / 29 chroots.
 %%   erl -noshell ... -run xp_compiler start READYFILE agent|noagent HARNESS_OS_PID
@@ -57,8 +58,10 @@ answer(Name, N) ->
     after 0 -> ok
     end.
 
+%% no_spawn_compiler_process: compile:forms/2 otherwise runs in a process of its own
+%% (erlang:apply/2), and profiles would not show the work under the registered name.
 compile_text(Text) ->
-    compile:forms(parse(Text), [binary, return]).
+    compile:forms(parse(Text), [binary, return, no_spawn_compiler_process]).
 
 %% Scans the whole text, then parses it one form (up to each dot) at a time.
 parse(Text) ->
