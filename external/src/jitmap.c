@@ -48,6 +48,7 @@ struct jit_seg {
 };
 
 struct jitmap {
+	struct jit_descriptor desc; /* as read right before the walk (jitmap__load) */
 	struct jit_range *ranges;
 	size_t nranges, cap_ranges;
 	struct jit_module_info *mods;
@@ -480,6 +481,7 @@ int jitmap__load(struct mem *m, uint64_t desc_addr, struct jitmap **out)
 	err = jitmap__new(&map);
 	if (err)
 		return err;
+	map->desc = d;
 	err = walk(m, map, d.first_entry);
 	if (err)
 		goto cleanup;
@@ -489,6 +491,11 @@ int jitmap__load(struct mem *m, uint64_t desc_addr, struct jitmap **out)
 cleanup:
 	jitmap__free(map);
 	return err;
+}
+
+const struct jit_descriptor *jitmap__descriptor(const struct jitmap *m)
+{
+	return &m->desc;
 }
 
 static int range_cmp(const void *a, const void *b)

@@ -56,6 +56,10 @@ struct jitmap;
 /* Read the descriptor's four fields. 0, or a negative errno (-EFAULT...), or -EPROTO when the
  * fields do not look like a GDB JIT descriptor (version != 1, action > 2). */
 int jitmap__read_descriptor(struct mem *m, uint64_t addr, struct jit_descriptor *out);
+/* The descriptor as jitmap__load read it before walking: what the map holds is at least as new
+ * (zero for a map built otherwise). A module registered during the walk changes the descriptor
+ * after it, so comparing with this one re-walks. */
+const struct jit_descriptor *jitmap__descriptor(const struct jitmap *m);
 
 /* Walk and parse every entry. Entries that fail to read or parse are skipped and counted; the walk
  * itself fails only when the descriptor is unreadable or the chain is broken at the head. */

@@ -848,9 +848,10 @@ static int sampler_setup(struct target *t, const struct sampler_opts *opts, stru
 	s->lea_disp = (uint8_t)(-(xr->present ? (int)xr->value : 0));
 	if (opts->erlang_pid)
 		snprintf(s->filter_pid, sizeof(s->filter_pid), "%s", opts->erlang_pid);
-	if (t->addr[XP_ADDR_JIT_DESCRIPTOR].present)
-		jitmap__read_descriptor(t->mem, (uint64_t)t->addr[XP_ADDR_JIT_DESCRIPTOR].value,
-					&s->jdesc);
+	/* The descriptor the map was walked from, not one read now: a module loaded since would
+	 * make the map look current and never be re-walked (seen: a module loaded while attaching
+	 * stayed "[unnamed JIT code]" for a whole run). */
+	s->jdesc = *jitmap__descriptor(t->jit);
 	s->jit_tried_ns = now_ns();
 	s->words = malloc(STACK_CAP_BYTES);
 	if (!s->words || callsite__new(&s->calls, t->mem)) {
