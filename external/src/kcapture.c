@@ -69,15 +69,22 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0; /* failures reach the caller as why */
 }
 
-/* The verifier's last line (a one-line reason), or "". */
+/* The verifier's last word (a one-line reason), or "": its last line, past the statistics it
+ * ends with ("processed N insns ...", "verification time ..."). */
 static const char *last_line(char *log)
 {
 	char *line;
 
-	while ((line = strrchr(log, '\n')) && line[1] == '\0')
-		*line = '\0';
-	line = strrchr(log, '\n');
-	return line ? line + 1 : log;
+	for (;;) {
+		while ((line = strrchr(log, '\n')) && line[1] == '\0')
+			*line = '\0';
+		line = strrchr(log, '\n');
+		line = line ? line + 1 : log;
+		if (line == log || (strncmp(line, "processed ", 10) != 0 &&
+				    strncmp(line, "verification time", 17) != 0))
+			return line;
+		line[-1] = '\0';
+	}
 }
 
 /* Open the skeleton, size its maps, set the offsets it copies, load it. */
