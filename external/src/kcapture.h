@@ -13,11 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define KCAP_SPAN_MAX 512u /* Process bytes copied: process_reader's bounds span */
-/* Stack bytes copied at most: with perf's own copy, a stack of 136 KiB (17,000 words, some 5,000
- * frames of a deep non-tail recursion) is walked as it was at the sample. The copy is as long as
- * the stack, so only deep stacks pay for it: about 10 us per sample at this bound. */
-#define KCAP_STACK_MAX (128u * 1024)
+#include "kcapture_layout.h" /* KCAP_SPAN_MAX, KCAP_STACK_MAX */
 
 /* What to copy: the Process bytes [cp + span_lo, cp + span_lo + span_len), and from them the
  * offsets (inside the Process) of the fields that bound the stack. All from the layout (layout.c

@@ -1,0 +1,170 @@
+/* The in-kernel capture program (see kcapture.h), run by every perf sample of the VM's scheduler
+ * threads in the sampled thread's context: find the running Process (the scheduler's
+ * current_process when the sampler told us where it lives, else r13), copy its bounds span and a
+ * part of its Erlang stack, and append the lot to a ring buffer. Reads x86-64 user registers, so it
+ * is built for __TARGET_ARCH_x86 only. Does not own: loading it, reading the ring (kcapture.c). */
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "kcapture_layout.h"
+
+#if !defined(bpf_target_x86)
+#error "the capture program reads x86-64 registers: build it with -D__TARGET_ARCH_x86"
+#endif
+/* The sampled registers are the x86-64 uapi struct pt_regs (asm/ptrace.h), r13 included. */
+_Static_assert(sizeof(bpf_user_pt_regs_t) == 21 * 8, "x86-64 struct pt_regs");
+_Static_assert(__builtin_offsetof(bpf_user_pt_regs_t, r13) == 2 * 8, "x86-64 struct pt_regs");
+
+#define PAGE 4096u
+
+/* Set by kcapture.c before load (kcap_cfg); the verifier sees them as constants. */
+const volatile __u32 span_lo, span_len;
+const volatile __u32 htop_off, hend_off, stop_off, heap_off;
+const volatile __u32 perf_stack;
+
+/* The capture is built in this CPU's slot of an array (a per-CPU map's values are limited to
+ * 32 KiB): a perf event's program runs with interrupts off, alone on its CPU. max_entries is the
+ * number of possible CPUs, set before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kcap_raw);
+} scratch SEC(".maps");
+
+/* tid -> the address of its scheduler's current_process (kcapture__watch). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KCAP_WATCH_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} watch SEC(".maps");
+
+/* Sized before load (ring_bytes in kcapture.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096 * 1024);
+} ring SEC(".maps");
+
+/* A field of the copied Process span (off: its offset in the Process, inside the span). */
+static __always_inline __u64 field(const struct kcap_raw *r, __u32 off)
+{
+	return *(const __u64 *)(r->span + (off - span_lo));
+}
+
+/* Copy len bytes from addr on to the capture. */
+static __always_inline int copy_at(struct kcap_raw *r, __u64 addr, __u64 len)
+{
+	if (len > KCAP_STACK_MAX) /* for the verifier */
+		return -1;
+	r->stack_addr = addr;
+	if (bpf_probe_read_user(r->stack, len, (const void *)addr))
+		return -1;
+	r->stack_len = len;
+	return 0;
+}
+
+/* Copy len bytes: the ones below edge (up: edge is hend) or from edge on (!up: edge is stop). */
+static __always_inline int try_copy(struct kcap_raw *r, __u64 edge, __u64 len, bool up)
+{
+	return copy_at(r, up ? edge - len : edge, len);
+}
+
+/* Copy up to len bytes; pages never touched make bpf_probe_read_user fail rather than fault them
+ * in: if the whole span fails, try the page at its end (up: hend's) and the next one, then that
+ * page alone. */
+static __always_inline void copy_stack(struct kcap_raw *r, __u64 edge, __u64 len, bool up)
+{
+	/* The bytes of edge's page below edge (up) or from edge on (!up), 1..PAGE. */
+	__u64 part = ((up ? edge - 1 : -edge - 1) & (PAGE - 1)) + 1;
+
+	if (!try_copy(r, edge, len, up))
+		return;
+	if (len > part + PAGE) {
+		len = part + PAGE;
+		if (!try_copy(r, edge, len, up))
+			return;
+	}
+	if (len > part)
+		try_copy(r, edge, part, up);
+}
+
+static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp)
+{
+	__u64 stop, hend, htop, from;
+
+	if (bpf_probe_read_user(r->span, span_len, (const void *)(cp + span_lo)))
+		return;
+	r->flags |= F_SPAN_OK;
+	/* In a garbage collection stop already points into the new heap while heap and hend are
+	 * still the old block's: copy from stop on (the new block's end is not known yet). */
+	stop = field(r, stop_off);
+	hend = field(r, hend_off);
+	if (stop <= field(r, heap_off) || stop >= hend) {
+		copy_stack(r, stop, KCAP_STACK_MAX, false);
+		return;
+	}
+	/* The stack lies in [htop, hend): htop as stored may lag the live one, never pass E. */
+	htop = field(r, htop_off);
+	if (htop >= hend)
+		return;
+	if (rsp <= htop || rsp >= hend) {
+		/* In native code E is not known here: copy the stack's bottom part, up to hend. */
+		copy_stack(r, hend, hend - htop < KCAP_STACK_MAX ? hend - htop : KCAP_STACK_MAX,
+			   true);
+		return;
+	}
+	/* In JIT code rsp is E: the stack is [rsp, hend), of which perf copies the first perf_stack
+	 * bytes; copy on from there (nothing when perf's copy holds it all). */
+	from = rsp + perf_stack;
+	if (from >= hend)
+		return;
+	copy_at(r, from, hend - from < KCAP_STACK_MAX ? hend - from : KCAP_STACK_MAX);
+}
+
+SEC("perf_event")
+int kcapture(struct bpf_perf_event_data *ctx)
+{
+	bpf_user_pt_regs_t *regs = &ctx->regs;
+	struct kcap_raw *r;
+	__u64 *where, cp, len;
+	__u32 cpu, tid;
+
+	/* A sample taken in the kernel has kernel registers here (perf excludes those anyway). */
+	if ((regs->cs & 3) != 3)
+		return 1;
+	cpu = bpf_get_smp_processor_id();
+	r = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!r)
+		return 1;
+	r->pid_tgid = bpf_get_current_pid_tgid();
+	tid = (__u32)r->pid_tgid;
+	r->time = bpf_ktime_get_ns(); /* perf's clock with use_clockid CLOCK_MONOTONIC */
+	r->ip = PT_REGS_IP(regs);
+	r->sp = PT_REGS_SP(regs);
+	r->flags = 0;
+	r->stack_addr = 0;
+	r->stack_len = 0;
+	cp = regs->r13;
+	/* The scheduler's current_process, when we know where this thread keeps it. */
+	where = bpf_map_lookup_elem(&watch, &tid);
+	if (where && !bpf_probe_read_user(&r->cp, sizeof(r->cp), (const void *)*where)) {
+		cp = r->cp;
+		r->flags = F_FROM_SCHEDULER;
+	}
+	r->cp = cp;
+	if (cp)
+		copy_process(r, cp, PT_REGS_SP(regs));
+	len = r->stack_len;
+	if (len > KCAP_STACK_MAX)
+		return 1;
+	/* No wake-up: the sampler drains the ring whenever perf wakes it. */
+	bpf_ringbuf_output(&ring, r, H_STACK + len, BPF_RB_NO_WAKEUP);
+	/* Non-zero: perf writes its sample as usual. */
+	return 1;
+}
+
+char LICENSE[] SEC("license") = "GPL"; /* bpf_probe_read_user is GPL-only */

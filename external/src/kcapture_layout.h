@@ -1,0 +1,55 @@
+/* The in-kernel capture's record, shared by the BPF program (kcapture.bpf.c) and its reader
+ * (kcapture.c): the bounds of what it copies and the byte offset of each field. Plain constants
+ * and fixed-width types only, so that both the BPF target and the host compile it. Does not own:
+ * what the copied bytes mean (process.c, sampler.c). */
+#ifndef XP_KCAPTURE_LAYOUT_H
+#define XP_KCAPTURE_LAYOUT_H
+
+#include <linux/types.h>
+
+#define KCAP_SPAN_MAX 512u /* Process bytes copied: process_reader's bounds span */
+/* Stack bytes copied at most: with perf's own copy, a stack of 136 KiB (17,000 words, some 5,000
+ * frames of a deep non-tail recursion) is walked as it was at the sample. The copy is as long as
+ * the stack, so only deep stacks pay for it: about 10 us per sample at this bound. */
+#define KCAP_STACK_MAX (128u * 1024)
+
+#define KCAP_WATCH_MAX 4096 /* scheduler threads the program looks up */
+
+#define F_FROM_SCHEDULER 1u /* cp is the scheduler's current_process, not r13 */
+#define F_SPAN_OK	 2u /* span holds the Process bytes */
+
+/* One capture as the program writes it; the ring gets its first H_STACK + stack_len bytes. */
+struct kcap_raw {
+	__u64 pid_tgid;
+	__u64 time; /* bpf_ktime_get_ns: CLOCK_MONOTONIC, perf's clock */
+	__u64 ip, sp;
+	__u64 cp;
+	__u64 flags; /* F_* */
+	__u64 stack_addr, stack_len;
+	__u8 span[KCAP_SPAN_MAX];
+	__u8 stack[KCAP_STACK_MAX];
+};
+
+/* The same layout as byte offsets, for the reader. */
+enum {
+	H_PIDTGID = 0,
+	H_TIME = 8,
+	H_IP = 16,
+	H_SP = 24,
+	H_CP = 32,
+	H_FLAGS = 40,
+	H_STACK_ADDR = 48,
+	H_STACK_LEN = 56,
+	H_SPAN = 64,
+	H_STACK = H_SPAN + KCAP_SPAN_MAX,
+	H_MAX = H_STACK + KCAP_STACK_MAX,
+};
+
+_Static_assert(__builtin_offsetof(struct kcap_raw, time) == H_TIME, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, flags) == H_FLAGS, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, stack_len) == H_STACK_LEN, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, span) == H_SPAN, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, stack) == H_STACK, "kcap_raw layout");
+_Static_assert(sizeof(struct kcap_raw) == H_MAX, "kcap_raw layout");
+
+#endif /* XP_KCAPTURE_LAYOUT_H */
