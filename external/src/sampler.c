@@ -321,9 +321,10 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 
 	s->live_read = s->heap_moved = s->top_live = false;
 	s->stack_used = s->stack_e = 0;
-	if (!*e && s->cap && (p->stop <= p->heap || p->stop >= p->hend)) {
+	if ((!*e || *e == p->stop) && s->cap && (p->stop <= p->heap || p->stop >= p->hend)) {
 		/* Captured in a garbage collection, from stop on: the stack already copied to the
-		 * new heap, whose end is not known yet; it ends at normal_exit. */
+		 * new heap, whose end is not known yet; it ends at normal_exit. A native sample's
+		 * (E from the call site) or a parked process's (dirty, system task: E is stop). */
 		*e = p->stop;
 		if (s->cap->stack_addr != p->stop || (*e & 7) ||
 		    !stack_from_copy(s, s->cap->stack, s->cap->stack_len, nwords))
@@ -581,7 +582,6 @@ static bool native_cut(struct sampler *s, struct sample_record *rec, const struc
 		s->st.excluded_filter++;
 		return true;
 	}
-	s->st.captured++;
 	sampler_frames__unknown_callers(s, rec, &p, why, ur);
 	return true;
 }
