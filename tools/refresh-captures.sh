@@ -6,8 +6,8 @@
 # Environment: XP_CAP_SAMPLES (default 900), XP_CAP_RATE (default 997), XP_CAP_SECS (default 5).
 set -euo pipefail
 XP_REPO=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=../test/e2e/lib.sh
-source "$XP_REPO/test/e2e/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../test/e2e/lib.sh
+. "$XP_REPO/test/e2e/lib.sh"
 xp_require_sampler
 out=$XP_REPO/test/captures
 for otp in "${@:-25 27 29}"; do

@@ -35,12 +35,12 @@ struct {
 	__type(value, struct kcap_raw);
 } scratch SEC(".maps");
 
-/* tid -> the address of its scheduler's current_process (kcapture__watch). */
+/* tid -> where its scheduler keeps current_process and registers (kcapture__watch). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, KCAP_WATCH_MAX);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct kcap_watch);
 } watch SEC(".maps");
 
 /* Sized before load (ring_bytes in kcapture.c). */
@@ -125,12 +125,32 @@ static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp
 	copy_at(r, from, hend - from < KCAP_STACK_MAX ? hend - from : KCAP_STACK_MAX);
 }
 
+/* A sample in C deeper than perf's copy of it: copy the rest of the native stack, up to the
+ * runtime stack's top (*registers: where the JIT's calls into C start), after the Erlang stack's
+ * copy, so that the sampler unwinds it as it was. */
+static __always_inline void copy_native(struct kcap_raw *r, __u64 registers_addr, __u64 rsp)
+{
+	__u64 top, from, len, at = r->stack_len;
+
+	if (!registers_addr || bpf_probe_read_user(&top, sizeof(top), (const void *)registers_addr))
+		return;
+	from = rsp + perf_stack;
+	if (top <= from || top - rsp > (1u << 20) || at > KCAP_STACK_MAX)
+		return;
+	len = top - from < KCAP_CSTACK_MAX ? top - from : KCAP_CSTACK_MAX;
+	if (bpf_probe_read_user(r->stack + at, len, (const void *)from))
+		return;
+	r->cstack_addr = from;
+	r->cstack_len = len;
+}
+
 SEC("perf_event")
 int kcapture(struct bpf_perf_event_data *ctx)
 {
 	bpf_user_pt_regs_t *regs = &ctx->regs;
 	struct kcap_raw *r;
-	__u64 *where, cp, len;
+	struct kcap_watch *where;
+	__u64 cp, len;
 	__u32 cpu, tid;
 
 	/* A sample taken in the kernel has kernel registers here (perf excludes those anyway). */
@@ -148,18 +168,23 @@ int kcapture(struct bpf_perf_event_data *ctx)
 	r->flags = 0;
 	r->stack_addr = 0;
 	r->stack_len = 0;
+	r->cstack_addr = 0;
+	r->cstack_len = 0;
 	cp = regs->r13;
 	/* The scheduler's current_process, when we know where this thread keeps it. */
 	where = bpf_map_lookup_elem(&watch, &tid);
-	if (where && !bpf_probe_read_user(&r->cp, sizeof(r->cp), (const void *)*where)) {
+	if (where &&
+	    !bpf_probe_read_user(&r->cp, sizeof(r->cp), (const void *)where->current_process)) {
 		cp = r->cp;
 		r->flags = F_FROM_SCHEDULER;
 	}
 	r->cp = cp;
 	if (cp)
 		copy_process(r, cp, PT_REGS_SP(regs));
-	len = r->stack_len;
-	if (len > KCAP_STACK_MAX)
+	if (where)
+		copy_native(r, where->registers, PT_REGS_SP(regs));
+	len = r->stack_len + r->cstack_len;
+	if (len > KCAP_STACK_MAX + KCAP_CSTACK_MAX)
 		return 1;
 	/* No wake-up: the sampler drains the ring whenever perf wakes it. */
 	bpf_ringbuf_output(&ring, r, H_STACK + len, BPF_RB_NO_WAKEUP);

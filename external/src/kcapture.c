@@ -267,12 +267,15 @@ int kcapture__prog_fd(const struct kcapture *k)
 	return k ? k->prog_fd : -1;
 }
 
-int kcapture__watch(struct kcapture *k, pid_t tid, uint64_t current_process_addr)
+int kcapture__watch(struct kcapture *k, pid_t tid, uint64_t current_process_addr,
+		    uint64_t registers_addr)
 {
 #if defined(__x86_64__)
 	uint32_t key = (uint32_t)tid;
+	struct kcap_watch w = {.current_process = current_process_addr,
+			       .registers = registers_addr};
 
-	return bpf_map_update_elem(k->watch_fd, &key, &current_process_addr, BPF_ANY);
+	return bpf_map_update_elem(k->watch_fd, &key, &w, BPF_ANY);
 #else
 	return -ENOTSUP;
 #endif
@@ -284,7 +287,7 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 {
 	struct slot *s = &k->slots[k->next];
 	struct kcap_rec *r = &s->rec;
-	uint64_t v[8], flags;
+	uint64_t v[H_SPAN / 8], flags;
 
 	k->st.records++;
 	if (len < H_STACK || len > H_MAX) {
@@ -320,6 +323,11 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 	if (r->stack_len > len - H_STACK || !r->span)
 		r->stack_len = 0;
 	r->stack = r->stack_len ? s->buf + H_STACK : NULL;
+	r->cstack_addr = v[H_CSTACK_ADDR / 8];
+	r->cstack_len = v[H_CSTACK_LEN / 8];
+	if (r->cstack_len > len - H_STACK - r->stack_len)
+		r->cstack_len = 0;
+	r->cstack = r->cstack_len ? s->buf + H_STACK + r->stack_len : NULL;
 	s->used = true;
 	k->next = (k->next + 1) % KCAP_PENDING;
 }

@@ -42,6 +42,11 @@ struct kcap_rec {
 	uint64_t stack_addr;
 	const uint8_t *stack; /* NULL when nothing was copied */
 	size_t stack_len;
+	/* The native stack beyond perf's copy of it, [cstack_addr, + cstack_len): it starts where
+	 * perf's copy ends, and ends at the runtime stack's top or after KCAP_CSTACK_MAX bytes. */
+	uint64_t cstack_addr;
+	const uint8_t *cstack; /* NULL when not copied (perf's copy held it, or not watched) */
+	size_t cstack_len;
 };
 
 struct kcap_stats {
@@ -60,7 +65,8 @@ int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why,
 int kcapture__prog_fd(const struct kcapture *k);
 /* Tell the program where thread tid's scheduler keeps its current process (the address of
  * esdp->current_process): exact at the sample, where r13 may be a native function's scratch. */
-int kcapture__watch(struct kcapture *k, pid_t tid, uint64_t current_process_addr);
+int kcapture__watch(struct kcapture *k, pid_t tid, uint64_t current_process_addr,
+		    uint64_t registers_addr);
 /* Move the captures written so far, up to those taken a little after time upto (perf's clock),
  * out of the kernel's ring. Call with each sample's time before kcapture__find, reading the
  * samples in time order (perf_session__poll does): a capture reaches its ring before its sample

@@ -13,7 +13,19 @@
  * the stack, so only deep stacks pay for it: about 10 us per sample at this bound. */
 #define KCAP_STACK_MAX (128u * 1024)
 
+/* Native stack bytes copied at most beyond perf's own copy, up to the runtime stack's top (the
+ * scheduler's registers block, where every call from JIT code into C starts): a BIF whose frame
+ * is larger than perf's copy (binary_to_term's is 16 KiB) is unwound as it was at the sample.
+ * Copied only when the C stack is deeper than perf's copy. */
+#define KCAP_CSTACK_MAX (32u * 1024)
+
 #define KCAP_WATCH_MAX 4096 /* scheduler threads the program looks up */
+
+/* A watched scheduler thread: where its scheduler data keeps current_process and registers. */
+struct kcap_watch {
+	__u64 current_process; /* address of esdp->current_process */
+	__u64 registers;       /* address of esdp->registers, 0 when unknown */
+};
 
 #define F_FROM_SCHEDULER 1u /* cp is the scheduler's current_process, not r13 */
 #define F_SPAN_OK	 2u /* span holds the Process bytes */
@@ -26,8 +38,10 @@ struct kcap_raw {
 	__u64 cp;
 	__u64 flags; /* F_* */
 	__u64 stack_addr, stack_len;
+	__u64 cstack_addr, cstack_len; /* the native stack's part beyond perf's copy */
 	__u8 span[KCAP_SPAN_MAX];
-	__u8 stack[KCAP_STACK_MAX];
+	/* The Erlang stack's copy, then (at stack + stack_len) the native one's. */
+	__u8 stack[KCAP_STACK_MAX + KCAP_CSTACK_MAX];
 };
 
 /* The same layout as byte offsets, for the reader. */
@@ -40,14 +54,17 @@ enum {
 	H_FLAGS = 40,
 	H_STACK_ADDR = 48,
 	H_STACK_LEN = 56,
-	H_SPAN = 64,
+	H_CSTACK_ADDR = 64,
+	H_CSTACK_LEN = 72,
+	H_SPAN = 80,
 	H_STACK = H_SPAN + KCAP_SPAN_MAX,
-	H_MAX = H_STACK + KCAP_STACK_MAX,
+	H_MAX = H_STACK + KCAP_STACK_MAX + KCAP_CSTACK_MAX,
 };
 
 _Static_assert(__builtin_offsetof(struct kcap_raw, time) == H_TIME, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, flags) == H_FLAGS, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, stack_len) == H_STACK_LEN, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, cstack_len) == H_CSTACK_LEN, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, span) == H_SPAN, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, stack) == H_STACK, "kcap_raw layout");
 _Static_assert(sizeof(struct kcap_raw) == H_MAX, "kcap_raw layout");

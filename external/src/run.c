@@ -179,6 +179,10 @@ static void verbose_summary(const struct run_ctx *ctx, FILE *f)
 			k->records, k->matched, k->unmatched, k->malformed);
 	fprintf(f, "  stacks walked from another start than the first inferred: %" PRIu64 "\n",
 		ctx->final.alternative_start);
+	fprintf(f,
+		"  native stacks deeper than perf's copy, unwound through the capture's: %" PRIu64
+		"\n",
+		ctx->final.native_extended);
 }
 
 void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)

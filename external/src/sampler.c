@@ -396,12 +396,31 @@ static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64
  * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
  * have switched processes or gone idle, so it is only the fallback. Returns false when the
  * unwind did not reach JIT code. */
-static bool from_native(struct sampler *s, const struct target_sched *sch,
-			const struct perf_sample *ps, struct where *w)
+/* The sample's native stack copy, extended by the capture's copy of what lies beyond it up to
+ * the runtime stack's top (a BIF with a frame larger than perf's copy): into s->native, and a
+ * sample that points at it in *ext. Returns ps itself when there is nothing to add. */
+static const struct perf_sample *native_stack(struct sampler *s, const struct perf_sample *ps,
+					      const struct kcap_rec *k, struct perf_sample *ext)
 {
+	if (!k || !k->cstack || k->cstack_addr != ps->regs[PERF_R_SP] + ps->stack_size ||
+	    ps->stack_size + k->cstack_len > NATIVE_STACK_BYTES)
+		return ps;
+	*ext = *ps;
+	memcpy(s->native, ps->stack, ps->stack_size);
+	memcpy(s->native + ps->stack_size, k->cstack, k->cstack_len);
+	ext->stack = s->native;
+	ext->stack_size = ps->stack_size + k->cstack_len;
+	s->st.native_extended++;
+	return ext;
+}
+
+static bool from_native(struct sampler *s, const struct target_sched *sch,
+			const struct perf_sample *ps, const struct kcap_rec *k, struct where *w)
+{
+	struct perf_sample ext;
 	bool known;
 
-	sampler_src__unwind(s, ps, is_jit, w->ur);
+	sampler_src__unwind(s, native_stack(s, ps, k, &ext), is_jit, w->ur);
 	if (w->ur->stop != UNWIND_STOP_JIT) {
 		s->st.native_stopped++;
 		return false;
@@ -498,8 +517,11 @@ static void watch_sched(struct sampler *s, const struct target_sched *sch)
 {
 	const struct target_value *cur = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
 
+	const struct target_value *regs = &s->t->off[XP_OFF_ESD_REGISTERS];
+
 	if (s->kc && cur->present && sch->esdp && sch->esdp_checked)
-		kcapture__watch(s->kc, sch->tid, sch->esdp + (uint64_t)cur->value);
+		kcapture__watch(s->kc, sch->tid, sch->esdp + (uint64_t)cur->value,
+				regs->present ? sch->esdp + (uint64_t)regs->value : 0);
 }
 
 /* A JIT sample's process is exact (r13): learn its scheduler's data from it when attach could
@@ -663,7 +685,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		w.fp = ps->regs[PERF_R_BP];
 	} else {
 		w.ur = &ur;
-		if (!from_native(s, sch, ps, &w) && !on_dirty(s, sch, k, &w)) {
+		if (!from_native(s, sch, ps, k, &w) && !on_dirty(s, sch, k, &w)) {
 			if (!native_cut(s, &rec, k, w.ur))
 				sampler_frames__label(s, &rec, NULL, w.ur);
 			return;

@@ -80,6 +80,8 @@ struct sampler_stats {
 	/* Walks that reached the stack bottom only from another start than the first inferred
 	 * (try_alternatives in sampler.c). */
 	uint64_t alternative_start;
+	/* Native samples unwound through the capture's copy of a C stack deeper than perf's. */
+	uint64_t native_extended;
 	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
 	 * schedule time): kept as that process's. */
 	uint64_t system_task;

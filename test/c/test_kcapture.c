@@ -124,7 +124,7 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
 			sched_yield();
 		w->tid[i] = sp[i].tid;
 	}
-	kcapture__watch(k, w->tid[2], (uint64_t)(uintptr_t)cur);
+	kcapture__watch(k, w->tid[2], (uint64_t)(uintptr_t)cur, 0);
 	rc = perf_session__open(&ps, w->tid, NTHREADS, &o);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {

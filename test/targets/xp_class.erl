@@ -282,10 +282,17 @@ loop(Stats, Seed, Phs, {Rounds, Totals}, Start) ->
     loop(Stats, Seed, Phs, Next, Start).
 
 %% Tail-recursive, so every sample's stack is the same few frames: loop/5, run_round/5,
-%% repeat/3, the phase. The clocks are read once between two phases (getrusage
-%% sums every thread's time: a few microseconds, which the sampler shows outside the phases).
+%% repeat/3, the phase. Before each phase, outside its interval, a major collection: the phase
+%% then starts on an empty young heap and its own collections are minor ones run from its own
+%% code (attributed to it), instead of a collection it made necessary running later, delayed to
+%% a dirty scheduler while the process is parked between two phases (getrusage sums every
+%% thread's time: a few microseconds, which the sampler shows outside the phases).
 run_round([], [], _, _, Acc) -> lists:reverse(Acc);
-run_round([#ph{fn = Fn, arg = Arg, calls = Calls} | Ps], [{W, C} | Ts], T0, C0, Acc) ->
+run_round([#ph{fn = Fn, arg = Arg, calls = Calls} | Ps], [{W, C} | Ts], _, _, Acc) ->
+    %% garbage_collect/1, not /0: gc_major's innermost frame may be erlang:garbage_collect/0.
+    true = erlang:garbage_collect(self()),
+    T0 = erlang:monotonic_time(),
+    C0 = runtime_ms(),
     ok = repeat(Fn, Arg, Calls),
     T1 = erlang:monotonic_time(),
     C1 = runtime_ms(),
