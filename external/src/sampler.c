@@ -472,10 +472,25 @@ static bool system_task(struct sampler *s, const struct kcap_rec *k, struct wher
 		return false;
 	w->cp = k->cp;
 	w->dirty = true; /* parked: E is c_p->stop, nothing to check against a call */
-	w->leaf = NULL;	 /* the scheduler loop is no frame of the process */
+	w->leaf = NULL;	 /* the scheduler loop is no frame of the process: resume_leaf() */
 	w->e = w->fp = 0;
 	s->st.system_task++;
 	return true;
+}
+
+/* A parked process's innermost function is where it resumes, c_p->i (as pstack --all shows a
+ * waiting process), not on its stack: a tail-recursive loop at the stack's bottom has no frame
+ * there. Read now; the scheduler holds the process while it works for it. */
+static const struct jit_range *resume_leaf(struct sampler *s, const struct process_view *p)
+{
+	const struct target_value *o = &s->t->off[XP_OFF_P_I];
+	const struct jit_range *r;
+	uint64_t i;
+
+	if (!o->present || mem__read_u64(s->t->mem, p->addr + (uint64_t)o->value, &i))
+		return NULL;
+	r = jitmap__lookup(s->t->jit, i);
+	return erlang_stack__is_function(r) ? r : NULL;
 }
 
 /* The skid summary: the Process was read rec->read_delay_ns after the sample, perhaps part of
@@ -663,7 +678,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	const struct kcap_rec *k;
 	enum call_check cc;
 	size_t nwords;
-	bool complete;
+	bool complete, task = false;
 
 	s->st.samples++;
 	if (!ps->regs_valid) {
@@ -691,7 +706,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 			return;
 		}
 	}
-	if (!w.cp && !system_task(s, k, &w)) {
+	if (!w.cp && !(task = system_task(s, k, &w))) {
 		sampler_frames__label(s, &rec, w.leaf, w.ur);
 		return;
 	}
@@ -706,6 +721,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	if (w.dirty)
 		w.e = p.stop;
+	if (task)
+		w.leaf = resume_leaf(s, &p);
 	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
 	 * c_p->stop, and the two were read together. The CFI-recovered rbp is not it: a fragment
 	 * may use rbp, and a GC moves the stack under it. */
