@@ -14,6 +14,7 @@ static const char *const end_names[ESTACK_END_COUNT] = {
     [ESTACK_END_MOVED_ON] = "moved on (read late)",
     [ESTACK_END_CALL_MISMATCH] = "call-site mismatch",
     [ESTACK_END_COPY_SHORT] = "copy too small (read late)",
+    [ESTACK_END_UNVERIFIED] = "unverified (read late)",
 };
 
 const char *erlang_stack__end_name(enum estack_end end)
@@ -160,15 +161,27 @@ static size_t take_top(const struct estack_cfg *c, const uint64_t *w, size_t n, 
 	return i;
 }
 
-static void walk_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, bool complete,
-		    const struct jit_range *leaf, struct estack_result *out)
+/* In FP layout, the aligned words that are no return address: saved frame pointers (addresses in
+ * the stack itself, [e, e + 8n)) and the zero one at the bottom. */
+static bool saved_fp(const uint64_t *w, size_t i, size_t n, uint64_t e)
 {
-	size_t i;
+	return w[i] == 0 || (w[i] >= e && w[i] < e + 8 * n);
+}
 
-	for (i = take_top(c, w, n, 0, leaf, out); i < n; i++) {
+/* RA layout: every aligned word is a return address. FP layout, as a fallback (fp_words): the
+ * same scan, passing over the saved frame pointers. */
+static void walk_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, uint64_t e,
+		    bool fp_words, bool complete, const struct jit_range *leaf,
+		    struct estack_result *out)
+{
+	size_t i = 0;
+
+	while (fp_words && i < n && saved_fp(w, i, n, e))
+		i++;
+	for (i = take_top(c, w, n, i, leaf, out); i < n; i++) {
 		int skip;
 
-		if (w[i] & XP_CP_MASK)
+		if ((w[i] & XP_CP_MASK) || (fp_words && saved_fp(w, i, n, e)))
 			continue;
 		skip = take_ra(c, w[i], complete && i == n - 1, out);
 		if (skip < 0) {
@@ -220,18 +233,39 @@ static void walk_fp(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 	}
 }
 
-void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_t nwords,
-			uint64_t e, uint64_t fp, bool complete, const struct jit_range *leaf,
-			struct estack_result *out)
+static void reset(struct estack_result *out)
 {
 	out->nframes = 0;
 	out->unresolved = 0;
 	out->more = 0;
 	out->more_unknown = false;
 	out->top_unaligned = 0;
+	out->rescanned = false;
 	out->end = ESTACK_END_NO_BOTTOM;
-	if (c->frame_layout == XP_LAYOUT_FP)
-		walk_fp(c, words, nwords, e, fp, complete, leaf, out);
-	else
-		walk_ra(c, words, nwords, complete, leaf, out);
+}
+
+void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_t nwords,
+			uint64_t e, uint64_t fp, bool complete, const struct jit_range *leaf,
+			struct estack_result *out)
+{
+	reset(out);
+	if (c->frame_layout != XP_LAYOUT_FP) {
+		walk_ra(c, words, nwords, e, false, complete, leaf, out);
+		return;
+	}
+	walk_fp(c, words, nwords, e, fp, complete, leaf, out);
+	if (out->end != ESTACK_END_BAD_CHAIN && out->end != ESTACK_END_UNRESOLVED)
+		return;
+	/* The chain breaks where code runs between its frame's pushes and pops (a prologue, a tail
+	 * call's shuffle, a fragment that keeps rbp): the words are still the frames. Scan them as
+	 * in RA layout, passing over saved frame pointers; kept only when that reaches the bottom,
+	 * else the chain's walk stands. */
+	reset(out);
+	walk_ra(c, words, nwords, e, true, complete, leaf, out);
+	if (out->end == ESTACK_END_BOTTOM) {
+		out->rescanned = true;
+		return;
+	}
+	reset(out);
+	walk_fp(c, words, nwords, e, fp, complete, leaf, out);
 }

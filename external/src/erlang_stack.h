@@ -52,6 +52,8 @@ enum estack_end {
 	ESTACK_END_CALL_MISMATCH, /* copied at the sample, yet its top does not call the sampled
 				   * code: the sample's E was not where the call left it */
 	ESTACK_END_COPY_SHORT,	  /* like MOVED_ON, with a capture that did not reach its top */
+	ESTACK_END_UNVERIFIED,	  /* read after the sample, and its top cannot be checked against
+				   * the sampled call (a tail call no scan can follow) */
 	ESTACK_END_COUNT
 };
 
@@ -70,6 +72,7 @@ struct estack_result {
 	uint32_t more;
 	bool more_unknown;
 	uint32_t top_unaligned; /* frames taken from unaligned return addresses at the top */
+	bool rescanned;		/* FP layout: the chain broke, the scan past saved fps is whole */
 };
 
 /* The trace CPs are JIT code in module erts_beamasm (return_trace/0 ...); the extra word counts

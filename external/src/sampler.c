@@ -581,6 +581,17 @@ static enum call_check check_call(struct sampler *s, const struct perf_sample *p
 			 : CALL_UNKNOWN;
 	else
 		cc = callsite__check(s->calls, s->t->jit, w->leaf, er->frames[0].ra);
+	/* Read after the sample with nothing to check it by: a shared fragment's caller that no
+	 * scan can confirm may be a later moment's (the process returned in the meantime). Long
+	 * calls through an export entry (BIFs, NIFs), which cannot be checked either, are kept:
+	 * the process waits in them. */
+	if (cc == CALL_UNKNOWN && s->top_live && !s->cap && erlang_stack__is_fragment(w->leaf) &&
+	    !strstr(w->leaf->name, "call_nif") && !strstr(w->leaf->name, "call_bif") &&
+	    !strstr(w->leaf->name, "dispatch")) {
+		er->end = ESTACK_END_UNVERIFIED;
+		er->nframes = 0;
+		return cc;
+	}
 	if (cc != CALL_DISAGREES)
 		return cc;
 	er->end = !s->top_live ? ESTACK_END_CALL_MISMATCH

@@ -192,6 +192,8 @@ static const char *root_label(const struct estack_result *er, char *buf, size_t 
 		return "[Erlang callers unknown: stack copy too small, read too late]";
 	case ESTACK_END_CALL_MISMATCH:
 		return "[Erlang callers unknown: call-site mismatch]";
+	case ESTACK_END_UNVERIFIED:
+		return "[Erlang callers unknown: stack read too late, unverifiable]";
 	case ESTACK_END_TRUNCATED:
 		if (er->more_unknown)
 			snprintf(buf, len, "[truncated: more than %u frames]",

@@ -188,12 +188,28 @@ static void test_fp(struct estack_cfg *c)
 	CHECK_INT("fp leaf frames", 2, r.nframes);
 	CHECK_STR("fp leaf frame 0", "app:top/0", name_of(&r, 0));
 	CHECK_STR("fp leaf frame 1", "app:mid/2", name_of(&r, 1));
+	/* A chain that does not go up, or a frame pointer outside the stack or misaligned, breaks
+	 * the walk; the words are then scanned as in RA layout, past saved frame pointers (stack
+	 * addresses, and the bottom's 0), and kept when that reaches the bottom. */
 	erlang_stack__walk(c, loop, 6, 0x1000, 0x1008, true, NULL, &r);
-	CHECK_INT("fp chain must go up", ESTACK_END_BAD_CHAIN, r.end);
+	CHECK_INT("fp chain must go up: rescanned whole", ESTACK_END_BOTTOM, r.end);
+	CHECK("fp chain must go up: said so", r.rescanned);
+	CHECK_STR("fp chain must go up: the frame", "app:mid/2", name_of(&r, 0));
 	erlang_stack__walk(c, st, 6, 0x1000, 0x2000, true, NULL, &r);
-	CHECK_INT("fp outside the stack", ESTACK_END_BAD_CHAIN, r.end);
+	CHECK_INT("fp outside the stack: rescanned", ESTACK_END_BOTTOM, r.end);
 	erlang_stack__walk(c, st, 6, 0x1000, 0x1009, true, NULL, &r);
-	CHECK_INT("fp misaligned", ESTACK_END_BAD_CHAIN, r.end);
+	CHECK_INT("fp misaligned: rescanned", ESTACK_END_BOTTOM, r.end);
+	erlang_stack__walk(c, st, 6, 0x1000, 0x1008, true, NULL, &r);
+	CHECK("a whole chain is not rescanned", !r.rescanned);
+	{
+		/* A stray aligned word that is neither a return address nor a stack address: the
+		 * scan does not reach the bottom either, and the chain's answer stands. */
+		const uint64_t bad[] = {SMALL(7), 0x1020, RA_MID, 0x7f00dead0000ULL, 0, EXIT};
+
+		erlang_stack__walk(c, bad, 6, 0x1000, 0x2000, true, NULL, &r);
+		CHECK_INT("fp broken, scan unresolved: bad chain", ESTACK_END_BAD_CHAIN, r.end);
+		CHECK("fp broken, scan unresolved: not rescanned", !r.rescanned);
+	}
 	c->frame_layout = XP_LAYOUT_RA;
 }
 

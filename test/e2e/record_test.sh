@@ -686,7 +686,7 @@ check_class() {
 		# The phases' net shortfall (measured minus sampled, over all phases) must be the
 		# samples labelled as read too late (within the tolerance): time the sampler could not
 		# attribute, said so, not lost or misplaced.
-		late=$(awk '/\[Erlang callers unknown: stack read too late\]/ { s += $NF } END { print s + 0 }' "$folded")
+		late=$(awk '/\[Erlang callers unknown: stack read too late/ { s += $NF } END { print s + 0 }' "$folded")
 		verdict=$(awk -v sh="$short" -v l="$late" -v t="$total" -v tol="$XP_CLASS_TOLERANCE" \
 			'BEGIN { p = 100 * l / t; printf "%s phases short by %.1f points net, %.1f%% of the samples labelled read too late",
 				(sh <= p + tol) ? "ok" : "off", sh, p }')
