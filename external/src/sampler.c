@@ -756,7 +756,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
 		er->end = ESTACK_END_UNRESOLVED;
 	cc = check_call(s, ps, &w, er);
-	if ((er->end != ESTACK_END_BOTTOM || cc == CALL_DISAGREES) && !s->heap_moved)
+	/* Not for a parked process (nothing to check another start by) nor a stack cut for its
+	 * depth (another start would be cut the same way, after reading it again). */
+	if ((er->end != ESTACK_END_BOTTOM || cc == CALL_DISAGREES) && !s->heap_moved && !w.dirty &&
+	    er->end != ESTACK_END_TRUNCATED)
 		try_alternatives(s, ps, &w, &p, &er, &cc);
 	skid_check(s, sch, &w, cc, &rec);
 	s->st.captured += s->cap != NULL;
