@@ -1,5 +1,5 @@
-/* The atom table from inside: decode an atom term's text through an IndexTable (reference §6),
- * and find erts_atom_table by a structural scan of beam.smp's .data/.bss (no symbol needed).
+/* The atom table from inside: decode an atom term's text through an IndexTable (otp-internals.md
+ * §6), and find erts_atom_table by a structural scan of beam.smp's .data/.bss (no symbol needed).
  * Every pointer on the way is read through saferead. Does not own: the offsets (layout.c). */
 #ifndef XP_ATOMTAB_H
 #define XP_ATOMTAB_H

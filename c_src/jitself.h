@@ -1,4 +1,4 @@
-/* The GDB JIT interface seen from inside (reference §3.2): find __jit_debug_descriptor by a
+/* The GDB JIT interface seen from inside (otp-internals.md §3.2): find __jit_debug_descriptor by a
  * structural scan of .data/.bss, walk its entry list through saferead (27+ frees entries on purge,
  * so every read may fail), read the emulator entry and look up named function ranges.
  * Does not own: the full code map (the sampler's jitmap.c does that from outside). */

@@ -34,7 +34,7 @@ release() ->
 fp() ->
     string:find(erlang:system_info(system_version), ":fp]") =/= nomatch.
 
-%% The Debian builds' Process/ErtsSchedulerData/Atom/IndexTable offsets (reference §4-§6).
+%% The Debian builds' Process/ErtsSchedulerData/Atom/IndexTable offsets (otp-internals.md §4-§6).
 expected_offsets(Release) ->
     Common = #{p_id => 0, p_htop => 80, p_stop => 88, p_frame_pointer => 96,
                esd_registers => 0, esd_current_process => 168, esd_type => 176,
@@ -55,7 +55,7 @@ per_release(R) when R =:= "27"; R =:= "29" ->
       p_fcalls => 120, p_msg_len => 336, esd_stride => 41792, regs_x_reg_array => 64,
       p_sizeof => case R of "27" -> 760; "29" -> 768 end}.
 
-%% Scheduler thread names (reference §5), cut to the kernel's 15 characters.
+%% Scheduler thread names (otp-internals.md §5), cut to the kernel's 15 characters.
 thread_name(Type, N) ->
     Fmt = case {release(), Type} of
               {"25", normal} -> "~b_scheduler";

@@ -29,7 +29,7 @@ enum xp_off_id {
 	XP_OFF_P_STATE,		    /* Process.state (atomic32) */
 	XP_OFF_P_SCHEDULER_DATA,    /* Process.scheduler_data */
 	XP_OFF_P_FCALLS,	    /* Process.fcalls */
-	XP_OFF_P_MSG_LEN,	    /* message-queue length word (see reference §4) */
+	XP_OFF_P_MSG_LEN,	    /* message-queue length word (see otp-internals.md §4) */
 	XP_OFF_ESD_REGISTERS,	    /* ErtsSchedulerData.registers */
 	XP_OFF_ESD_CURRENT_PROCESS, /* ErtsSchedulerData.current_process */
 	XP_OFF_ESD_TYPE,	    /* ErtsSchedulerData.type (0 normal, 1 dirty cpu, 2 dirty io) */
@@ -126,7 +126,8 @@ struct xp_spy_region {
 enum xp_flavor { XP_FLAVOR_UNKNOWN = 0, XP_FLAVOR_JIT = 1, XP_FLAVOR_EMU = 2 };
 enum xp_frame_layout { XP_LAYOUT_RA = 0, XP_LAYOUT_FP = 1, XP_LAYOUT_UNKNOWN = 255 };
 
-/* Bits of xp_agent_block.checks_run / checks_passed: the load-time checks of the reference. */
+/* Bits of xp_agent_block.checks_run / checks_passed: the load-time checks of otp-internals.md
+ * "Design implications". */
 #define XP_CHECK_PID_WORD	(1u << 0) /* *(proc + id) == self pid */
 #define XP_CHECK_HTOP_STOP	(1u << 1) /* htop == env->hp, stop - hp_end in {3,6} words */
 #define XP_CHECK_HEAP_QUAD	(1u << 2) /* heap <= htop <= stop < hend, hend-heap == heap_sz*8 */

@@ -65,7 +65,7 @@ static void addrs_from_agent_or_dynsym(struct target *t)
 			 TSRC_AGENT);
 }
 
-/* Scan beam.smp's writable data for the GDB JIT descriptor (reference §0, §3.2). */
+/* Scan beam.smp's writable data for the GDB JIT descriptor (otp-internals.md §0, §3.2). */
 static int scan_jit_descriptor(struct target *t, uint64_t *out)
 {
 	static const char *const sections[] = {".data", ".bss"};

@@ -1,7 +1,8 @@
-/* Walking one Erlang process stack, out of process (reference §1.3-1.5): RA layout by scanning
- * [E, hend) for return addresses, FP layout by following the rbp chain, with the trace-frame
- * rules, ending at normal_exit. The caller supplies the stack words (perf's copy, or reads up to
- * hend). Does not own: choosing E (sampler.c), reading memory, naming frames beyond the JIT map. */
+/* Walking one Erlang process stack, out of process (otp-internals.md §1.3-1.5): RA layout by
+ * scanning [E, hend) for return addresses, FP layout by following the rbp chain, with the
+ * trace-frame rules, ending at normal_exit. The caller supplies the stack words (perf's copy, or
+ * reads up to hend). Does not own: choosing E (sampler.c), reading memory, naming frames beyond the
+ * JIT map. */
 #ifndef XP_ERLANG_STACK_H
 #define XP_ERLANG_STACK_H
 
@@ -19,7 +20,8 @@
 /* Shared fragments called from fragments, followed at the top of a stack. */
 #define ESTACK_TOP_FRAGMENTS 4
 
-/* Trace frames: a CP that is one of these is followed by extra words to skip (reference §1.4). */
+/* Trace frames: a CP that is one of these is followed by extra words to skip (otp-internals.md
+ * §1.4). */
 enum estack_trace {
 	ESTACK_TRACE_RETURN = 0,
 	ESTACK_TRACE_EXCEPTION,

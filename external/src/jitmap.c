@@ -1,6 +1,6 @@
-/* The BEAM's GDB JIT interface (reference §3.2): walk __jit_debug_descriptor's entry list with
- * bounded reads, parse each custom symfile (J/beam_jit_metadata.cpp, same layout in 25, 27, 29),
- * and resolve code addresses to the newest range covering them, and to their source line from
+/* The BEAM's GDB JIT interface (otp-internals.md §3.2): walk __jit_debug_descriptor's entry list
+ * with bounded reads, parse each custom symfile (J/beam_jit_metadata.cpp, same layout in 25, 27,
+ * 29), and resolve code addresses to the newest range covering them, and to their source line from
  * the range's line table. Everything read is untrusted.
  * Does not own: reading memory (mem.c), or finding the descriptor's symbol (the caller does;
  * jitmap__scan only finds it structurally when there is no symbol, as on OTP 28+). */

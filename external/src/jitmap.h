@@ -1,8 +1,8 @@
-/* The GDB JIT interface of the BEAM JIT (reference §3.2): find __jit_debug_descriptor, walk its
- * entry list with bounded, failure-tolerant reads, parse each custom (non-ELF) symfile, and answer
- * "which Erlang function, and which source line, is at this code address". Does not own: reading
- * memory (mem.h), or finding the descriptor by symbol (the caller passes the address, or asks
- * jitmap__scan for one). */
+/* The GDB JIT interface of the BEAM JIT (otp-internals.md §3.2): find __jit_debug_descriptor, walk
+ * its entry list with bounded, failure-tolerant reads, parse each custom (non-ELF) symfile, and
+ * answer "which Erlang function, and which source line, is at this code address". Does not own:
+ * reading memory (mem.h), or finding the descriptor by symbol (the caller passes the address, or
+ * asks jitmap__scan for one). */
 #ifndef XP_JITMAP_H
 #define XP_JITMAP_H
 

@@ -75,7 +75,7 @@ struct xp_layout {
 	uint32_t pid_num_bits; /* bits of NUM in <0.NUM.SER> */
 	/* Thread names are erts_snprintf'd into 16 bytes: printf formats with one %u. */
 	const char *thread_fmt[3]; /* indexed by enum xp_sched_type */
-	/* Extra words after a trace-frame CP (reference §1.4). */
+	/* Extra words after a trace-frame CP (otp-internals.md §1.4). */
 	int32_t trace_words_return, trace_words_return_to, trace_words_time;
 };
 

@@ -2,7 +2,7 @@
  * keeping the first sample of each; a scheduler that gave none (asleep, or starved of CPU) is
  * described by its thread state in /proc and the current_process of its ErtsSchedulerData, whose
  * stack is then read from stop to hend (exact on a dirty scheduler, whose process's Erlang stack
- * is frozen while the dirty code runs: reference §2 "Dirty schedulers"). See pstack.h. */
+ * is frozen while the dirty code runs: otp-internals.md §2 "Dirty schedulers"). See pstack.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

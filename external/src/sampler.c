@@ -1,9 +1,9 @@
 /* The per-sample algorithm. See sampler.h.
- *  1. IP in JIT code: c_p = r13, E = rsp, frame pointer = rbp (exact, reference §1.1).
+ *  1. IP in JIT code: c_p = r13, E = rsp, frame pointer = rbp (exact, otp-internals.md §1.1).
  *  2. IP in native code: unwind with CFI until a return address lands in JIT code; c_p is the
  *     scheduler's current_process (authoritative) or the CFI-recovered r13; E is c_p->stop (FP
  *     layout, or an eStack call site) or the recovered rbp (a plain call site), told apart from
- *     the call site's code bytes (reference §2).
+ *     the call site's code bytes (otp-internals.md §2).
  *  3. No process: the sample is scheduler time, labelled, excluded unless --include-idle. */
 #include <errno.h>
 #include <stdio.h>
@@ -65,7 +65,7 @@ static bool same_descriptor(const struct jit_descriptor *a, const struct jit_des
 }
 
 /* The JIT map read at attach goes stale: modules loaded since are missing, and OTP 27+ frees
- * purged code and reuses its memory (reference §3.2). Re-walk it when the descriptor changed
+ * purged code and reuses its memory (otp-internals.md §3.2). Re-walk it when the descriptor changed
  * (GDB's protocol: every register / unregister updates it), at most every min_ns. A walk that
  * races a purge can break: the map in use is kept and the walk tried again later. */
 static void refresh_jit(struct sampler *s, uint64_t min_ns)
@@ -134,7 +134,7 @@ static const struct jit_range *lookup_jit(struct sampler *s, uint64_t pc, bool *
 }
 
 /* The scheduler loop (global::process_main, and erts_schedule below it) runs between processes:
- * r13 there is whichever process ran last, not the sample's (reference §2). */
+ * r13 there is whichever process ran last, not the sample's (otp-internals.md §2). */
 static bool is_scheduler_loop(const struct jit_range *r)
 {
 	return r && strcmp(r->name, "global::process_main") == 0;
@@ -292,7 +292,7 @@ static uint64_t native_e(struct sampler *s, const struct unwind_result *ur,
 
 /* A copy (the sample's, or the capture's) of a stack that ends inside the copy: the words from E to
  * the stack bottom, normal_exit (in FP layout after a zero frame pointer), which is the last word
- * below hend (reference "Design implications", check 4). */
+ * below hend (otp-internals.md "Design implications", check 4). */
 static bool stack_from_copy(struct sampler *s, const uint8_t *data, size_t len, size_t *nwords)
 {
 	size_t n = len / 8, i;
@@ -356,8 +356,8 @@ static int sample_stack(struct sampler *s, const struct perf_sample *ps,
 		 * since the sample and its heap moved (the sample's copy still holds the stack as
 		 * it was: reading [E, hend) live would mix in the process's current frames), or JIT
 		 * code runs on the scheduler's C stack between entering the runtime and the call,
-		 * with E parked in rbp (plain) or c_p->stop (reference §2). With a capture, p is
-		 * as the sample saw it: only the second can be. */
+		 * with E parked in rbp (plain) or c_p->stop (otp-internals.md §2). With a capture,
+		 * p is as the sample saw it: only the second can be. */
 		if (!s->cap && !(*e & 7) && stack_from_copy(s, ps->stack, ps->stack_size, nwords)) {
 			s->stack_used = *nwords * 8;
 			*complete = true;
@@ -444,8 +444,8 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 
 /* A dirty scheduler runs BIFs and NIFs from C, not from JIT code: the unwind never reaches
  * JIT code. Its process is the scheduler's current_process, parked on the dirty call with its
- * Erlang stack at c_p->stop (reference §2): as the in-kernel capture read it at the sample when
- * there is one (a dirty garbage collection may end before the sampler reads it), else now. */
+ * Erlang stack at c_p->stop (otp-internals.md §2): as the in-kernel capture read it at the sample
+ * when there is one (a dirty garbage collection may end before the sampler reads it), else now. */
 static bool on_dirty(struct sampler *s, const struct target_sched *sch, const struct kcap_rec *k,
 		     struct where *w)
 {

@@ -1,7 +1,8 @@
 /* Sampling a VM: perf events on its scheduler threads, and each sample resolved into the Erlang
- * process it belongs to and its mixed native + Erlang stack (reference "Design implications",
- * per-sample algorithm), added to an aggregate. Every sample is either kept, excluded by a filter
- * or idle rule, or dropped with a counted reason. Does not own: reports, the command line. */
+ * process it belongs to and its mixed native + Erlang stack (otp-internals.md "Design
+ * implications", per-sample algorithm), added to an aggregate. Every sample is either kept,
+ * excluded by a filter or idle rule, or dropped with a counted reason. Does not own: reports, the
+ * command line. */
 #ifndef XP_SAMPLER_H
 #define XP_SAMPLER_H
 

@@ -1,7 +1,7 @@
 /* Shared by the unit tests that build JIT maps: one module's GDB JIT symfile laid out as
- * beamasm_insert_gdb_info writes it (J/beam_jit_metadata.cpp, reference §3.2), into a 4096-byte
- * buffer, each range with its line_info records when given. Returns its length, or 0 when it
- * would not fit. */
+ * beamasm_insert_gdb_info writes it (J/beam_jit_metadata.cpp, otp-internals.md §3.2), into a
+ * 4096-byte buffer, each range with its line_info records when given. Returns its length, or 0 when
+ * it would not fit. */
 #ifndef XP_TEST_SYMFILE_H
 #define XP_TEST_SYMFILE_H
 

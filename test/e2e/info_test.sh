@@ -11,7 +11,7 @@ set -euo pipefail
 otp=${1:?usage: info_test.sh 25|27|29 agent|noagent}
 mode=${2:?usage: info_test.sh 25|27|29 agent|noagent}
 
-# The 15-character thread name ERTS gives scheduler NUMBER of TYPE (B/erl_process.c; reference §5).
+# The 15-character thread name ERTS gives scheduler NUMBER of TYPE (B/erl_process.c; otp-internals.md §5).
 sched_comm() {
 	local type=$1 n=$2 name
 	case $otp:$type in
@@ -59,7 +59,7 @@ check_sources() {
 	else
 		xp_expect ".agent" null "$(jq -r 'if has("agent") then .agent else "<missing>" end' "$json")"
 		if [[ "$otp" == 29 ]]; then
-			# OTP 28+ builds erts with -fvisibility=hidden: nothing to find by name (reference §0).
+			# OTP 28+ builds erts with -fvisibility=hidden: nothing to find by name (otp-internals.md §0).
 			xp_expect ".sources.jit_descriptor" scan "$(jq -r '.sources.jit_descriptor' "$json")"
 		else
 			xp_expect ".sources.jit_descriptor" dynsym "$(jq -r '.sources.jit_descriptor' "$json")"
@@ -142,7 +142,7 @@ if [[ "$mode" == noagent ]]; then
 fi
 
 if [[ "$mode" == agent ]]; then
-	# Frame pointers: +JPperf map turns them on in 25 (with the map) and 27/29 (reference §1.3).
+	# Frame pointers: +JPperf map turns them on in 25 (with the map) and 27/29 (otp-internals.md §1.3).
 	xp_start_vm "$otp" agent xp_idle +JPperf map
 	xp_expect "ready file frame_layout under +JPperf map" fp "$(xp_ready_get frame_layout)"
 	check_json
