@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "hash.h"
 
 #define AGG_MAX_IDS (UINT32_MAX - 1)
 
@@ -46,18 +47,6 @@ struct agg {
 	uint64_t total;
 };
 
-/* FNV-1a, 64 bit. */
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	while (n--)
-		h = (h ^ *c++) * 0x100000001b3ull;
-	return h;
-}
-
-#define HASH_INIT 0xcbf29ce484222325ull
-
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
 	size_t n = *cap ? *cap : 16;
@@ -79,7 +68,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 
 static uint64_t itab_hash(const char *name, uint8_t kind)
 {
-	return hash_bytes(hash_bytes(HASH_INIT, &kind, 1), name, strlen(name));
+	return hash__bytes(hash__bytes(HASH_INIT, &kind, 1), name, strlen(name));
 }
 
 static int itab_rehash(struct itab *t)
@@ -193,10 +182,10 @@ int agg__group(struct agg *a, const char *name, uint32_t *id)
 
 static uint64_t stack_hash(uint32_t group, const uint32_t *frames, uint32_t nframes)
 {
-	uint64_t h = hash_bytes(HASH_INIT, &group, sizeof(group));
+	uint64_t h = hash__bytes(HASH_INIT, &group, sizeof(group));
 
-	h = hash_bytes(h, &nframes, sizeof(nframes));
-	return hash_bytes(h, frames, nframes * sizeof(*frames));
+	h = hash__bytes(h, &nframes, sizeof(nframes));
+	return hash__bytes(h, frames, nframes * sizeof(*frames));
 }
 
 static int stacks_rehash(struct agg *a)

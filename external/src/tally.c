@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "tally.h"
 
 struct tally {
@@ -14,18 +15,9 @@ struct tally {
 	int dirty;
 };
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-	return h;
-}
-
 static struct tally_row *find(struct tally_row *slots, size_t cap, const char *name)
 {
-	size_t i = (size_t)hash(name) & (cap - 1);
+	size_t i = (size_t)hash__str(name) & (cap - 1);
 
 	while (slots[i].name && strcmp(slots[i].name, name) != 0)
 		i = (i + 1) & (cap - 1);

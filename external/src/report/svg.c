@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "report.h"
 
 #define SVG_WIDTH	1200
@@ -177,11 +178,9 @@ static const char *const kind_legend[] = {"Erlang", "native", "JIT global fragme
 /* Three values in [0, 1) from the name, so a frame keeps its colour across runs. */
 static void name_hash(const char *s, double v[3])
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = hash__str(s);
 	int i;
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
 	for (i = 0; i < 3; i++)
 		v[i] = (double)((h >> (i * 16)) & 0xffff) / 65536.0;
 }
