@@ -1,7 +1,7 @@
-/* The sampler's state, shared by its two files: sampler.c (the per-sample algorithm: where the
- * process, E and the stack are) and sampler_frames.c (turning a resolved sample into named frames
- * and a group, filters, and handing it to the aggregate and the record consumer). Not for use
- * outside them. */
+/* The sampler's state, shared by its files: sampler.c (the per-sample algorithm: which process,
+ * where E is), sampler_stack.c (reading the stack's words), sampler_frames.c (turning a resolved
+ * sample into named frames and a group, filters, the aggregate and the record consumer) and
+ * sampler_src.c (the unwinder and the capture, or a replay's hooks). Not for use outside them. */
 #ifndef XP_SAMPLER_INT_H
 #define XP_SAMPLER_INT_H
 
@@ -96,6 +96,16 @@ struct sampler {
 	uint64_t stack_used;	    /* sampler__stack_used */
 	uint64_t stack_e;	    /* sampler__stack_used */
 };
+
+/* E and the stack words from E to hend into s->words (sampler_stack.c). *e is rsp for a sample
+ * in JIT code, c_p->stop for a parked process, 0 for a sample in native code (E is then found
+ * from the call site). 0, or -EFAULT when no E or no words could be had. */
+int sampler_stack__read(struct sampler *s, const struct perf_sample *ps,
+			const struct unwind_result *ur, const struct process_view *p, uint64_t *e,
+			uint64_t *fp, size_t *nwords, bool *complete);
+/* The words of [e, hend) into s->words: the sample's copy, the capture's, the rest read live. */
+int sampler_stack__read_at(struct sampler *s, const struct perf_sample *ps, uint64_t e,
+			   uint64_t hend, size_t *nwords, bool *complete);
 
 bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p);
 /* A sample with no process: labelled by its thread, kept only with --include-idle. */
