@@ -194,6 +194,16 @@ static void test_fp(struct estack_cfg *c)
 	CHECK_INT("fp outside the stack", ESTACK_END_BAD_CHAIN, r.end);
 	erlang_stack__walk(c, st, 6, 0x1000, 0x1009, true, NULL, &r);
 	CHECK_INT("fp misaligned", ESTACK_END_BAD_CHAIN, r.end);
+	/* A frame pointer so high that fp + 16 wraps was taken inside the words (fuzz_estack,
+	 * corpus/estack/regress_fp_wraps.bin): read far outside them. */
+	erlang_stack__walk(c, st, 6, 0x1000, 0xfffffffffffffff8ULL, true, NULL, &r);
+	CHECK_INT("fp + 16 wraps", ESTACK_END_BAD_CHAIN, r.end);
+	{
+		const uint64_t wrap[] = {SMALL(7), 0xfffffffffffffff8ULL, RA_MID, 0, 0, EXIT};
+
+		erlang_stack__walk(c, wrap, 6, 0x1000, 0x1008, true, NULL, &r);
+		CHECK_INT("saved fp + 16 wraps", ESTACK_END_BAD_CHAIN, r.end);
+	}
 	c->frame_layout = XP_LAYOUT_RA;
 }
 
