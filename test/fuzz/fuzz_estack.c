@@ -1,7 +1,8 @@
 /* Fuzz target: the Erlang stack walker (erlang_stack.c) over arbitrary stack words, with the
  * synthetic JIT map of test/c/test_erlang_stack.c. Input: u8 flags, u8 trace word counts, u8
- * leaf, u8 e's low bits (flags bit 3: e near the top of the address space), u64 fp, then the
- * stack words from E up. A word whose top byte is 0xEE
+ * leaf, u8 e's low bits, u64 fp, then the stack words from E up. Flags: bit 0 FP layout, 1 the
+ * words reach hend, 2 a call-site check, 3 E near the top of the address space, 4-7 the call-site
+ * check's seed. A word whose top byte is 0xEE
  * stands for dictionary entry (its low byte): a return address, normal_exit, a trace CP, an
  * unaligned fragment return, or a stack address above E (for FP chains), so that the fuzzer
  * reaches deep walks without guessing 64-bit addresses. */
@@ -12,8 +13,10 @@
 #include "erlang_stack.h"
 #include "symfile.h"
 
-#define BASE_APP  0x7f0000100000ULL
-#define BASE_ASM  0x7f0000200000ULL
+#define BASE_APP 0x7f0000100000ULL
+#define BASE_ASM 0x7f0000200000ULL
+/* The cut at ESTACK_MAX_FRAMES is left to test_erlang_stack: a walk that deep is slow, and
+ * libFuzzer's compare tracing finds any switch to it. */
 #define MAX_WORDS 4096
 
 static const uint64_t dict[] = {
@@ -81,17 +84,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 12)
 		return 0;
 	flags = data[0];
-	erlang_stack__cfg(&c, map, data[0] & 1 ? XP_LAYOUT_FP : XP_LAYOUT_RA, 0,
+	erlang_stack__cfg(&c, map, flags & 1 ? XP_LAYOUT_FP : XP_LAYOUT_RA, 0,
 			  layout__find("13.1.5", XP_FLAVOR_JIT, "x86_64"));
-	if (data[0] & 4) {
+	if (flags & 4) {
 		c.returns_from = returns_from;
-		c.returns_ctx = (void *)(uintptr_t)(data[0] >> 4);
+		c.returns_ctx = (void *)(uintptr_t)(flags >> 4);
 	}
 	for (int i = 0; i < ESTACK_TRACE_COUNT; i++)
 		c.trace_words[i] = (data[1] >> (2 * i)) & 3;
 	if (data[2] < 2 * NDICT)
 		leaf = jitmap__lookup(map, dict[data[2] % NDICT]);
-	e = (data[0] & 8 ? 0xfffffffffffff000ULL : 0x7f0000800000ULL) + ((uint64_t)data[3] << 3);
+	e = (flags & 8 ? 0xfffffffffffff000ULL : 0x7f0000800000ULL) + ((uint64_t)data[3] << 3);
 	memcpy(&fp, data + 4, 8);
 	data += 12;
 	size -= 12;
