@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
 	build-essential cmake pkg-config clang-format # C toolchain, `make fmt`
 	clang bpftool libbpf-dev                      # the in-kernel capture: kcapture.bpf.c, its skeleton
+	libclang-rt-dev                               # libFuzzer + sanitizer runtimes: test/fuzz (clang only recommends it)
 	libelf-dev libdw-dev elfutils                 # the sampler reads ELF / DWARF CFI
 	erlang-base erlang-dev                        # host OTP 25 and erl_nif.h for the agent NIF
 	erlang-eunit erlang-common-test erlang-tools  # rebar3 eunit / ct (cover lives in tools)

@@ -379,6 +379,21 @@ cleanup:
 	return rc;
 }
 
+int capfile__parse(const uint8_t *p, size_t n, struct capfile *f)
+{
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	rc = parse_all(p, n, f);
+	if (rc) {
+		capfile__free(f);
+		return rc;
+	}
+	if (f->npool)
+		qsort(f->pool, f->npool, sizeof(*f->pool), pool_cmp);
+	return 0;
+}
+
 int capfile__load(const char *path, struct capfile *f)
 {
 	uint8_t *p;
@@ -388,15 +403,9 @@ int capfile__load(const char *path, struct capfile *f)
 	memset(f, 0, sizeof(*f));
 	if ((rc = read_file(path, &p, &n)))
 		return rc;
-	rc = parse_all(p, n, f);
+	rc = capfile__parse(p, n, f);
 	free(p);
-	if (rc) {
-		capfile__free(f);
-		return rc;
-	}
-	if (f->npool)
-		qsort(f->pool, f->npool, sizeof(*f->pool), pool_cmp);
-	return 0;
+	return rc;
 }
 
 static void free_reads(struct cap_read *v, size_t n)

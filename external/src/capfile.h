@@ -104,6 +104,8 @@ int capfile__add_name(struct cap_name **v, size_t *n, size_t *cap, uint64_t pc, 
 int capfile__write(const struct capfile *f, const char *path);
 /* Parse the file at path; untrusted: every length is checked. 0, -errno, or -EPROTO. */
 int capfile__load(const char *path, struct capfile *f);
+/* The same on the file's bytes once decompressed (the fuzz target's entry). */
+int capfile__parse(const uint8_t *p, size_t n, struct capfile *f);
 void capfile__free_sample(struct cap_sample *s);
 void capfile__free(struct capfile *f);
 /* A kept sample's stack as one line, "group;frame;...;leaf", names escaped as in the

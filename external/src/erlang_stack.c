@@ -165,7 +165,7 @@ static size_t take_top(const struct estack_cfg *c, const uint64_t *w, size_t n, 
  * the stack itself, [e, e + 8n)) and the zero one at the bottom. */
 static bool saved_fp(const uint64_t *w, size_t i, size_t n, uint64_t e)
 {
-	return w[i] == 0 || (w[i] >= e && w[i] < e + 8 * n);
+	return w[i] == 0 || (w[i] >= e && w[i] - e < 8 * (uint64_t)n);
 }
 
 /* RA layout: every aligned word is a return address. FP layout, as a fallback (fp_words): the
@@ -201,7 +201,7 @@ static void walk_fp(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 		    uint64_t fp, bool complete, const struct jit_range *leaf,
 		    struct estack_result *out)
 {
-	uint64_t prev = e, hend = e + 8 * n;
+	uint64_t lo = 0; /* fp - e must be at least this: the chain goes up */
 
 	/* Between the leaf's `push rbp` and `mov rbp,rsp` (frequent in a tight tail-recursive loop,
 	 * which leaves and re-enters its frame every iteration) E[0] is the saved rbp: a stack
@@ -216,7 +216,9 @@ static void walk_fp(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 	for (;;) {
 		size_t i;
 
-		if (fp < prev || fp + 16 > hend || (fp & 7)) {
+		/* [fp, fp + 16) within the words, reckoned from e: fp comes from the stack
+		 * words and the sampled rbp, and fp + 16 or e + 8 * n may wrap. */
+		if (fp < e || fp - e < lo || (fp & 7) || n < 2 || fp - e > 8 * (uint64_t)(n - 2)) {
 			out->end = complete ? ESTACK_END_BAD_CHAIN : ESTACK_END_TRUNCATED;
 			out->more_unknown = !complete;
 			return;
@@ -228,7 +230,7 @@ static void walk_fp(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 			out->end = ESTACK_END_NO_BOTTOM;
 			return;
 		}
-		prev = fp + 16;
+		lo = fp - e + 16;
 		fp = w[i];
 	}
 }

@@ -15,6 +15,7 @@
 
 #include "inject_conn.h"
 #include "inject_epmd.h"
+#include "inject_term.h"
 
 #define CALL_SLICE_MS 200u
 #define HS_HEAD	      64 /* the handshake's first bytes: the status packet and the challenge's length */
@@ -441,7 +442,9 @@ static int strip_rex(ei_x_buff *x)
 	char atom[MAXATOMLEN + 1];
 	int idx = 0, ver, arity;
 
-	if (ei_decode_version(x->buff, &idx, &ver) < 0 ||
+	/* libei's decoders trust the encoded lengths: the message is checked whole first. */
+	if (x->index < 1 || inject_term__check(x->buff + 1, (size_t)x->index - 1) ||
+	    ei_decode_version(x->buff, &idx, &ver) < 0 ||
 	    ei_decode_tuple_header(x->buff, &idx, &arity) < 0 || arity != 2 ||
 	    ei_decode_atom(x->buff, &idx, atom) < 0 || strcmp(atom, "rex") != 0)
 		return -EPROTO;

@@ -149,6 +149,12 @@ int inject_epmd__lookup(const struct in_addr *ip, const char *host, const char *
 			 host, inject_epmd__port_number(), strerror(-e));
 		return -ECONNREFUSED;
 	}
+	return inject_epmd__decode_reply(resp, got, host, alive, port, err, errlen);
+}
+
+int inject_epmd__decode_reply(const unsigned char *resp, size_t got, const char *host,
+			      const char *alive, int *port, char *err, size_t errlen)
+{
 	if (got < 2 || resp[0] != PORT2_RESP) {
 		snprintf(err, errlen, "%s port %u does not answer like epmd", host,
 			 inject_epmd__port_number());

@@ -16,5 +16,9 @@ unsigned inject_epmd__port_number(void);
  * -EPROTO for an answer that is not epmd's. */
 int inject_epmd__lookup(const struct in_addr *ip, const char *host, const char *alive,
 			unsigned tmo_ms, int *port, char *err, size_t errlen);
+/* epmd's answer, the got bytes read of it (only the first 4 are looked at), as
+ * inject_epmd__lookup judges it: 0 with *port, -ENXIO or -EPROTO. Exposed for the fuzz target. */
+int inject_epmd__decode_reply(const unsigned char *resp, size_t got, const char *host,
+			      const char *alive, int *port, char *err, size_t errlen);
 
 #endif /* XP_INJECT_EPMD_H */

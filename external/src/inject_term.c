@@ -3,6 +3,7 @@
  * of another shape. See inject_term.h. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,145 @@
 #include <ei.h>
 
 #include "inject_term.h"
+
+/* ---- the whole term within the bytes received ----------------------------------------------
+ * libei's decoders, ei_skip_term and ei_s_print_term read as far as the encoded lengths say, and
+ * recurse once per nesting level: a reply is checked once here, iteratively, before any of them
+ * runs on it (inject_conn.c). Tags: erts doc "External Term Format". Funs are refused: no reply
+ * carries one, and libei 5.x's ei_decode_fun leaks what it allocated for an export whose name is
+ * no atom (ei_s_print_term). */
+
+#define TERM_MAX_DEPTH 256
+
+struct term_walk {
+	const unsigned char *p;
+	size_t at, len;
+	uint64_t left[TERM_MAX_DEPTH]; /* terms still to read at each open level */
+	int depth;
+};
+
+static bool walk_take(struct term_walk *w, size_t n, uint64_t *v)
+{
+	if (n > w->len - w->at)
+		return false;
+	*v = 0;
+	for (size_t i = 0; i < n && i < 8; i++)
+		*v = *v << 8 | w->p[w->at + i]; /* big-endian */
+	w->at += n;
+	return true;
+}
+
+static bool walk_skip(struct term_walk *w, uint64_t n)
+{
+	if (n > w->len - w->at)
+		return false;
+	w->at += (size_t)n;
+	return true;
+}
+
+/* Open a level of n terms (a tuple's elements, a list's and its tail, a map's keys and values). */
+static bool walk_open(struct term_walk *w, uint64_t n)
+{
+	if (n == 0)
+		return true;
+	if (w->depth + 1 >= TERM_MAX_DEPTH)
+		return false;
+	w->left[++w->depth] = n;
+	return true;
+}
+
+/* How each accepted tag is laid out after its tag byte: `fixed` bytes; or a `size`-byte
+ * big-endian count n, then n * `per` bytes (TK_TERMS: n * `per` terms) and `fixed` more; a NODE
+ * kind starts with its node's atom after the count. */
+enum term_kind { TK_BYTES, TK_TERMS, TK_NODE };
+struct term_shape {
+	unsigned char tag;
+	enum term_kind kind;
+	unsigned char size, per, fixed;
+};
+
+static const struct term_shape shapes[] = {
+    {ERL_SMALL_INTEGER_EXT, TK_BYTES, 0, 0, 1},
+    {ERL_INTEGER_EXT, TK_BYTES, 0, 0, 4},
+    {ERL_FLOAT_EXT, TK_BYTES, 0, 0, 31},
+    {NEW_FLOAT_EXT, TK_BYTES, 0, 0, 8},
+    {ERL_NIL_EXT, TK_BYTES, 0, 0, 0},
+    {ERL_ATOM_EXT, TK_BYTES, 2, 1, 0},
+    {ERL_ATOM_UTF8_EXT, TK_BYTES, 2, 1, 0},
+    {ERL_SMALL_ATOM_EXT, TK_BYTES, 1, 1, 0},
+    {ERL_SMALL_ATOM_UTF8_EXT, TK_BYTES, 1, 1, 0},
+    {ERL_STRING_EXT, TK_BYTES, 2, 1, 0},
+    {ERL_BINARY_EXT, TK_BYTES, 4, 1, 0},
+    {ERL_BIT_BINARY_EXT, TK_BYTES, 4, 1, 1},
+    {ERL_SMALL_BIG_EXT, TK_BYTES, 1, 1, 1},
+    {ERL_LARGE_BIG_EXT, TK_BYTES, 4, 1, 1},
+    {ERL_SMALL_TUPLE_EXT, TK_TERMS, 1, 1, 0},
+    {ERL_LARGE_TUPLE_EXT, TK_TERMS, 4, 1, 0},
+    {ERL_LIST_EXT, TK_TERMS, 4, 1, 1}, /* the elements, then the tail */
+    {ERL_MAP_EXT, TK_TERMS, 4, 2, 0},
+    {ERL_PID_EXT, TK_NODE, 0, 0, 9},
+    {ERL_NEW_PID_EXT, TK_NODE, 0, 0, 12},
+    {ERL_PORT_EXT, TK_NODE, 0, 0, 5},
+    {ERL_NEW_PORT_EXT, TK_NODE, 0, 0, 8},
+    {ERL_V4_PORT_EXT, TK_NODE, 0, 0, 12},
+    {ERL_REFERENCE_EXT, TK_NODE, 0, 0, 5},
+    {ERL_NEW_REFERENCE_EXT, TK_NODE, 2, 4, 1},
+    {ERL_NEWER_REFERENCE_EXT, TK_NODE, 2, 4, 4},
+};
+
+/* The atom naming a pid's, port's or reference's node. */
+static bool walk_node_atom(struct term_walk *w)
+{
+	uint64_t tag, n;
+
+	if (!walk_take(w, 1, &tag))
+		return false;
+	if (tag != ERL_ATOM_EXT && tag != ERL_ATOM_UTF8_EXT && tag != ERL_SMALL_ATOM_EXT &&
+	    tag != ERL_SMALL_ATOM_UTF8_EXT)
+		return false;
+	return walk_take(w, tag == ERL_ATOM_EXT || tag == ERL_ATOM_UTF8_EXT ? 2 : 1, &n) &&
+	       walk_skip(w, n);
+}
+
+static bool walk_one(struct term_walk *w)
+{
+	const struct term_shape *t = NULL;
+	uint64_t tag, n = 0;
+
+	if (!walk_take(w, 1, &tag))
+		return false;
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && !t; i++)
+		t = shapes[i].tag == tag ? &shapes[i] : NULL;
+	if (!t || (t->size && !walk_take(w, t->size, &n)))
+		return false; /* a fun, or no term at all */
+	switch (t->kind) {
+	case TK_BYTES:
+		return walk_skip(w, n * t->per + t->fixed);
+	case TK_TERMS:
+		return walk_open(w, n * t->per + t->fixed);
+	case TK_NODE: /* a reference's word count comes before its node: ERTS_MAX_REF_NUMBERS, 5 */
+		return n <= 5 && walk_node_atom(w) && walk_skip(w, n * t->per + t->fixed);
+	}
+	return false;
+}
+
+int inject_term__check(const char *buf, size_t len)
+{
+	struct term_walk w = {.p = (const unsigned char *)buf, .len = len, .left = {1}};
+
+	if (!buf)
+		return -EPROTO;
+	while (w.depth >= 0) {
+		if (w.left[w.depth] == 0) {
+			w.depth--;
+			continue;
+		}
+		w.left[w.depth]--;
+		if (!walk_one(&w))
+			return -EPROTO;
+	}
+	return 0;
+}
 
 int inject_term__text(const char *buf, int *idx, char *out, size_t len)
 {

@@ -1,7 +1,7 @@
 /* Reading the terms a node answers `extrospect inject` with (erl_interface's external format):
  * text, atoms, integers, tagged tuples and map lookups, each checking the type before it
- * decodes and bounding what it copies out (libei's decoders trust the encoded lengths: the
- * terms come from the node we authenticated with); and the OTP release check.
+ * decodes and bounding what it copies out (libei's decoders trust the encoded lengths, so a
+ * reply is first checked whole by inject_term__check); and the OTP release check.
  * Does not own: the calls (inject.c, inject_conn.c). */
 #ifndef XP_INJECT_TERM_H
 #define XP_INJECT_TERM_H
@@ -12,6 +12,10 @@
 /* The oldest OTP release the agent supports. */
 #define INJECT_MIN_OTP 25
 
+/* Does buf[0..len) hold one whole term, nested at most 256 deep, of the kinds a reply may be
+ * (no funs)? 0 or -EPROTO. The decoders below trust the encoded lengths and libei
+ * recurses per level: a reply passes this first (inject_conn.c). */
+int inject_term__check(const char *buf, size_t len);
 /* A string, [] or binary at *idx as text (cut to len - 1 bytes); advances *idx. 0 or -EPROTO. */
 int inject_term__text(const char *buf, int *idx, char *out, size_t len);
 /* Is the term at idx the atom `name`? */

@@ -210,6 +210,17 @@ static void test_fp(struct estack_cfg *c)
 		CHECK_INT("fp broken, scan unresolved: bad chain", ESTACK_END_BAD_CHAIN, r.end);
 		CHECK("fp broken, scan unresolved: not rescanned", !r.rescanned);
 	}
+	/* A frame pointer so high that fp + 16 wraps was taken inside the words (fuzz_estack,
+	 * corpus/estack/regress_fp_wraps.bin): read far outside them. Now the chain breaks there,
+	 * and the scan past saved frame pointers stands in. */
+	erlang_stack__walk(c, st, 6, 0x1000, 0xfffffffffffffff8ULL, true, NULL, &r);
+	CHECK_INT("fp + 16 wraps: rescanned", ESTACK_END_BOTTOM, r.end);
+	{
+		const uint64_t wrap[] = {SMALL(7), 0xfffffffffffffff8ULL, RA_MID, 0, 0, EXIT};
+
+		erlang_stack__walk(c, wrap, 6, 0x1000, 0x1008, true, NULL, &r);
+		CHECK_INT("saved fp + 16 wraps", ESTACK_END_BAD_CHAIN, r.end);
+	}
 	c->frame_layout = XP_LAYOUT_RA;
 }
 

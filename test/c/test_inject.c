@@ -64,6 +64,18 @@ static void term_checks(void)
 	CHECK("result is ok", inject_term__is_atom(x.buff, vidx, "ok"));
 	CHECK_INT("map_get absent", -ENOENT, inject_term__map_get(x.buff, 0, "nope", &vidx));
 	CHECK_INT("map_get on a non-map", -EPROTO, inject_term__map_get(x.buff, vidx, "x", &r));
+	CHECK_INT("whole map checks", 0, inject_term__check(x.buff, (size_t)x.index));
+	CHECK_INT("cut map refused", -EPROTO, inject_term__check(x.buff, (size_t)x.index - 1));
+	ei_x_free(&x);
+
+	/* A binary that claims more bytes than came, a fun, and a nesting too deep (fuzz_term). */
+	CHECK_INT("binary longer than sent", -EPROTO, inject_term__check("m\0\0\1\0ab", 7));
+	CHECK_INT("fun refused", -EPROTO, inject_term__check("qs\1ms\1fa\2", 10));
+	ei_x_new(&x);
+	for (int i = 0; i < 300; i++)
+		ei_x_encode_tuple_header(&x, 1);
+	ei_x_encode_atom(&x, "deep");
+	CHECK_INT("300 levels refused", -EPROTO, inject_term__check(x.buff, (size_t)x.index));
 	ei_x_free(&x);
 
 	ei_x_new(&x);
