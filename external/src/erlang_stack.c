@@ -22,22 +22,16 @@ const char *erlang_stack__end_name(enum estack_end end)
 	return (unsigned)end < ESTACK_END_COUNT ? end_names[end] : "?";
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
+/* Both from flags the map set once per range (jitmap.c add_range): these run for every word of
+ * every stack walked. */
 bool erlang_stack__is_function(const struct jit_range *r)
 {
-	return r && !ends_with(r->name, "-CodeInfoPrologue") && !strstr(r->name, "::codeHeader") &&
-	       !strstr(r->name, "::codeFooter");
+	return r && r->frame;
 }
 
 bool erlang_stack__is_fragment(const struct jit_range *r)
 {
-	return r && strncmp(r->name, "global::", 8) == 0;
+	return r && r->fragment;
 }
 
 static uint64_t start_of(const struct jitmap *jit, const char *name)

@@ -177,6 +177,9 @@ static int add_range(struct parse *p, const uint8_t *r, const char *name, size_t
 	jr->nlines = 0;
 	if (!jr->name)
 		return -ENOMEM;
+	jr->fragment = strncmp(jr->name, "global::", 8) == 0;
+	jr->frame = !(nlen >= 17 && strcmp(jr->name + nlen - 17, "-CodeInfoPrologue") == 0) &&
+		    !strstr(jr->name, "::codeHeader") && !strstr(jr->name, "::codeFooter");
 	map->nranges++;
 	map->stats.ranges++;
 	map->stats.functions += range_is_function(name, nlen);

@@ -28,6 +28,10 @@ struct jit_range {
 	uint32_t module;  /* index into jitmap modules */
 	uint32_t generation;	/* position in the list: 0 = newest entry */
 	uint32_t lines, nlines; /* its line table, private to jitmap: see jitmap__line */
+	/* From the name, once, for the stack walker's per-word tests: a frame a return address
+	 * may point into (not a prologue, module header or footer), a shared fragment (global::).
+	 */
+	bool frame, fragment;
 };
 
 struct jit_module_info {

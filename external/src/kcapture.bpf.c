@@ -18,7 +18,8 @@
 _Static_assert(sizeof(bpf_user_pt_regs_t) == 21 * 8, "x86-64 struct pt_regs");
 _Static_assert(__builtin_offsetof(bpf_user_pt_regs_t, r13) == 2 * 8, "x86-64 struct pt_regs");
 
-#define PAGE 4096u
+#define PAGE	     4096u
+#define NATIVE_SLACK 4096u /* copied below c_p->stop for a sample in native code */
 
 /* Set by kcapture.c before load (kcap_cfg); the verifier sees them as constants. */
 const volatile __u32 span_lo, span_len;
@@ -112,8 +113,13 @@ static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp
 	if (htop >= hend)
 		return;
 	if (rsp <= htop || rsp >= hend) {
-		/* In native code E is not known here: copy the stack's bottom part, up to hend. */
-		copy_stack(r, hend, hend - htop < KCAP_STACK_MAX ? hend - htop : KCAP_STACK_MAX,
+		/* In native code E is not known here. It is c_p->stop after a runtime entry that
+		 * stores it, else near it (the stack moved by a few frames since one did): copy
+		 * from NATIVE_SLACK below stop up to hend, not from htop, which the free heap
+		 * between it and E may put far below (copying that cost up to 128 KiB a sample). A
+		 * top deeper than that is read later, and checked against this copy at the seam. */
+		from = stop > htop + NATIVE_SLACK ? stop - NATIVE_SLACK : htop;
+		copy_stack(r, hend, hend - from < KCAP_STACK_MAX ? hend - from : KCAP_STACK_MAX,
 			   true);
 		return;
 	}
