@@ -17,7 +17,7 @@
  * scheduler's registers block, where every call from JIT code into C starts): a BIF whose frame
  * is larger than perf's copy (binary_to_term's is 16 KiB) is unwound as it was at the sample.
  * Copied only when the C stack is deeper than perf's copy. */
-#define KCAP_CSTACK_MAX (32u * 1024)
+#define KCAP_CSTACK_MAX (16u * 1024)
 
 #define KCAP_WATCH_MAX 4096 /* scheduler threads the program looks up */
 

@@ -185,31 +185,19 @@ static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64
  * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
  * have switched processes or gone idle, so it is only the fallback. Returns false when the
  * unwind did not reach JIT code. */
-/* The sample's native stack copy, extended by the capture's copy of what lies beyond it up to
- * the runtime stack's top (a BIF with a frame larger than perf's copy): into s->native, and a
- * sample that points at it in *ext. Returns ps itself when there is nothing to add. */
-static const struct perf_sample *native_stack(struct sampler *s, const struct perf_sample *ps,
-					      const struct kcap_rec *k, struct perf_sample *ext)
-{
-	if (!k || !k->cstack || k->cstack_addr != ps->regs[PERF_R_SP] + ps->stack_size ||
-	    ps->stack_size + k->cstack_len > NATIVE_STACK_BYTES)
-		return ps;
-	*ext = *ps;
-	memcpy(s->native, ps->stack, ps->stack_size);
-	memcpy(s->native + ps->stack_size, k->cstack, k->cstack_len);
-	ext->stack = s->native;
-	ext->stack_size = ps->stack_size + k->cstack_len;
-	s->st.native_extended++;
-	return ext;
-}
-
 static bool from_native(struct sampler *s, const struct target_sched *sch,
 			const struct perf_sample *ps, const struct kcap_rec *k, struct where *w)
 {
-	struct perf_sample ext;
 	bool known;
 
-	sampler_src__unwind(s, native_stack(s, ps, k, &ext), is_jit, w->ur);
+	/* The capture's copy of a C stack deeper than perf's (a BIF with a large frame): the
+	 * unwinder reads it where perf's copy ends, not the live stack. */
+	if (k && k->cstack && k->cstack_addr == ps->regs[PERF_R_SP] + ps->stack_size) {
+		unwinder__set_extra(s->unw, k->cstack_addr, k->cstack, k->cstack_len);
+		s->st.native_extended++;
+	}
+	sampler_src__unwind(s, ps, is_jit, w->ur);
+	unwinder__set_extra(s->unw, 0, NULL, 0);
 	if (w->ur->stop != UNWIND_STOP_JIT) {
 		s->st.native_stopped++;
 		return false;

@@ -15,8 +15,6 @@
 #define STACK_CAP_BYTES (1024u * 1024)
 /* perf's user-stack copy per sample when the in-kernel capture runs (it copies the rest). */
 #define PERF_STACK_CAPTURED 8192u
-/* perf's native stack copy (16 KiB at most here) and the capture's rest of it. */
-#define NATIVE_STACK_BYTES (16384u + KCAP_CSTACK_MAX)
 /* Copied words compared again beside a part of a stack read live (read_stack). */
 #define SEAM_BYTES  64
 #define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
@@ -79,17 +77,16 @@ struct sampler {
 	struct jit_name jit_names[JIT_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];
-	struct estack_result er;	    /* the sample's walk (large: never on the stack) */
-	struct estack_result er_alt;	    /* ... from another start (try_alternatives) */
-	uint8_t native[NATIVE_STACK_BYTES]; /* native_stack(): perf's copy + the capture's */
-	bool live_read;			    /* the last read_stack read memory beyond the copy */
-	bool top_live;			    /* ... and its first words among them */
-	bool heap_moved;		    /* the last sample_stack found the heap moved since */
-	uint8_t lea_disp;		    /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
-	struct jit_descriptor jdesc;	    /* as of the JIT map in use */
-	uint64_t jit_tried_ns;		    /* last re-walk of the JIT map */
-	uint64_t maps_tried_ns;		    /* last re-read of /proc/PID/maps */
-	struct proc_maps *maps;		    /* the newest maps read, when re-read since attach */
+	struct estack_result er;     /* the sample's walk (large: never on the stack) */
+	struct estack_result er_alt; /* ... from another start (try_alternatives) */
+	bool live_read;		     /* the last read_stack read memory beyond the copy */
+	bool top_live;		     /* ... and its first words among them */
+	bool heap_moved;	     /* the last sample_stack found the heap moved since */
+	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
+	struct jit_descriptor jdesc; /* as of the JIT map in use */
+	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
+	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
+	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
 	char filter_pid[32];
 	struct sampler_hooks hooks; /* capture or replay (sampler_src.c), else all NULL */
 	bool replay;		    /* sampler__new_replay: no perf, unwinder or refresh */

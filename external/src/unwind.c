@@ -59,6 +59,11 @@ struct unwinder {
 	struct mem *mem;
 	/* The unwind in progress: valid inside unwinder__unwind only. */
 	const struct perf_sample *cur;
+	/* More of the sample's stack, copied elsewhere at the sample (the in-kernel capture's
+	 * copy beyond perf's): read before the live memory. Set for one unwind. */
+	uint64_t extra_addr;
+	const uint8_t *extra;
+	size_t extra_len;
 	struct unwind_result *out;
 	unwind_is_jit_fn is_jit;
 	void *is_jit_ctx;
@@ -449,6 +454,12 @@ static bool unwinder__read(struct unwinder *u, Dwarf_Addr addr, Dwarf_Word *resu
 		u->stats.read_stack++;
 		return true;
 	}
+	if (u->extra && addr >= u->extra_addr && addr - u->extra_addr < u->extra_len &&
+	    u->extra_len - (addr - u->extra_addr) >= 8) {
+		memcpy(result, u->extra + (addr - u->extra_addr), sizeof(*result));
+		u->stats.read_stack++;
+		return true;
+	}
 	if (u->mem && mem__read_u64(u->mem, addr, &v) == 0) {
 		*result = v;
 		u->stats.read_live++;
@@ -543,6 +554,15 @@ static int unwinder__on_frame(Dwfl_Frame *state, void *arg)
 		return unwinder__stop(u, UNWIND_STOP_DEPTH);
 	u->prev_signal = f.state == FDE_SIGNAL;
 	return DWARF_CB_OK;
+}
+
+void unwinder__set_extra(struct unwinder *u, uint64_t addr, const uint8_t *data, size_t len)
+{
+	if (!u) /* a replay has no unwinder */
+		return;
+	u->extra_addr = addr;
+	u->extra = len ? data : NULL;
+	u->extra_len = len;
 }
 
 static void unwinder__walk(struct unwinder *u, const struct perf_sample *s,

@@ -57,6 +57,9 @@ int unwinder__refresh(struct unwinder *u, const struct proc_maps *maps);
  * and why it stopped. */
 void unwinder__unwind(struct unwinder *u, const struct perf_sample *s, unwind_is_jit_fn is_jit,
 		      void *ctx, struct unwind_result *out);
+/* More of the next sample's stack, copied at the sample elsewhere than perf's copy ([addr, +
+ * len): the in-kernel capture's); read before live memory. Pass len 0 to clear it. */
+void unwinder__set_extra(struct unwinder *u, uint64_t addr, const uint8_t *data, size_t len);
 /* Counters since unwinder__new. */
 struct unwind_stats {
 	uint64_t unwinds, frames;
