@@ -6,36 +6,7 @@
 
 #include "check.h"
 #include "erlang_stack.h"
-#include "symfile.h"
-
-#define BASE_APP 0x7f0000100000ULL
-#define BASE_ASM 0x7f0000200000ULL
-
-static struct jitmap *make_map(void)
-{
-	static const struct symfile_range app[] = {
-	    {0x000, 0x030, "app:leaf/1-CodeInfoPrologue"}, {0x030, 0x100, "app:leaf/1"},
-	    {0x100, 0x130, "app:mid/2-CodeInfoPrologue"},  {0x130, 0x200, "app:mid/2"},
-	    {0x200, 0x230, "app:top/0-CodeInfoPrologue"},  {0x230, 0x300, "app:top/0"},
-	};
-	static const struct symfile_range asmr[] = {
-	    {0x000, 0x040, "erts_beamasm:normal_exit/0"},
-	    {0x040, 0x080, "erts_beamasm:return_trace/0"},
-	    {0x080, 0x0c0, "global::times_body_shared"},
-	    {0x0c0, 0x100, "global::mul_add_body_shared"},
-	};
-	static uint8_t blob[4096];
-	struct jitmap *m = NULL;
-
-	if (jitmap__new(&m))
-		return NULL;
-	jitmap__add_symfile(m, blob, symfile_build(blob, "app", BASE_APP, app[5].end, app, 6), 0x10,
-			    0);
-	jitmap__add_symfile(
-	    m, blob, symfile_build(blob, "erts_beamasm", BASE_ASM, asmr[3].end, asmr, 4), 0x20, 1);
-	jitmap__finish(m);
-	return m;
-}
+#include "estack_map.h"
 
 #define RA_MID (BASE_APP + 0x150) /* returns into app:mid/2 */
 #define RA_TOP (BASE_APP + 0x260) /* returns into app:top/0 */
@@ -226,7 +197,7 @@ static void test_fp(struct estack_cfg *c)
 
 int main(void)
 {
-	struct jitmap *m = make_map();
+	struct jitmap *m = estack_map__new();
 	const struct xp_layout *row = layout__find("13.1.5", XP_FLAVOR_JIT, "x86_64");
 	struct estack_cfg c;
 

@@ -11,10 +11,8 @@
 #include <string.h>
 
 #include "erlang_stack.h"
-#include "symfile.h"
+#include "estack_map.h"
 
-#define BASE_APP 0x7f0000100000ULL
-#define BASE_ASM 0x7f0000200000ULL
 /* The cut at ESTACK_MAX_FRAMES is left to test_erlang_stack: a walk that deep is slow, and
  * libFuzzer's compare tracing finds any switch to it. */
 #define MAX_WORDS 4096
@@ -35,32 +33,6 @@ static struct jitmap *map;
 static struct estack_result result; /* 256 KiB: not on the stack */
 static uint64_t words[MAX_WORDS];
 
-static struct jitmap *make_map(void)
-{
-	static const struct symfile_range app[] = {
-	    {0x000, 0x030, "app:leaf/1-CodeInfoPrologue"}, {0x030, 0x100, "app:leaf/1"},
-	    {0x100, 0x130, "app:mid/2-CodeInfoPrologue"},  {0x130, 0x200, "app:mid/2"},
-	    {0x200, 0x230, "app:top/0-CodeInfoPrologue"},  {0x230, 0x300, "app:top/0"},
-	};
-	static const struct symfile_range asmr[] = {
-	    {0x000, 0x040, "erts_beamasm:normal_exit/0"},
-	    {0x040, 0x080, "erts_beamasm:return_trace/0"},
-	    {0x080, 0x0c0, "global::times_body_shared"},
-	    {0x0c0, 0x100, "global::mul_add_body_shared"},
-	};
-	static uint8_t blob[4096];
-	struct jitmap *m = NULL;
-
-	if (jitmap__new(&m))
-		return NULL;
-	jitmap__add_symfile(m, blob, symfile_build(blob, "app", BASE_APP, app[5].end, app, 6), 0x10,
-			    0);
-	jitmap__add_symfile(
-	    m, blob, symfile_build(blob, "erts_beamasm", BASE_ASM, asmr[3].end, asmr, 4), 0x20, 1);
-	jitmap__finish(m);
-	return m;
-}
-
 /* Some unaligned return addresses follow a call to some fragments: a fixed pseudo-random half. */
 static bool returns_from(void *ctx, uint64_t ra, const struct jit_range *callee)
 {
@@ -79,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t flags;
 	size_t n;
 
-	if (!map && !(map = make_map()))
+	if (!map && !(map = estack_map__new()))
 		return 0;
 	if (size < 12)
 		return 0;
