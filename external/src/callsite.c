@@ -164,14 +164,19 @@ bool callsite__returns_from(struct callsite *c, const struct jitmap *jit, uint64
 /* How far a scan of a function's code can tell whether it reaches the leaf. */
 enum reach { REACH_NO = 0, REACH_YES, REACH_UNSURE };
 
+bool callsite__export_call(const struct jit_range *leaf)
+{
+	return strstr(leaf->name, "call_nif") || strstr(leaf->name, "call_bif") ||
+	       strstr(leaf->name, "dispatch");
+}
+
 /* A jump to code that passes control on to an Erlang function chosen at run time: a fun, an
  * apply, a BIF or NIF dispatch. */
 static bool dynamic_fragment(const struct jit_range *r)
 {
 	return strncmp(r->name, "global::", 8) == 0 &&
 	       (strstr(r->name, "apply") || strstr(r->name, "call_fun") ||
-		strstr(r->name, "dispatch") || strstr(r->name, "call_bif") ||
-		strstr(r->name, "call_nif"));
+		callsite__export_call(r));
 }
 
 /* An indirect jump at code[i]: `jmp [mem]` (ff /4, with an optional REX prefix before it), as a
@@ -303,8 +308,7 @@ enum call_check callsite__check(struct callsite *c, const struct jitmap *jit,
 	/* NIFs and BIFs called through an export entry are entered through an address held in
 	 * data (a NIF's patched prologue), which no scan of the caller's code finds; an exception
 	 * is raised by a jump, from wherever the process was. */
-	if (strstr(leaf->name, "call_nif") || strstr(leaf->name, "call_bif") ||
-	    strstr(leaf->name, "dispatch") || strstr(leaf->name, "raise") ||
+	if (callsite__export_call(leaf) || strstr(leaf->name, "raise") ||
 	    strstr(leaf->name, "error"))
 		return CALL_UNKNOWN;
 	return CALL_DISAGREES;

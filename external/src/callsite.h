@@ -25,6 +25,9 @@ enum call_check callsite__check(struct callsite *c, const struct jitmap *jit,
  * veneer)? For return addresses that are not aligned CPs: a shared fragment's callers. */
 bool callsite__returns_from(struct callsite *c, const struct jitmap *jit, uint64_t ra,
 			    const struct jit_range *callee);
+/* Is leaf the JIT code that enters BIFs and NIFs through an export entry (call_bif, call_nif,
+ * dispatch): calls that no scan of the caller's code can confirm. */
+bool callsite__export_call(const struct jit_range *leaf);
 void callsite__reset(struct callsite *c);
 void callsite__free(struct callsite *c);
 

@@ -363,8 +363,7 @@ static enum call_check check_call(struct sampler *s, const struct perf_sample *p
 	 * calls through an export entry (BIFs, NIFs), which cannot be checked either, are kept:
 	 * the process waits in them. */
 	if (cc == CALL_UNKNOWN && s->top_live && !s->cap && erlang_stack__is_fragment(w->leaf) &&
-	    !strstr(w->leaf->name, "call_nif") && !strstr(w->leaf->name, "call_bif") &&
-	    !strstr(w->leaf->name, "dispatch")) {
+	    !callsite__export_call(w->leaf)) {
 		er->end = ESTACK_END_UNVERIFIED;
 		er->nframes = 0;
 		return cc;
