@@ -131,36 +131,81 @@ static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp
 	copy_at(r, from, hend - from < KCAP_STACK_MAX ? hend - from : KCAP_STACK_MAX);
 }
 
+/* Where perf's copy of the stack from rsp ends: perf_stack bytes on, or before, at the first page
+ * that is not present (a large frame's buffer never touched), where perf's copy stops. */
+static __always_inline __u64 perf_copy_end(__u64 rsp)
+{
+	__u64 end = rsp + perf_stack, at = rsp;
+	__u8 probe;
+
+	for (__u32 i = 0; i < 65536 / KCAP_PAGE + 1; i++) {
+		if (at >= end)
+			break;
+		/* perf's copy may stop a little short of the page (its copy's granularity):
+		 * overlap it by 256 bytes. */
+		if (bpf_probe_read_user(&probe, 1, (const void *)at))
+			return at > rsp + 256 ? at - 256 : rsp;
+		at = (at & ~(__u64)(KCAP_PAGE - 1)) + KCAP_PAGE;
+	}
+	return end;
+}
+
 /* A sample in C deeper than perf's copy of it: copy the rest of the native stack, up to the
  * runtime stack's top (*registers: where the JIT's calls into C start), after the Erlang stack's
- * copy, so that the sampler unwinds it as it was. */
+ * copy, so that the sampler unwinds it as it was. Page by page: a page never touched fails to
+ * copy and reads as zeros, which is what it holds. */
 static __always_inline void copy_native(struct kcap_raw *r, __u64 registers_addr, __u64 rsp)
 {
-	__u64 top, from, len, at = r->stack_len;
+	__u64 top, from, end, at = r->stack_len;
 
 	if (!registers_addr || bpf_probe_read_user(&top, sizeof(top), (const void *)registers_addr))
 		return;
-	from = rsp + perf_stack;
-	if (top <= from || top - rsp > (1u << 20) || at > KCAP_STACK_MAX)
+	if (top <= rsp || top - rsp > (1u << 20) || at > KCAP_STACK_MAX)
 		return;
-	len = top - from < KCAP_CSTACK_MAX ? top - from : KCAP_CSTACK_MAX;
-	if (bpf_probe_read_user(r->stack + at, len, (const void *)from))
+	from = perf_copy_end(rsp);
+	if (top <= from)
 		return;
+	end = top - from < KCAP_CSTACK_MAX ? top : from + KCAP_CSTACK_MAX;
+	for (__u64 a = from, i = 0; i < KCAP_CSTACK_MAX / KCAP_PAGE + 1 && a < end; i++) {
+		__u64 off = a - from, n = (a & ~(__u64)(KCAP_PAGE - 1)) + KCAP_PAGE - a;
+
+		if (n > end - a)
+			n = end - a;
+		if (off >= KCAP_CSTACK_MAX || n > KCAP_PAGE) /* for the verifier */
+			break;
+		bpf_probe_read_user(r->stack + at + off, n, (const void *)a);
+		a += n;
+	}
 	r->cstack_addr = from;
-	r->cstack_len = len;
+	r->cstack_len = end - from;
+}
+
+/* The user registers of the sampled thread: the interrupted ones, or, for a sample taken in the
+ * kernel (a page fault, a syscall), the ones its entry saved (bpf_task_pt_regs, Linux 5.15+). */
+static __always_inline int user_regs(struct bpf_perf_event_data *ctx, bpf_user_pt_regs_t *out)
+{
+	long saved;
+
+	if ((ctx->regs.cs & 3) == 3) {
+		*out = ctx->regs;
+		return 0;
+	}
+	saved = bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!saved || bpf_probe_read_kernel(out, sizeof(*out), (const void *)saved))
+		return -1;
+	return (out->cs & 3) == 3 ? 0 : -1;
 }
 
 SEC("perf_event")
 int kcapture(struct bpf_perf_event_data *ctx)
 {
-	bpf_user_pt_regs_t *regs = &ctx->regs;
+	bpf_user_pt_regs_t user, *regs = &user;
 	struct kcap_raw *r;
 	struct kcap_watch *where;
 	__u64 cp, len;
 	__u32 cpu, tid;
 
-	/* A sample taken in the kernel has kernel registers here (perf excludes those anyway). */
-	if ((regs->cs & 3) != 3)
+	if (user_regs(ctx, &user))
 		return 1;
 	cpu = bpf_get_smp_processor_id();
 	r = bpf_map_lookup_elem(&scratch, &cpu);

@@ -15,9 +15,12 @@
 
 /* Native stack bytes copied at most beyond perf's own copy, up to the runtime stack's top (the
  * scheduler's registers block, where every call from JIT code into C starts): a BIF whose frame
- * is larger than perf's copy (binary_to_term's is 16 KiB) is unwound as it was at the sample.
- * Copied only when the C stack is deeper than perf's copy. */
-#define KCAP_CSTACK_MAX (16u * 1024)
+ * is larger than perf's copy (binary_to_term's is 16 KiB, mostly a buffer never touched) is
+ * unwound as it was at the sample. Copied page by page from where perf's copy ends, which is
+ * its first page never touched when there is one (perf stops there), a page never touched
+ * reading as the zeros it holds; only when the C stack is deeper than perf's copy. */
+#define KCAP_CSTACK_MAX (32u * 1024)
+#define KCAP_PAGE	4096u
 
 #define KCAP_WATCH_MAX 4096 /* scheduler threads the program looks up */
 
@@ -40,8 +43,9 @@ struct kcap_raw {
 	__u64 stack_addr, stack_len;
 	__u64 cstack_addr, cstack_len; /* the native stack's part beyond perf's copy */
 	__u8 span[KCAP_SPAN_MAX];
-	/* The Erlang stack's copy, then (at stack + stack_len) the native one's. */
-	__u8 stack[KCAP_STACK_MAX + KCAP_CSTACK_MAX];
+	/* The Erlang stack's copy, then (at stack + stack_len) the native one's; a page of slack
+	 * bounds the program's page-sized copies for the verifier. */
+	__u8 stack[KCAP_STACK_MAX + KCAP_CSTACK_MAX + KCAP_PAGE];
 };
 
 /* The same layout as byte offsets, for the reader. */
@@ -58,7 +62,7 @@ enum {
 	H_CSTACK_LEN = 72,
 	H_SPAN = 80,
 	H_STACK = H_SPAN + KCAP_SPAN_MAX,
-	H_MAX = H_STACK + KCAP_STACK_MAX + KCAP_CSTACK_MAX,
+	H_MAX = H_STACK + KCAP_STACK_MAX + KCAP_CSTACK_MAX + KCAP_PAGE,
 };
 
 _Static_assert(__builtin_offsetof(struct kcap_raw, time) == H_TIME, "kcap_raw layout");
