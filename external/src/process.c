@@ -17,8 +17,8 @@ static bool have(const struct target_value *off, enum xp_off_id id)
 #define BOUNDS_MAX_BYTES 512
 
 static const enum xp_off_id bounds_ids[] = {
-    XP_OFF_P_ID,   XP_OFF_P_HTOP,    XP_OFF_P_STOP,	     XP_OFF_P_HEAP,
-    XP_OFF_P_HEND, XP_OFF_P_HEAP_SZ, XP_OFF_P_FRAME_POINTER, XP_OFF_P_ABANDONED_HEAP};
+    XP_OFF_P_ID,      XP_OFF_P_HTOP,	      XP_OFF_P_STOP,	       XP_OFF_P_HEAP, XP_OFF_P_HEND,
+    XP_OFF_P_HEAP_SZ, XP_OFF_P_FRAME_POINTER, XP_OFF_P_ABANDONED_HEAP, XP_OFF_P_I};
 
 /* The bytes of a Process that hold the fields read for every sample: one process_vm_readv
  * instead of one per field. Left 0 (a read per field) if they lie too far apart. */
@@ -88,6 +88,8 @@ static void parse_span(const struct process_reader *r, const uint8_t *buf, struc
 		p->frame_pointer = span_word(r, buf, XP_OFF_P_FRAME_POINTER);
 	if (have(r->off, XP_OFF_P_ABANDONED_HEAP))
 		p->abandoned_heap = span_word(r, buf, XP_OFF_P_ABANDONED_HEAP);
+	if (have(r->off, XP_OFF_P_I))
+		p->i = span_word(r, buf, XP_OFF_P_I);
 }
 
 static int read_bounds_span(const struct process_reader *r, uint64_t addr, struct process_view *p,
@@ -141,6 +143,8 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
 			word(r, addr, XP_OFF_P_FRAME_POINTER, &p->frame_pointer);
 		if (have(r->off, XP_OFF_P_ABANDONED_HEAP))
 			word(r, addr, XP_OFF_P_ABANDONED_HEAP, &p->abandoned_heap);
+		if (have(r->off, XP_OFF_P_I))
+			word(r, addr, XP_OFF_P_I, &p->i);
 	}
 	return check_bounds(p, sz);
 }

@@ -17,8 +17,9 @@ struct process_view {
 	uint64_t addr;
 	uint64_t pid; /* pid Eterm */
 	uint64_t htop, stop, heap, hend, frame_pointer;
-	uint64_t abandoned_heap;	  /* non-zero in a delayed GC: heap/hend are a fragment's */
-	char name[XP_ATOM_MAX_BYTES + 1]; /* registered name, "" when none */
+	uint64_t abandoned_heap; /* non-zero in a delayed GC: heap/hend are a fragment's */
+	uint64_t i; /* c_p->i, where a parked process resumes (0: unknown); read with the rest */
+	char name[XP_ATOM_MAX_BYTES + 1];	  /* registered name, "" when none */
 	char initial[2 * XP_ATOM_MAX_BYTES + 32]; /* "mod:fun/2", "" when unreadable */
 };
 
