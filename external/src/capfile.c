@@ -178,6 +178,7 @@ static int parse_sample(struct rbuf *b, struct capfile *f)
 {
 	struct cap_sample *s, *v;
 	size_t len;
+	uint8_t flags;
 
 	if (f->nsamples >= CAPFILE_MAX_SAMPLES)
 		return -EPROTO;
@@ -196,7 +197,12 @@ static int parse_sample(struct rbuf *b, struct capfile *f)
 	s->ps.pid = get_u32(b);
 	s->ps.tid = get_u32(b);
 	s->ps.cpu = get_u32(b);
-	s->ps.regs_valid = get_u8(b);
+	/* bit 0: the user registers are valid; bit 1: taken in the kernel (older files: 0). */
+	flags = get_u8(b);
+	if (flags > 3)
+		return -EPROTO;
+	s->ps.regs_valid = flags & 1;
+	s->ps.kernel = flags >> 1;
 	if (get_u32(b) != PERF_R_COUNT)
 		return -EPROTO;
 	for (int i = 0; i < PERF_R_COUNT; i++)

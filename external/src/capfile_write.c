@@ -266,7 +266,7 @@ static int write_sample(gzFile g, struct wbuf *b, const struct cap_sample *s)
 	put_u32(b, s->ps.pid);
 	put_u32(b, s->ps.tid);
 	put_u32(b, s->ps.cpu);
-	put_u8(b, s->ps.regs_valid);
+	put_u8(b, (uint8_t)(s->ps.regs_valid | s->ps.kernel << 1));
 	put_u32(b, PERF_R_COUNT);
 	put(b, s->ps.regs, sizeof(s->ps.regs));
 	put(b, s->stack, s->ps.stack_size);

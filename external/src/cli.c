@@ -83,6 +83,10 @@ static const char sampling_opts[] =
     "  --no-bpf              do not copy each sample's Erlang stack in the kernel (a BPF program\n"
     "                        on the perf events, used when root or CAP_BPF allows): read it\n"
     "                        after the sample instead, which loses fast runtime calls\n"
+    "  --user-only           do not sample time spent in the kernel on a scheduler's behalf\n"
+    "                        (page faults, syscalls; shown as a [kernel] frame on top of the\n"
+    "                        code that entered it); without root or CAP_PERFMON it is not\n"
+    "                        sampled anyway, and the summary says so\n"
     "  -v, --verbose         add the sampler's own counters to the summary: memory reads that\n"
     "                        failed (by reason), the in-kernel capture's records, native\n"
     "                        unwinds by how they ended, stacks walked from another start\n"
@@ -205,7 +209,8 @@ enum {
 	OPT_CODE_PATH,
 	OPT_PERF_DATA,
 	OPT_KEEP_PRIORITY,
-	OPT_NO_BPF
+	OPT_NO_BPF,
+	OPT_USER_ONLY
 };
 
 static const struct option longopts[] = {
@@ -227,6 +232,7 @@ static const struct option longopts[] = {
     {"verbose", no_argument, NULL, 'v'},
     {"keep-priority", no_argument, NULL, OPT_KEEP_PRIORITY},
     {"no-bpf", no_argument, NULL, OPT_NO_BPF},
+    {"user-only", no_argument, NULL, OPT_USER_ONLY},
     {"lines", no_argument, NULL, OPT_LINES},
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
@@ -367,6 +373,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case OPT_NO_BPF:
 		o->no_bpf = true;
+		return 0;
+	case OPT_USER_ONLY:
+		o->user_only = true;
 		return 0;
 	case OPT_LINES:
 		o->lines = true;

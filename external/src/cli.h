@@ -38,6 +38,7 @@ struct cli_opts {
 	bool skid_summary;     /* top, record, blame */
 	bool keep_priority;    /* sampling commands: do not raise the sampler's priority */
 	bool no_bpf;	       /* sampling commands: no in-kernel capture */
+	bool user_only;	       /* sampling commands: no samples taken in the kernel */
 	bool verbose;	       /* sampling commands: the sampler's own counters in the summary */
 	bool lines;	       /* record, top, blame: file:line in Erlang frame names */
 	bool all;	       /* pstack: every process */

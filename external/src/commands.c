@@ -24,7 +24,8 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .name = o->name,
 				    .skid = o->skid_summary,
 				    .keep_priority = o->keep_priority,
-				    .no_bpf = o->no_bpf};
+				    .no_bpf = o->no_bpf,
+				    .user_only = o->user_only};
 }
 
 static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid, char *err,

@@ -648,8 +648,12 @@ const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)
 {
 	size_t lo = 0, hi;
 
-	if (!map || !map->segs)
+	if (!map || !map->segs || !map->nsegs)
 		return NULL; /* not finished, or finishing ran out of memory */
+	/* The stack walker asks for every word that could be a return address; most are terms,
+	 * outside the code altogether (segs are disjoint and sorted). */
+	if (addr < map->segs[0].start || addr >= map->segs[map->nsegs - 1].end)
+		return NULL;
 	hi = map->nsegs;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

@@ -163,6 +163,12 @@ int perf__parse_sample(const uint8_t *rec, size_t len, struct perf_sample *out)
 		goto bad;
 	if (c.p != c.end) /* trailing bytes: not the layout we asked for */
 		goto bad;
+	/* Taken in the kernel (x86-64 kernel addresses have the top bit set): the sample is the
+	 * user code that entered it, whose registers the kernel saved at entry. */
+	if (out->ip >> 63) {
+		out->kernel = true;
+		out->ip = out->regs_valid ? out->regs[PERF_R_IP] : 0;
+	}
 	return 0;
 bad:
 	memset(out, 0, sizeof(*out));
@@ -208,8 +214,11 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 	a.sample_regs_user = s->regs_mask;
 	a.sample_stack_user = s->opts.stack_bytes;
 	a.wakeup_events = s->opts.wakeup_events;
-	a.disabled = 1;	      /* enabled once its ring buffer exists */
-	a.exclude_kernel = 1; /* what perf_event_paranoid 2 allows without CAP_PERFMON */
+	a.disabled = 1; /* enabled once its ring buffer exists */
+	/* Time in the kernel on a thread's behalf (page faults of a growing heap, syscalls) is
+	 * that thread's: sampled unless asked not to or not permitted (perf_event_paranoid >= 2
+	 * without CAP_PERFMON), then each sample still carries the user-mode registers. */
+	a.exclude_kernel = s->opts.user_only || s->stats.kernel_excluded;
 	a.exclude_hv = 1;
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC; /* comparable with the target's own clock_gettime */
@@ -267,6 +276,10 @@ static int session__attach(struct perf_session *s, pid_t tid)
 	if (err)
 		return err;
 	t.fd = perf__event_open(s, tid);
+	if ((t.fd == -EACCES || t.fd == -EPERM) && !s->stats.kernel_excluded) {
+		s->stats.kernel_excluded = true;
+		t.fd = perf__event_open(s, tid);
+	}
 	if (t.fd == -EMFILE && perf__raise_nofile() == 0)
 		t.fd = perf__event_open(s, tid);
 	if (t.fd < 0)
@@ -334,6 +347,7 @@ int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntid
 	err = perf__check_opts(opts, s->page_size, &s->opts);
 	if (err)
 		goto cleanup;
+	s->stats.kernel_excluded = s->opts.user_only;
 	for (size_t i = 0; i < ntids; i++) {
 		err = perf_session__add_thread(s, tids[i]);
 		if (err && err != -ESRCH && err != -EEXIST)

@@ -42,11 +42,13 @@ struct perf_opts {
 	uint32_t
 	    wakeup_events; /* wake a waiting poll every N samples; 0: when the ring is half full */
 	int bpf_prog_fd;   /* > 0: a BPF program attached to every event (kcapture.h) */
+	bool user_only;	   /* exclude samples taken in the kernel (--user-only) */
 };
 
 struct perf_sample {
-	uint64_t ip, time;
+	uint64_t ip, time; /* ip: the user-mode ip, also for a sample taken in the kernel */
 	uint32_t pid, tid, cpu;
+	bool kernel; /* taken in the kernel, on the thread's behalf (a syscall, a fault) */
 	uint64_t regs[PERF_R_COUNT]; /* valid when regs_valid */
 	bool regs_valid;	     /* false for samples taken in kernel mode with no user regs */
 	const uint8_t *stack;	     /* copy of [regs[SP], regs[SP] + stack_size) */
@@ -60,6 +62,7 @@ struct perf_stats {
 	uint64_t malformed;	 /* records skipped because they did not parse */
 	uint64_t threads_gone;	 /* threads that exited while sampled */
 	uint64_t bpf_unattached; /* events the BPF program could not be attached to */
+	bool kernel_excluded;	 /* kernel-mode samples not taken: asked, or not permitted */
 };
 
 struct perf_session;

@@ -233,6 +233,15 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 				" samples, kept with their Erlang callers unknown\n",
 				unwinder__stop_name(i), st->unwind_cut[i]);
 	}
+	if (ps->kernel_excluded)
+		fprintf(f, "  time in the kernel: not sampled (%s)\n",
+			ctx->opts.user_only ? "--user-only"
+					    : "not permitted: needs root or CAP_PERFMON");
+	else if (st->kernel)
+		fprintf(f,
+			"  time in the kernel on a scheduler's behalf: %" PRIu64
+			" samples, kept as [kernel] on top of the code that entered it\n",
+			st->kernel);
 	if (st->kcapture_why[0])
 		fprintf(f, "  in-kernel capture: off (%s): stacks were read after the sample\n",
 			st->kcapture_why);

@@ -191,8 +191,10 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	bool known;
 
 	/* The capture's copy of a C stack deeper than perf's (a BIF with a large frame): the
-	 * unwinder reads it where perf's copy ends, not the live stack. */
-	if (k && k->cstack && k->cstack_addr == ps->regs[PERF_R_SP] + ps->stack_size) {
+	 * unwinder reads it where perf's copy ends (at perf_stack bytes, or earlier at a page
+	 * never touched, where both stop), not the live stack. */
+	if (k && k->cstack && k->cstack_addr >= ps->regs[PERF_R_SP] &&
+	    k->cstack_addr <= ps->regs[PERF_R_SP] + ps->stack_size) {
 		unwinder__set_extra(s->unw, k->cstack_addr, k->cstack, k->cstack_len);
 		s->st.native_extended++;
 	}
@@ -257,16 +259,15 @@ static bool system_task(struct sampler *s, const struct kcap_rec *k, struct wher
 
 /* A parked process's innermost function is where it resumes, c_p->i (as pstack --all shows a
  * waiting process), not on its stack: a tail-recursive loop at the stack's bottom has no frame
- * there. Read now; the scheduler holds the process while it works for it. */
+ * there. Read with the process's bounds: in the capture's copy, at the sample, beside the stack it
+ * is the top of (read later, a process gone on to a dirty scheduler has another c_p->i). */
 static const struct jit_range *resume_leaf(struct sampler *s, const struct process_view *p)
 {
-	const struct target_value *o = &s->t->off[XP_OFF_P_I];
 	const struct jit_range *r;
-	uint64_t i;
 
-	if (!o->present || mem__read_u64(s->t->mem, p->addr + (uint64_t)o->value, &i))
+	if (!p->i)
 		return NULL;
-	r = jitmap__lookup(s->t->jit, i);
+	r = jitmap__lookup(s->t->jit, p->i);
 	return erlang_stack__is_function(r) ? r : NULL;
 }
 
@@ -607,7 +608,8 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 			       /* Woken by every sample: one taken in native code reads its
 				* process's Erlang stack live, and each microsecond of delay lets
 				* more processes move on (--skid-summary). */
-			       .wakeup_events = 1};
+			       .wakeup_events = 1,
+			       .user_only = s->opts.user_only};
 	struct proc_task *tasks = NULL;
 	pid_t *tids;
 	size_t ntasks = 0, n = 0, i;

@@ -61,6 +61,7 @@ struct sampler_opts {
 	bool skid;		    /* re-read what the sample saw, to count contradictions */
 	bool keep_priority;	    /* run.c: do not rank the sampler above the VM */
 	bool no_bpf;		    /* no in-kernel capture (kcapture.h) */
+	bool user_only;		    /* no samples taken in the kernel */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 };
@@ -93,6 +94,7 @@ struct sampler_stats {
 	 * stack came from it. */
 	uint64_t captured;
 	char kcapture_why[200];
+	uint64_t kernel; /* samples taken in the kernel on a thread's behalf, kept as [kernel] */
 	double elapsed_s;
 };
 

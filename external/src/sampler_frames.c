@@ -136,6 +136,16 @@ static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur,
 static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, uint32_t n,
 		 uint32_t nerlang)
 {
+	uint32_t id;
+
+	/* Taken in the kernel on the thread's behalf: the code that entered it is the leaf below.
+	 */
+	if (rec->ps->kernel) {
+		s->st.kernel++;
+		if (!s->opts.only_erlang && n < MAX_FRAMES &&
+		    agg__frame(s->agg, "[kernel]", FRAME_NATIVE, &id) == 0)
+			s->frames[n++] = id;
+	}
 	if (agg__add(s->agg, group, s->frames, n, 1))
 		return;
 	s->st.kept++;

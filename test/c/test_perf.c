@@ -100,6 +100,21 @@ static void test_parser(void)
 	rec__u64(&r, 8);
 	CHECK_INT("parse.stack_without_regs", -EPROTO, perf__parse_sample(r.b, r.len, &s));
 	CHECK_INT("parse.null", -EPROTO, perf__parse_sample(NULL, 8, &s));
+
+	/* Taken in the kernel: the ip is the kernel's; the sample is the user code that entered
+	 * it, whose registers the kernel saved. */
+	rec__build(&r, 2, 64, 40);
+	memcpy(r.b, &(uint64_t){0xffffffff81000123ull}, 8);
+	CHECK_INT("parse.kernel", 0, perf__parse_sample(r.b, r.len, &s));
+	CHECK("parse.kernel_flag", s.kernel);
+	CHECK_U64("parse.kernel_user_ip", 0x1000 + PERF_R_IP, s.ip);
+	rec__build(&r, 2, 64, 40);
+	CHECK_INT("parse.user", 0, perf__parse_sample(r.b, r.len, &s));
+	CHECK("parse.user_not_kernel", !s.kernel);
+	rec__build(&r, 0, 0, 0);
+	memcpy(r.b, &(uint64_t){0xffffffff81000123ull}, 8);
+	CHECK_INT("parse.kernel_no_regs", 0, perf__parse_sample(r.b, r.len, &s));
+	CHECK("parse.kernel_no_regs_ip0", s.kernel && !s.regs_valid && s.ip == 0);
 }
 
 /* ---- the child: two threads spinning in spin() ---- */
@@ -387,7 +402,7 @@ static void print_stats(const char *what, const struct perf_stats *st)
 	       what, st->samples, st->lost, st->throttled, st->malformed, st->threads_gone);
 }
 
-static const struct perf_opts opts_8k = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0};
+static const struct perf_opts opts_8k = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0, false};
 
 /* Registers and stacks of 1 s of samples. 0, or 77 when perf_event_open is refused. */
 static int test_live_samples(const struct child_info *ci)
@@ -450,7 +465,7 @@ static void test_cycles(const struct child_info *ci)
  * is killed and every fd must hang up without failing the session. */
 static void test_cost_and_exit(struct child_info *ci)
 {
-	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1, 0};
+	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1, 0, false};
 	struct perf_session *s = NULL;
 	uint64_t n = 0, t0;
 	double c0, wall;

@@ -21,12 +21,12 @@
 #           binary construction and matching; a major GC; a dirty BIF) or in plain Erlang, most
 #           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (6),
 #           each phase's share of the VM's samples (exact innermost frame, --include-idle)
-#           within ±XP_CLASS_TOLERANCE (2) points of its share of the VM's user CPU time
+#           within ±XP_CLASS_TOLERANCE (2) points of its share of the scheduler threads' CPU time (user and system, schedstat)
 #           (measured around its calls; the wall-time share printed beside it), and at least
 #           a third of its expected samples when 30 or more are expected; >= 99.5% of
 #           Erlang stacks complete; fewer than 1000 samples is a skip (machine too busy).
 #           class-nobpf: the same with --no-bpf, except that a phase may fall short (never over)
-#           when the phases' shortfall in all is the samples labelled read too late (within
+#           when the phases' shortfall in all is the samples labelled read too late or dropped (within
 #           the tolerance), and those stacks are left out of the 99.5%
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
@@ -594,6 +594,27 @@ check_short_runs() {
 	at_least "4 x 1 s records: Erlang stacks complete" "$complete" "$walked" 99.5
 }
 
+# check_kernel_time ERR FOLDED: time in the kernel (page faults, futexes) is sampled as root and
+# kept on the user stack that entered the kernel: the summary counts it, and every [kernel] frame
+# is a leaf on top of at least one user frame of a scheduler's sample.
+check_kernel_time() {
+	local err=$1 folded=$2 n bad
+	n=$(summary_num "$err" 's/^  time in the kernel on a scheduler.s behalf: \([0-9]*\) samples.*/\1/p')
+	echo "FIGURE: OTP $otp $mode capture: ${n:-0} samples in the kernel"
+	if [[ ${n:-0} -gt 0 ]]; then
+		xp_pass "the summary counts $n samples taken in the kernel"
+	else
+		xp_fail "no 'time in the kernel on a scheduler's behalf' line with a count"
+	fi
+	bad=$(awk '/\[kernel\]/ { $NF = ""; n = split($0, f, ";"); sub(/ +$/, "", f[n])
+		if (f[n] != "[kernel]" || n < 3) b++ } END { print b + 0 }' "$folded")
+	if [[ "$bad" -eq 0 ]]; then
+		xp_pass "every [kernel] frame is a leaf above a user frame"
+	else
+		xp_fail "$bad stacks with [kernel] not as a leaf above a user frame"
+	fi
+}
+
 case_capture() {
 	local err walked complete captured samples dropped
 	[[ $(id -u) -eq 0 ]] || xp_skip "the in-kernel capture needs root (CAP_BPF and CAP_PERFMON)"
@@ -613,12 +634,19 @@ case_capture() {
 	else
 		xp_fail "no xp_maps_1 stack with xp_maps:map_updates/3"
 	fi
-	rec_ok nobpf --no-bpf
+	check_kernel_time "$err" "$XP_VM_DIR/cap.folded"
+	rec_ok nobpf --no-bpf --user-only
 	err=$XP_VM_DIR/nobpf.err
 	if grep -q '^  in-kernel capture: off (--no-bpf): stacks were read after the sample$' "$err"; then
 		xp_pass "--no-bpf: the summary says the capture is off"
 	else
 		xp_fail "--no-bpf: no 'in-kernel capture: off (--no-bpf)' line"
+	fi
+	if grep -q '^  time in the kernel: not sampled (--user-only)$' "$err" &&
+		! grep -q '\[kernel\]' "$XP_VM_DIR/nobpf.folded"; then
+		xp_pass "--user-only: the summary says the kernel was not sampled, and no [kernel] frame"
+	else
+		xp_fail "--user-only: no 'time in the kernel: not sampled (--user-only)' line, or a [kernel] frame"
 	fi
 	echo "FIGURE: OTP $otp $mode capture --no-bpf: $(grep '^  Erlang stacks' "$err")"
 	[[ "$mode" != noagent ]] || check_short_runs
@@ -629,31 +657,33 @@ case_capture() {
 
 # check_class TAG FOLDED STATS0 STATS1: for every phase of xp_class (its stats file names them and
 # the exact innermost frames each must show), the share of the samples whose innermost Erlang
-# frame is the phase's against the phase's share of the VM's user CPU time over the same window
-# (NAME_cpu_ms / total_cpu_ms): within ±XP_CLASS_TOLERANCE points, and, so that a phase too small
-# for the tolerance still fails when its time goes elsewhere, at least a third of the samples its share
-# expects when that is 30 or more (Poisson: under 15 of 30 is p < 0.002). User CPU time, as the
-# sampler samples user mode only; not the wall time of the other cases: a phase that waits (for a
-# dirty scheduler, for the OS on a busy machine) is not sampled meanwhile (the wall-time share is
-# printed beside it). Like the measure, which is every VM thread's CPU time, the denominator is
-# every sample of the recording (--include-idle), whatever its process and innermost frame,
-# dropped ones included: a defect that moves one phase's time elsewhere (to its caller repeat/3,
-# to no frame, to '[... scheduler: no process]', to the dropped) then fails that phase only, and
+# frame is the phase's against the phase's share of the scheduler threads' CPU time (user and
+# system) over the same window (NAME_cpu_us / total_cpu_us, from schedstat): within
+# ±XP_CLASS_TOLERANCE points, and, so that a phase too small for the tolerance still fails when
+# its time goes elsewhere, at least a third of the samples its share expects when that is 30 or
+# more (Poisson: under 15 of 30 is p < 0.002). CPU time, user and system, as the sampler samples
+# both (time in the kernel as [kernel] on top of the code that entered it); not the wall time of
+# the other cases: a phase that waits (for a dirty scheduler, for the OS on a busy machine) is not
+# sampled meanwhile (the wall-time share is printed beside it). Like the measure, which is every
+# scheduler thread's CPU time, the denominator is every sample of the recording (--include-idle),
+# whatever its process and innermost frame, dropped ones included: a defect that moves one
+# phase's time elsewhere (to its caller repeat/3, to no frame, to '[... scheduler: no process]',
+# to the dropped) then fails that phase only, and
 # the scheduler's own work is in both totals.
 check_class() {
 	local tag=$1 folded=$2 s0=$3 s1=$4 inner total proc ctotal wtotal phase frames f n sampled
-	local cpu wall verdict ssum=0 csum=0 all_frames='' short=0 late
+	local cpu wall verdict ssum=0 csum=0 all_frames='' short=0 late dropped
 	inner=$XP_VM_DIR/$tag.inner
 	innermost "$folded" xp_class >"$inner"
 	# Every sample the sampler took: those it dropped count against the phases too.
 	total=$(summary_num "$XP_VM_DIR/$tag.err" 's/^extrospect: \([0-9]*\) samples in .*/\1/p')
 	[[ -n "$total" ]] || total=$(awk '{ s += $NF } END { print s + 0 }' "$folded")
 	proc=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
-	ctotal=$(($(stat_get "$s1" total_cpu_ms) - $(stat_get "$s0" total_cpu_ms)))
+	ctotal=$(($(stat_get "$s1" total_cpu_us) - $(stat_get "$s0" total_cpu_us)))
 	wtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
-	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of xp_class; the VM measured $ctotal ms of CPU in $((wtotal / 1000000)) ms"
+	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of xp_class; the VM measured $((ctotal / 1000)) ms of CPU in $((wtotal / 1000000)) ms"
 	if ((total < 1000 || ctotal <= 0 || wtotal <= 0)); then
-		XP_SKIP_REASON="machine too busy: $total samples in ${XP_CLASS_SECONDS} s ($ctotal ms of the VM's CPU), fewer than 1000"
+		XP_SKIP_REASON="machine too busy: $total samples in ${XP_CLASS_SECONDS} s ($((ctotal / 1000)) ms of the VM's CPU), fewer than 1000"
 		echo "NOT CHECKED: $tag shares: $XP_SKIP_REASON"
 		return 0
 	fi
@@ -665,7 +695,7 @@ check_class() {
 			n=$(count_of "$inner" "$f")
 			sampled=$((sampled + n))
 		done
-		cpu=$(($(stat_get "$s1" "${phase}_cpu_ms") - $(stat_get "$s0" "${phase}_cpu_ms")))
+		cpu=$(($(stat_get "$s1" "${phase}_cpu_us") - $(stat_get "$s0" "${phase}_cpu_us")))
 		wall=$(($(stat_get "$s1" "${phase}_ns") - $(stat_get "$s0" "${phase}_ns")))
 		ssum=$((ssum + sampled)) csum=$((csum + cpu))
 		short=$(awk -v s="$sampled" -v t="$total" -v c="$cpu" -v ct="$ctotal" -v sh="$short" \
@@ -691,12 +721,14 @@ check_class() {
 	done
 	if [[ -n "${CLASS_LATE_OK:-}" ]]; then
 		# The phases' net shortfall (measured minus sampled, over all phases) must be the
-		# samples labelled as read too late (within the tolerance): time the sampler could not
-		# attribute, said so, not lost or misplaced.
+		# samples labelled as read too late or dropped by the summary (within the tolerance):
+		# time the sampler could not attribute, said so, not lost or misplaced.
 		late=$(awk '/\[Erlang callers unknown: stack read too late/ { s += $NF } END { print s + 0 }' "$folded")
-		verdict=$(awk -v sh="$short" -v l="$late" -v t="$total" -v tol="$XP_CLASS_TOLERANCE" \
-			'BEGIN { p = 100 * l / t; printf "%s phases short by %.1f points net, %.1f%% of the samples labelled read too late",
-				(sh <= p + tol) ? "ok" : "off", sh, p }')
+		dropped=$(summary_num "$XP_VM_DIR/$tag.err" 's/.* \([0-9]*\) dropped$/\1/p')
+		verdict=$(awk -v sh="$short" -v l="$late" -v d="${dropped:-0}" -v t="$total" -v tol="$XP_CLASS_TOLERANCE" \
+			'BEGIN { p = 100 * l / t; q = 100 * d / t
+				printf "%s phases short by %.1f points net, %.1f%% of the samples labelled read too late, %.1f%% dropped (counted by reason)",
+				(sh <= p + q + tol) ? "ok" : "off", sh, p, q }')
 		echo "FIGURE: OTP $otp $mode $case $tag: ${verdict#* }"
 		if [[ "$verdict" == ok* ]]; then
 			xp_pass "$tag: ${verdict#ok } (±$XP_CLASS_TOLERANCE)"
@@ -704,7 +736,7 @@ check_class() {
 			xp_fail "$tag: ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 		fi
 	fi
-	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $((ctotal - csum)) of $ctotal ms of CPU; there, xp_class's innermost frames and the other roots:"
+	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $(((ctotal - csum) / 1000)) of $((ctotal / 1000)) ms of CPU; there, xp_class's innermost frames and the other roots:"
 	{
 		awk -v ph="$all_frames" 'BEGIN { n = split(ph, a, ","); for (i = 1; i <= n; i++) p[a[i]] = 1 }
 			!($2 in p)' "$inner"

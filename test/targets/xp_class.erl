@@ -12,13 +12,17 @@
 %% every round the running totals go to READYFILE.class (key=value, written whole):
 %%   phases              the phase names, comma-separated
 %%   NAME_frames         the innermost Erlang frame(s) a sample of that phase must show
-%%   NAME_cpu_ms         the VM's user CPU time while the phase's calls ran
-%%                       (erlang:statistics(runtime): every thread's, from getrusage, in whole ms;
-%%                       summed over rounds, the rounding averages out). The truth a sampler of
-%%                       user-mode CPU time (cpu-clock, exclude_kernel) is held to; the VM's
-%%                       system time (page faults, futexes: ~30 % here) is in neither
+%%   NAME_cpu_us         the CPU time, user and system, of the VM's normal and dirty CPU
+%%                       scheduler threads while the phase's calls ran, in microseconds: the
+%%                       sum of their /proc/self/task/TID/schedstat run times (nanoseconds,
+%%                       exact). System time counts: a page fault of a growing heap is the
+%%                       phase's, and the sampler samples it (as [kernel]). Not
+%%                       erlang:statistics(runtime): getrusage's user time splits each thread's
+%%                       run time by the ticks that found it in user mode (4 ms apart at
+%%                       HZ=250), which credits a phase some of its system time, not all
 %%   NAME_ns             wall time around the phase's calls (includes time the OS ran others)
-%%   total_cpu_ms, total_ns  the same since the first round: phases, timing and stats writes
+%%   total_cpu_us, total_ns  the same since the first round, every scheduler thread's (dirty I/O
+%%                       too, which read these files): phases, timing and stats writes
 %% Started with +sbwt none (test/e2e/record_test.sh), so idle schedulers do not spin on the
 %% CPU time of the phase that runs meanwhile (the dirty phase leaves the normal ones idle).
 %% All phase data but the GC phase's lives in persistent_term (the literal area), so a garbage
@@ -227,9 +231,10 @@ start_worker(Stats, Seed) ->
     Pid = spawn(fun() ->
                         register(xp_class, self()),
                         rand:seed(exsss, Seed),
+                        open_cpu_clocks(),
                         Phs = [setup(P) || P <- phases()],
                         Zero = {0, [{0, 0} || _ <- Phs]},
-                        Start = {erlang:monotonic_time(), runtime_ms()},
+                        Start = {erlang:monotonic_time(), cpu_us(all)},
                         write(Stats, Seed, Phs, Zero, Start),
                         Parent ! {self(), started},
                         loop(Stats, Seed, Phs, Zero, Start)
@@ -277,7 +282,7 @@ repeat(Fn, Arg, N) ->
     repeat(Fn, Arg, N - 1).
 
 loop(Stats, Seed, Phs, {Rounds, Totals}, Start) ->
-    Next = {Rounds + 1, run_round(Phs, Totals, erlang:monotonic_time(), runtime_ms(), [])},
+    Next = {Rounds + 1, run_round(Phs, Totals, erlang:monotonic_time(), 0, [])},
     write(Stats, Seed, Phs, Next, Start),
     loop(Stats, Seed, Phs, Next, Start).
 
@@ -292,16 +297,41 @@ run_round([#ph{fn = Fn, arg = Arg, calls = Calls} | Ps], [{W, C} | Ts], _, _, Ac
     %% garbage_collect/1, not /0: gc_major's innermost frame may be erlang:garbage_collect/0.
     true = erlang:garbage_collect(self()),
     T0 = erlang:monotonic_time(),
-    C0 = runtime_ms(),
+    C0 = cpu_us(phases),
     ok = repeat(Fn, Arg, Calls),
     T1 = erlang:monotonic_time(),
-    C1 = runtime_ms(),
+    C1 = cpu_us(phases),
     run_round(Ps, Ts, T1, C1, [{W + (T1 - T0), C + (C1 - C0)} | Acc]).
 
-%% The user CPU time of every thread of the VM, in ms (getrusage ru_utime, in whole ms).
-runtime_ms() ->
-    {Ms, _} = erlang:statistics(runtime),
-    Ms.
+%% The schedstat files of the scheduler threads, named by the VM ("1_scheduler",
+%% "1_dirty_cpu_sch", "1_dirty_io_sche" on OTP 25, comm keeping 15 bytes; "erts_sched_1",
+%% "erts_dcpus_1", "erts_dios_1" since OTP 26), kept open: a pread at 0 reads a fresh copy. phases: the threads a phase runs on; all: every scheduler thread.
+open_cpu_clocks() ->
+    Task = "/proc/self/task/",
+    {ok, Tids} = file:list_dir(Task),
+    Named = [{Tid, Comm} || Tid <- Tids,
+                            {ok, Comm} <- [file:read_file(Task ++ Tid ++ "/comm")]],
+    Open = fun(Tid) ->
+                   {ok, Fd} = file:open(Task ++ Tid ++ "/schedstat", [read, raw, binary]),
+                   Fd
+           end,
+    Has = fun(Comm, Part) -> binary:match(Comm, Part) =/= nomatch end,
+    Phases = [Open(T) || {T, C} <- Named, Has(C, [<<"_scheduler">>, <<"_dirty_cpu_sch">>,
+                                                  <<"erts_sched_">>, <<"erts_dcpus_">>])],
+    All = Phases ++ [Open(T) || {T, C} <- Named, Has(C, [<<"_dirty_io_sch">>, <<"erts_dios_">>])],
+    true = length(Phases) >= 2,
+    put(xp_cpu_clocks, #{phases => Phases, all => All}),
+    ok.
+
+%% The summed run time of those threads, in microseconds.
+cpu_us(Which) ->
+    #{Which := Fds} = get(xp_cpu_clocks),
+    lists:sum([run_ns(Fd) || Fd <- Fds]) div 1000.
+
+run_ns(Fd) ->
+    {ok, B} = file:pread(Fd, 0, 128),
+    [Ns | _] = binary:split(B, <<" ">>),
+    binary_to_integer(Ns).
 
 write(Stats, Seed, Phs, {Rounds, Totals}, {Wall0, Cpu0}) ->
     PerPhase = lists:append([phase_kvs(P, T) || {P, T} <- lists:zip(Phs, Totals)]),
@@ -311,14 +341,14 @@ write(Stats, Seed, Phs, {Rounds, Totals}, {Wall0, Cpu0}) ->
                            {phases, lists:flatten(lists:join(",", [atom_to_list(P#ph.name)
                                                                    || P <- Phs]))},
                            {total_ns, ns(erlang:monotonic_time() - Wall0)},
-                           {total_cpu_ms, runtime_ms() - Cpu0}
+                           {total_cpu_us, cpu_us(all) - Cpu0}
                            | PerPhase]).
 
 phase_kvs(#ph{name = Name, frames = Frames, calls = Calls, cost = Cost}, {Wall, Cpu}) ->
     Key = fun(Suffix) -> list_to_atom(atom_to_list(Name) ++ Suffix) end,
     [{Key("_frames"), lists:flatten(lists:join(",", [frame(F) || F <- Frames]))},
      {Key("_ns"), ns(Wall)},
-     {Key("_cpu_ms"), Cpu},
+     {Key("_cpu_us"), Cpu},
      {Key("_calls"), Calls},
      {Key("_call_ns"), round(ns(Cost))}].
 
