@@ -1,7 +1,7 @@
 /* The agent NIF's private state (priv_data, jiffy style) and the calibration record that the
  * calibration steps fill and compose.c turns into the published block. Also the few structural
  * ERTS constants that are not per-version offsets (ErlNifEnv, term tags, process state bits).
- * Does not own: per-version offsets (external/src/layout.c) or the published block (block.c). */
+ * Does not own: per-version offsets (external/vm/layout.c) or the published block (block.c). */
 #ifndef XP_AGENT_H
 #define XP_AGENT_H
 

@@ -41,22 +41,25 @@ static void bounds_span(struct process_reader *r)
 	}
 }
 
-int process__reader(struct process_reader *r, const struct target *t)
+int process__reader_init(struct process_reader *r, struct mem *m, const struct target_value *off,
+			 const struct pid_format *pids, const struct atom_reader *atoms)
 {
 	static const enum xp_off_id need[] = {XP_OFF_P_ID,   XP_OFF_P_HTOP, XP_OFF_P_STOP,
 					      XP_OFF_P_HEAP, XP_OFF_P_HEND, XP_OFF_P_HEAP_SZ};
 	size_t i;
 
 	memset(r, 0, sizeof(*r));
-	r->mem = t->mem;
-	r->off = t->off;
-	process__pid_format(&r->pids, t);
+	r->mem = m;
+	r->off = off;
+	r->pids = *pids;
 	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
-		if (!have(t->off, need[i]))
+		if (!have(off, need[i]))
 			return -ENOTSUP;
 	}
-	r->have_atoms =
-	    t->addr[XP_ADDR_ATOM_TABLE].present && target__atom_reader(t, &r->atoms) == 0;
+	if (atoms) {
+		r->atoms = *atoms;
+		r->have_atoms = true;
+	}
 	bounds_span(r);
 	return 0;
 }
@@ -160,10 +163,9 @@ int process__bounds_from_span(const struct process_reader *r, uint64_t addr, con
 	return check_bounds(p, sz);
 }
 
-void process__pid_format(struct pid_format *f, const struct target *t)
+void process__pid_format_read(struct pid_format *f, const struct xp_layout *row, struct mem *m,
+			      uint64_t ptab)
 {
-	const struct xp_layout *row = t->layout;
-	uint64_t ptab = (uint64_t)t->addr[XP_ADDR_PROCESS_TABLE].value;
 	uint32_t shifts[2] = {0, 0};
 
 	memset(f, 0, sizeof(*f));
@@ -176,12 +178,10 @@ void process__pid_format(struct pid_format *f, const struct target *t)
 		return;
 	}
 	f->known =
-	    t->addr[XP_ADDR_PROCESS_TABLE].present &&
-	    mem__read_u64(t->mem, ptab + (uint64_t)row->ptab_pix_mask, &f->pix_mask) == 0 &&
-	    mem__read_u64(t->mem, ptab + (uint64_t)row->ptab_pix_cl_mask, &f->cl_mask) == 0 &&
-	    mem__read_u64(t->mem, ptab + (uint64_t)row->ptab_pix_cli_mask, &f->cli_mask) == 0 &&
-	    mem__read(t->mem, ptab + (uint64_t)row->ptab_pix_cl_shift, shifts, sizeof(shifts)) ==
-		0 &&
+	    ptab && mem__read_u64(m, ptab + (uint64_t)row->ptab_pix_mask, &f->pix_mask) == 0 &&
+	    mem__read_u64(m, ptab + (uint64_t)row->ptab_pix_cl_mask, &f->cl_mask) == 0 &&
+	    mem__read_u64(m, ptab + (uint64_t)row->ptab_pix_cli_mask, &f->cli_mask) == 0 &&
+	    mem__read(m, ptab + (uint64_t)row->ptab_pix_cl_shift, shifts, sizeof(shifts)) == 0 &&
 	    shifts[0] < 64 && shifts[1] < 64;
 	f->cl_shift = shifts[0];
 	f->cli_shift = shifts[1];

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "atom.h"
-#include "target.h"
+#include "provenance.h"
 
 #define PROCESS_MAX_HEAP (1ULL << 34) /* a heap larger than 16 GiB is garbage */
 
@@ -33,16 +33,19 @@ struct pid_format {
 struct process_reader {
 	struct mem *mem;
 	struct pid_format pids;
-	const struct target_value *off; /* target->off */
+	const struct target_value *off; /* the XP_OFF_* offsets, e.g. target->off */
 	struct atom_reader atoms;
 	bool have_atoms;
 	/* process__read_bounds reads its fields in one copy of [addr + lo, addr + lo + len). */
 	uint32_t bounds_lo, bounds_len;
 };
 
-/* Prepare a reader from an attached target. -ENOTSUP when the Process offsets it needs are not
- * known (no layout row and no agent). */
-int process__reader(struct process_reader *r, const struct target *t);
+/* Prepare a reader over memory m, with the XP_OFF_* offsets off (kept, not copied), the pid
+ * encoding and an atom reader (NULL: registered names and initial calls are not read).
+ * -ENOTSUP when the Process offsets it needs are not known (no layout row and no agent).
+ * From an attached target: process__reader (attach/readers.h). */
+int process__reader_init(struct process_reader *r, struct mem *m, const struct target_value *off,
+			 const struct pid_format *pids, const struct atom_reader *atoms);
 
 /* A whole Process read in one copy, for listing every process (pstack --all): the bounds of
  * process__read_bounds plus what process_info would show. Fields whose offset this VM does not
@@ -80,8 +83,10 @@ void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size
 /* The pid's data (SERIAL << num_bits | NUM), or the raw term when the encoding is unknown: an
  * order for listing pids as the VM numbers them. */
 uint64_t process__pid_data(const struct pid_format *f, uint64_t pid);
-/* Read the pid encoding of a target (layout row + process table). */
-void process__pid_format(struct pid_format *f, const struct target *t);
+/* Read the pid encoding of a VM: its layout row (NULL: unknown) and, on 27+, the masks of its
+ * process table at ptab (0: not known, then f->known is false). */
+void process__pid_format_read(struct pid_format *f, const struct xp_layout *row, struct mem *m,
+			      uint64_t ptab);
 /* Write an atom as Erlang prints it: quoted when it is not a plain lowercase atom. */
 void process__atom_quoted(const char *text, char *buf, size_t len);
 

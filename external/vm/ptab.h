@@ -8,8 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "layout.h"
+#include "mem.h"
 #include "process.h"
-#include "target.h"
+#include "provenance.h"
 
 struct ptab {
 	uint64_t addr;	  /* the ErtsPTab */
@@ -27,9 +29,12 @@ struct ptab_stats {
 	uint64_t unreadable_slots; /* slots in chunks that could not be read */
 };
 
-/* Find and check the table. When it was found by a scan, t->addr[XP_ADDR_PROCESS_TABLE] is set
- * (source "scan") so pid text can be decoded. 0, or -ENOENT / -ENOTSUP with why explaining. */
-int ptab__locate(struct target *t, struct ptab *out, char *why, size_t whylen);
+/* The geometry of a candidate ErtsPTab from its bytes b (at least row->ptab_element_size + 8 of
+ * them): true when tab, max and invalid_element are plausible and the element size is p_sizeof
+ * (sizeof(Process); <= 0: not checked). Finding the table in a live VM: ptab__locate
+ * (attach/readers.h). */
+bool ptab__geometry(const struct xp_layout *row, int64_t p_sizeof, const uint8_t *b,
+		    struct ptab *out);
 
 /* Every slot holding a Process *: index and address, in table order. *procs is malloc'd. */
 int ptab__collect(const struct ptab *pt, struct mem *m, uint32_t **ixs, uint64_t **procs, size_t *n,

@@ -17,16 +17,6 @@
 	"SYS_PTRACE); "                                                                            \
 	"sampling will also need kernel.perf_event_paranoid <= 1 or CAP_PERFMON"
 
-static const char *const src_names[] = {
-    [TSRC_NONE] = "none", [TSRC_DYNSYM] = "dynsym", [TSRC_AGENT] = "agent",
-    [TSRC_SCAN] = "scan", [TSRC_TABLE] = "table",   [TSRC_INSTALL] = "install",
-};
-
-const char *target__src_name(enum target_src src)
-{
-	return (unsigned)src < sizeof(src_names) / sizeof(src_names[0]) ? src_names[src] : "?";
-}
-
 static int fail(struct target *t, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -183,34 +173,6 @@ static void read_versions(struct target *t)
 		t->otp_release[0] = t->erts_version[0] = '\0';
 	}
 	read_install_version(t);
-}
-
-bool target__has_agent(const struct target *t)
-{
-	return t->agent && t->agent->status == AGENT_OK;
-}
-
-int target__atom_reader(const struct target *t, struct atom_reader *r)
-{
-	static const enum xp_off_id ids[] = {XP_OFF_ITAB_ENTRIES, XP_OFF_ITAB_SEG_TABLE,
-					     XP_OFF_ATOM_LEN, XP_OFF_ATOM_NAME};
-	size_t i;
-
-	memset(r, 0, sizeof(*r));
-	if (!t->layout)
-		return -ENOENT;
-	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		if (!t->off[ids[i]].present)
-			return -ENOENT;
-	}
-	*r = (struct atom_reader){.mem = t->mem,
-				  .table = (uint64_t)t->addr[XP_ADDR_ATOM_TABLE].value,
-				  .off_entries = (int32_t)t->off[XP_OFF_ITAB_ENTRIES].value,
-				  .off_seg_table = (int32_t)t->off[XP_OFF_ITAB_SEG_TABLE].value,
-				  .off_len = (int32_t)t->off[XP_OFF_ATOM_LEN].value,
-				  .off_name = (int32_t)t->off[XP_OFF_ATOM_NAME].value,
-				  .mode = t->layout->atom_name_mode};
-	return 0;
 }
 
 static void resolve_offsets(struct target *t)

@@ -17,23 +17,8 @@
 #include "layout.h"
 #include "mem.h"
 #include "proc.h"
-
-/* Where a value came from. */
-enum target_src {
-	TSRC_NONE = 0,
-	TSRC_DYNSYM,  /* an exported symbol of beam.smp (OTP <= 27) */
-	TSRC_AGENT,   /* the agent block */
-	TSRC_SCAN,    /* a structural scan from outside */
-	TSRC_TABLE,   /* the built-in per-version table */
-	TSRC_INSTALL, /* the installation's files (erts-X.Y.Z path, releases/N/OTP_VERSION) */
-};
-const char *target__src_name(enum target_src src);
-
-struct target_value {
-	int64_t value;
-	enum target_src source;
-	bool present, verified;
-};
+#include "provenance.h"
+#include "readers.h"
 
 struct target_sched {
 	uint32_t type, number; /* enum xp_sched_type, 1-based */

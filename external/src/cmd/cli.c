@@ -117,7 +117,7 @@ static const char usage_capture[] =
     "resolving it took from outside the sampler's code: the perf sample, the in-kernel capture\n"
     "record, every memory read, the native unwind and native frame names, with the stack\n"
     "resolved live. test/c/test_replay.c resolves the samples again offline, without a VM or\n"
-    "root, and compares. Format: external/src/capfile.h (gzip, versioned).\n"
+    "root, and compares. Format: external/src/sample/capfile.h (gzip, versioned).\n"
     "\n"
     "  -o, --output FILE     where to write (required)\n"
     "  -n, --limit N         keep the first N samples that produced a stack (default 300); the\n"

@@ -1,5 +1,6 @@
 /* The parts of `extrospect pstack` and what they share: the scheduler snapshot (pstack_sched.c),
- * the process-table listing (pstack_procs.c) and the command with its header (pstack.c).
+ * the process-table listing (pstack_procs.c), the command with its header (pstack.c) and the
+ * frames all three use (pstack_frames.c, which calls none of the others).
  * Does not own: sampling (sampler.c), stack walking (erlang_stack.c), the process table (ptab.c).
  */
 #ifndef XP_PSTACK_H
