@@ -66,6 +66,19 @@ int atom__text_by_index(const struct atom_reader *r, uint32_t index, char *buf, 
 	return 0;
 }
 
+int atom__reader_from_row(struct atom_reader *r, struct mem *m, const struct xp_layout *row)
+{
+	*r = (struct atom_reader){.mem = m,
+				  .off_entries = row->off[XP_OFF_ITAB_ENTRIES],
+				  .off_seg_table = row->off[XP_OFF_ITAB_SEG_TABLE],
+				  .off_len = row->off[XP_OFF_ATOM_LEN],
+				  .off_name = row->off[XP_OFF_ATOM_NAME],
+				  .mode = row->atom_name_mode};
+	if (r->off_entries < 0 || r->off_seg_table < 0 || r->off_len < 0 || r->off_name < 0)
+		return -ENOENT;
+	return 0;
+}
+
 int atom__text(const struct atom_reader *r, uint64_t term, char *buf, size_t len)
 {
 	if ((term & XP_TAG_IMMED2_MASK) != XP_TAG_ATOM || (term >> 32) != 0)

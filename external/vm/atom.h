@@ -17,6 +17,10 @@ struct atom_reader {
 	enum xp_atom_name_mode mode;
 };
 
+/* A reader over m with the atom offsets and name mode of a layout row (table left 0). 0, or
+ * -ENOENT when the row lacks one of the offsets. */
+int atom__reader_from_row(struct atom_reader *r, struct mem *m, const struct xp_layout *row);
+
 /* Text of atom term into buf (NUL-terminated). 0, -EINVAL (not an atom term, index out of range,
  * bad length), -EPROTO (inconsistent bitstring), or a read error. */
 int atom__text(const struct atom_reader *r, uint64_t term, char *buf, size_t len);

@@ -27,7 +27,10 @@
 
 /* Process.state flags, ERTS_PSFLG_BIT(n) = 1 << (6 + n), the same in OTP 25, 27 and 29
  * (B/erl_process.h 25:1207-1299, 27:1233-1326, 29:1246-1339); erts_process_state2status
- * (B/erl_process.c 25:9162, 27:9205, 29:9305) turns them into process_info(P, status). */
+ * (B/erl_process.c 25:9162, 27:9205, 29:9305) turns them into process_info(P, status). The low
+ * six bits hold three 2-bit priorities (normal = 2 in each). */
+#define XP_PSFLG_PRIO_MASK	   0x3fu
+#define XP_PSFLG_PRIO_NORMAL	   0x2au
 #define XP_PSFLG_FREE		   0x400u
 #define XP_PSFLG_EXITING	   0x800u
 #define XP_PSFLG_ACTIVE		   0x2000u

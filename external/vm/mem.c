@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "mem.h"
 
@@ -127,11 +128,19 @@ cleanup:
 	return err;
 }
 
-static int mem__read_live(struct mem *m, uint64_t addr, void *buf, size_t len)
+/* One process_vm_readv: the bytes copied (the kernel stops at the first unmapped page), or -1
+ * with errno. */
+static ssize_t readv_at(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {.iov_base = buf, .iov_len = len};
 	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-	ssize_t n = process_vm_readv(m->pid, &local, 1, &remote, 1, 0);
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
+static int mem__read_live(struct mem *m, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = readv_at(m->pid, addr, buf, len);
 
 	if (n == (ssize_t)len)
 		return 0;
@@ -239,4 +248,46 @@ void mem__free(struct mem *m)
 		free((void *)m->regions[i].data);
 	free(m->regions);
 	free(m);
+}
+
+int mem__open_self(struct mem **out)
+{
+	return mem__open_live(out, getpid());
+}
+
+static int self_bounds_ok(uint64_t addr, size_t len)
+{
+	return len && len <= MEM_SELF_MAX && addr + len >= addr && mem__plausible(addr);
+}
+
+int mem__self_read(uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!self_bounds_ok(addr, len))
+		return -EINVAL;
+	n = readv_at(getpid(), addr, buf, len);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int mem__self_read_u64(uint64_t addr, uint64_t *out)
+{
+	return mem__self_read(addr, out, sizeof(*out));
+}
+
+int mem__self_read_u32(uint64_t addr, uint32_t *out)
+{
+	return mem__self_read(addr, out, sizeof(*out));
+}
+
+size_t mem__self_read_prefix(uint64_t addr, void *buf, size_t len, size_t min)
+{
+	ssize_t n;
+
+	if (!self_bounds_ok(addr, len))
+		return 0;
+	n = readv_at(getpid(), addr, buf, len);
+	return n > 0 && (size_t)n >= min ? (size_t)n : 0;
 }

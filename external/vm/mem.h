@@ -1,6 +1,7 @@
-/* Reading another process's memory: one interface, two backends. The live backend uses
- * process_vm_readv (never ptrace, never /proc/PID/mem); the snapshot backend serves captured
- * regions, so walkers and parsers are tested offline on the same code path.
+/* Reading a process's memory: one interface, several backends. The live backend uses
+ * process_vm_readv (never ptrace, never /proc/PID/mem), on another process or (the agent NIF) on
+ * ourselves; the snapshot backend serves captured regions, so walkers and parsers are tested
+ * offline on the same code path.
  * Does not own: deciding what to read, or classifying what the bytes mean. */
 #ifndef XP_MEM_H
 #define XP_MEM_H
@@ -52,5 +53,27 @@ uint64_t mem__failures(const struct mem *m, enum mem_fail why);
 const char *mem__fail_name(enum mem_fail why);
 
 void mem__free(struct mem *m);
+
+/* Guarded reads of our own memory, for the agent NIF inside the VM reading what it has not
+ * validated yet: process_vm_readv on getpid() returns EFAULT for an unmapped address instead of
+ * crashing the VM. Context-free and counter-free, so any thread may call them. mem__open_self is
+ * the same as a struct mem, for the readers here that take one. */
+#define MEM_SELF_MAX (8u << 20) /* no single self-read is larger than this */
+
+/* A user-space x86-64 address that could be a data pointer (canonical, not in the first 64 KiB). */
+static inline int mem__plausible(uint64_t p)
+{
+	return p >= 0x10000 && p < 0x800000000000ull;
+}
+
+int mem__open_self(struct mem **out);
+/* Read exactly len bytes at addr. 0, or -EFAULT (unmapped, partial), -EINVAL (bounds, an
+ * implausible address), or the negative errno of the syscall (-EPERM, -ENOSYS when filtered). */
+int mem__self_read(uint64_t addr, void *buf, size_t len);
+int mem__self_read_u64(uint64_t addr, uint64_t *out);
+int mem__self_read_u32(uint64_t addr, uint32_t *out);
+/* Reads the mapped leading part of [addr, addr + len) in one call. Returns the number of bytes
+ * read, or 0 when fewer than min bytes are readable. */
+size_t mem__self_read_prefix(uint64_t addr, void *buf, size_t len, size_t min);
 
 #endif /* XP_MEM_H */
