@@ -8,6 +8,25 @@
 #include "commands.h"
 #include "run.h"
 
+const char capture__usage[] =
+    "Usage: extrospect capture [OPTIONS] -o FILE PID\n"
+    "\n"
+    "Sample a running VM as record does, and save, for each sample that produced a stack, what\n"
+    "resolving it took from outside the sampler's code: the perf sample, the in-kernel capture\n"
+    "record, every memory read, the native unwind and native frame names, with the stack\n"
+    "resolved live. test/c/test_replay.c resolves the samples again offline, without a VM or\n"
+    "root, and compares. Format: external/src/sample/capfile.h (gzip, versioned).\n"
+    "\n"
+    "  -o, --output FILE     where to write (required)\n"
+    "  -n, --limit N         keep the first N samples that produced a stack (default 300); the\n"
+    "                        reads of the others are kept only as a pool\n"
+    "\n"
+    "%s"
+    "\n"
+    "Examples:\n"
+    "  extrospect capture -d 3 -n 300 --name fl -o test/captures/otp25-fl.xpcap 4242\n"
+    "  tools/refresh-captures.sh        # all the checked-in captures\n";
+
 int cmd__capture(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		 size_t errlen)
 {

@@ -1,4 +1,4 @@
-/* Command-line parsing and help. See cli.h. */
+/* Command-line parsing and the general help. See cli.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <getopt.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "commands.h"
+#include "table.h"
 
-static const char usage_main[] =
+static const char usage_head[] =
     "Usage: extrospect COMMAND [OPTIONS] PID\n"
     "\n"
     "A production-safe profiler for the Erlang VM. It reads a running VM from outside by OS\n"
@@ -17,16 +17,9 @@ static const char usage_main[] =
     "agent), when loaded in the VM, publishes verified layout facts; without it the sampler\n"
     "falls back to beam.smp's exported symbols and a built-in per-version table.\n"
     "\n"
-    "Commands:\n"
-    "  info PID      versions, flavour, frame layout, agent, schedulers, JIT map, checks\n"
-    "  top PID       the hottest Erlang functions and the busiest processes, live\n"
-    "  record PID    sample into a flame graph (svg, speedscope, collapsed)\n"
-    "  pstack PID    what every scheduler (or, with --all, every process) is doing now\n"
-    "  blame PID FUNCTION...  which Erlang code and processes lead into a native function\n"
-    "  sched PID     how work spreads over schedulers and CPUs; NIFs that run too long\n"
-    "  perf-map PID  write /tmp/perf-PID.map so perf names Erlang code, no restart\n"
-    "  inject --node NAME@HOST  load the agent into a running distributed node\n"
-    "  capture PID   record samples and what resolving them read, for offline replay tests\n"
+    "Commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "Options:\n"
     "  -h, --help    show help (also: extrospect COMMAND --help)\n"
@@ -40,134 +33,19 @@ static const char usage_main[] =
     "  8 node or epmd unreachable (inject)  9 the node refused the cookie (inject)\n"
     "  10 perf-map refused to replace a map it did not write\n";
 
-static const char usage_info[] =
-    "Usage: extrospect info [--json] [--no-agent] PID\n"
-    "\n"
-    "Describe a running BEAM VM: OTP release and erts version, emulator flavour, frame layout,\n"
-    "whether the extrospect agent is loaded, every scheduler thread with its OS thread id, the\n"
-    "key addresses and ERTS offsets with where each came from (agent, dynsym, scan, table),\n"
-    "and the result of the sampler's own cross-checks. Works on VMs in chroots and containers:\n"
-    "their files are read through /proc/PID/root.\n"
-    "\n"
-    "Options:\n"
-    "  --json        print one JSON object (keys documented in README.md)\n"
-    "  --no-agent    ignore the agent: show what is known without it\n"
-    "\n"
-    "Examples:\n"
-    "  extrospect info $(pgrep -f beam.smp | head -1)\n"
-    "  extrospect info --json 4242 | jq '.schedulers[] | select(.type == \"normal\")'\n"
-    "  extrospect info --no-agent 4242     # compare with what the agent verified\n"
-    "\n"
-    "Environment:\n"
-    "  EXTROSPECT_NO_BUILTIN_LAYOUT=1  ignore the built-in table (tests of the fail-closed path)\n";
-
-static const char sampling_opts[] =
-    "Sampling options:\n"
-    "  -F, --rate HZ         samples per second per scheduler thread (default 997, a prime)\n"
-    "  -d, --duration SECS   stop after SECS seconds (default: until Ctrl-C)\n"
-    "  --event cpu-clock|cycles  the sampling event (default cpu-clock)\n"
-    "  --threads schedulers|all  sample scheduler threads (default) or every VM thread\n"
-    "  --erlang-pid '<0.123.0>'  keep one Erlang process (OTP 28+ without the agent: once\n"
-    "                        the process table is found by a scan, as pstack --all does;\n"
-    "                        else refused, exit 6, and pids print as <pid 0x...>)\n"
-    "  --name REGNAME        keep one registered process\n"
-    "  --only-erlang         leave out native frames\n"
-    "  --lines               (record, top, blame) name Erlang frames with their source line, as\n"
-    "                        a stack trace's {file, line}: \"mod:fun/2 (mod.erl:12)\"; a caller's\n"
-    "                        line is its call's. Each line is then a frame of its own\n"
-    "  --include-idle        keep scheduler time spent without a process (idle, spinning)\n"
-    "  --skid-summary        report how long after each sample its process was read, and how\n"
-    "                        often a later read contradicted the sample\n"
-    "  --keep-priority       do not rank the sampler 5 nice levels above the VM (it does so\n"
-    "                        when allowed, to read each sample's process within ~0.1 ms)\n"
-    "  --no-bpf              do not copy each sample's Erlang stack in the kernel (a BPF program\n"
-    "                        on the perf events, used when root or CAP_BPF allows): read it\n"
-    "                        after the sample instead, which loses fast runtime calls\n"
-    "  -v, --verbose         add the sampler's own counters to the summary: memory reads that\n"
-    "                        failed (by reason), the in-kernel capture's records, native\n"
-    "                        unwinds by how they ended, stacks walked from another start\n"
-    "  --no-agent            ignore the agent\n";
-
-static const char usage_record[] =
-    "Usage: extrospect record [OPTIONS] -o FILE PID\n"
-    "\n"
-    "Sample a running VM and write where it spent its time, per Erlang process, as a flame\n"
-    "graph. Stacks are mixed: Erlang frames, the JIT's shared fragments (global::...) and\n"
-    "native frames (BIFs, NIFs, the runtime). The root frame of each stack names the process:\n"
-    "\"<0.123.0> rabbit_channel\" (registered name, else initial call). Ctrl-C stops sampling\n"
-    "and still writes the file.\n"
-    "\n"
-    "  -o, --output FILE     where to write (required)\n"
-    "  --format svg|speedscope|collapsed\n"
-    "                        default: from FILE's extension (.svg, .json, else collapsed)\n"
-    "\n"
-    "%s"
-    "\n"
-    "Examples:\n"
-    "  extrospect record -d 30 -o vm.svg 4242            # interactive flame graph\n"
-    "  extrospect record -d 30 -o vm.json 4242           # open in https://speedscope.app\n"
-    "  extrospect record -o vm.folded --format collapsed 4242 && flamegraph.pl vm.folded\n"
-    "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n"
-    "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n";
-
-static const char usage_capture[] =
-    "Usage: extrospect capture [OPTIONS] -o FILE PID\n"
-    "\n"
-    "Sample a running VM as record does, and save, for each sample that produced a stack, what\n"
-    "resolving it took from outside the sampler's code: the perf sample, the in-kernel capture\n"
-    "record, every memory read, the native unwind and native frame names, with the stack\n"
-    "resolved live. test/c/test_replay.c resolves the samples again offline, without a VM or\n"
-    "root, and compares. Format: external/src/sample/capfile.h (gzip, versioned).\n"
-    "\n"
-    "  -o, --output FILE     where to write (required)\n"
-    "  -n, --limit N         keep the first N samples that produced a stack (default 300); the\n"
-    "                        reads of the others are kept only as a pool\n"
-    "\n"
-    "%s"
-    "\n"
-    "Examples:\n"
-    "  extrospect capture -d 3 -n 300 --name fl -o test/captures/otp25-fl.xpcap 4242\n"
-    "  tools/refresh-captures.sh        # all the checked-in captures\n";
-
-static const char usage_top[] =
-    "Usage: extrospect top [OPTIONS] PID\n"
-    "\n"
-    "Show the hottest Erlang functions (SELF: innermost Erlang frame, including the BIFs,\n"
-    "NIFs and runtime code it called; TOTAL: anywhere on the stack) and the busiest\n"
-    "processes. On a terminal it refreshes every second until Ctrl-C; otherwise, or with -d,\n"
-    "it prints one table at the end.\n"
-    "\n"
-    "  -n, --limit N         rows per table (default 20)\n"
-    "\n"
-    "%s"
-    "\n"
-    "Examples:\n"
-    "  extrospect top 4242\n"
-    "  extrospect top -d 10 4242 > top.txt\n"
-    "  extrospect top --erlang-pid '<0.811.0>' 4242\n"
-    "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n";
-
-void cli__help(FILE *f, enum cli_command command)
+void cli__help(FILE *f, const struct command *command)
 {
-	if (command == CLI_INFO)
-		fputs(usage_info, f);
-	else if (command == CLI_RECORD)
-		fprintf(f, usage_record, sampling_opts);
-	else if (command == CLI_TOP)
-		fprintf(f, usage_top, sampling_opts);
-	else if (command == CLI_CAPTURE)
-		fprintf(f, usage_capture, sampling_opts);
-	else if (command == CLI_PSTACK)
-		fputs(pstack__usage, f);
-	else if (command == CLI_BLAME || command == CLI_SCHED)
-		fprintf(f, "%s\n%s", command == CLI_BLAME ? blame__usage : sched__usage,
-			sampling_opts);
-	else if (command == CLI_PERFMAP)
-		fputs(perfmap__usage, f);
-	else if (command == CLI_INJECT)
-		fputs(inject__usage, f);
-	else
-		fputs(usage_main, f);
+	const struct command *c;
+	size_t i;
+
+	if (command) {
+		command__help(command, f);
+		return;
+	}
+	fputs(usage_head, f);
+	for (i = 0; (c = command__at(i)); i++)
+		fprintf(f, "  %s\n", c->synopsis);
+	fputs(usage_tail, f);
 }
 
 static int parse_pid(const char *s, pid_t *out)
@@ -240,52 +118,60 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static bool samples(enum cli_command cmd)
+/* Which options each command accepts (its row's CO_* groups). */
+static bool allowed(const struct command *cmd, int c)
 {
-	return cmd == CLI_RECORD || cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED ||
-	       cmd == CLI_CAPTURE;
-}
+	unsigned need;
 
-/* Which options each command accepts. */
-static bool allowed(enum cli_command cmd, int c)
-{
 	switch (c) {
 	case 'h':
 		return true;
 	case OPT_NO_AGENT:
-		return cmd != CLI_INJECT;
+		need = CO_NO_AGENT;
+		break;
 	case OPT_JSON:
-		return cmd == CLI_INFO || cmd == CLI_PSTACK || cmd == CLI_SCHED;
+		need = CO_JSON;
+		break;
 	case 'o':
-		return cmd == CLI_RECORD || cmd == CLI_CAPTURE;
+		need = CO_OUTPUT;
+		break;
 	case OPT_FORMAT:
-		return cmd == CLI_RECORD;
+		need = CO_FORMAT;
+		break;
 	case 'n':
-		return cmd == CLI_TOP || cmd == CLI_BLAME || cmd == CLI_SCHED || cmd == CLI_CAPTURE;
-	case 'v':
-		return samples(cmd);
+		need = CO_LIMIT;
+		break;
 	case OPT_SKID:
 	case OPT_LINES:
-		return cmd == CLI_RECORD || cmd == CLI_TOP || cmd == CLI_BLAME;
+		need = CO_SKID_LINES;
+		break;
 	case OPT_ONLY_ERLANG:
-		return samples(cmd) || cmd == CLI_PSTACK;
+		need = CO_ONLY_ERLANG;
+		break;
 	case OPT_ALL:
-		return cmd == CLI_PSTACK;
+		need = CO_ALL;
+		break;
 	case OPT_STACKS:
-		return cmd == CLI_BLAME;
+		need = CO_STACKS;
+		break;
 	case OPT_FOLLOW:
 	case OPT_PERF_DATA:
-		return cmd == CLI_PERFMAP;
+		need = CO_PERFMAP;
+		break;
 	case 'd':
-		return samples(cmd) || cmd == CLI_PERFMAP;
+		need = CO_DURATION;
+		break;
 	case OPT_NODE:
 	case OPT_COOKIE:
 	case OPT_COOKIE_FILE:
 	case OPT_CODE_PATH:
-		return cmd == CLI_INJECT;
-	default:
-		return samples(cmd);
+		need = CO_NODE;
+		break;
+	default: /* -F, -v, --event, --threads, --erlang-pid, --name, --include-idle, ... */
+		need = CO_SAMPLING;
+		break;
 	}
+	return (cmd->opts & need) != 0;
 }
 
 /* The option as the user wrote it, for messages. */
@@ -503,13 +389,13 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 			return CLI_USAGE_ERROR;
 		format_given |= rc == 1;
 	}
-	if (o->command == CLI_INJECT)
+	if (o->command->opts & CO_NODE)
 		return inject_args(argc, argv, o, err, errlen);
 	if (optind >= argc) {
 		snprintf(err, errlen, "%s: missing PID (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
 	}
-	if (o->command == CLI_BLAME) {
+	if (o->command->opts & CO_FUNCTIONS) {
 		o->functions = argv + optind + 1;
 		o->nfunctions = (size_t)(argc - optind - 1);
 		if (!o->nfunctions) {
@@ -527,28 +413,18 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 			 cmd, argv[optind]);
 		return CLI_USAGE_ERROR;
 	}
-	if ((o->command == CLI_RECORD || o->command == CLI_CAPTURE) && !o->output) {
+	if ((o->command->opts & CO_OUTPUT) && !o->output) {
 		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
 	}
-	if (o->command == CLI_RECORD && !format_given)
+	if ((o->command->opts & CO_FORMAT) && !format_given)
 		o->format = format_from_name(o->output);
 	return CLI_RUN;
 }
 
-static const struct {
-	const char *name;
-	enum cli_command command;
-} commands[] = {
-    {"info", CLI_INFO},	       {"record", CLI_RECORD}, {"top", CLI_TOP},
-    {"pstack", CLI_PSTACK},    {"blame", CLI_BLAME},   {"sched", CLI_SCHED},
-    {"perf-map", CLI_PERFMAP}, {"inject", CLI_INJECT}, {"capture", CLI_CAPTURE},
-};
-
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen)
 {
 	const char *cmd;
-	size_t i;
 
 	memset(opts, 0, sizeof(*opts));
 	if (argc < 2) {
@@ -561,15 +437,11 @@ enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *e
 	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0)
 		return CLI_VERSION;
 	opts->freq_hz = 997;
-	opts->limit = 20;
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (strcmp(cmd, commands[i].name) == 0)
-			opts->command = commands[i].command;
-	}
-	if (opts->command == CLI_CAPTURE)
-		opts->limit = 300;
-	if (opts->command != CLI_NONE)
+	opts->command = command__find(cmd);
+	if (opts->command) {
+		opts->limit = opts->command->limit;
 		return parse_command(argc - 1, argv + 1, opts, err, errlen);
+	}
 	snprintf(err, errlen, "unknown command '%s' (see extrospect --help)", cmd);
 	return CLI_USAGE_ERROR;
 }

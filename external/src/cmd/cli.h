@@ -1,5 +1,6 @@
 /* Command-line parsing for the sampler: the command, its options and the target pid, with the
- * help text and its examples. Does not own: running commands (main.c). */
+ * general help. Does not own: which command takes which options, and each command's help (the
+ * command table, table.c), running commands (main.c). */
 #ifndef XP_CLI_H
 #define XP_CLI_H
 
@@ -8,22 +9,12 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-enum cli_command {
-	CLI_NONE = 0,
-	CLI_INFO,
-	CLI_RECORD,
-	CLI_TOP,
-	CLI_PSTACK,
-	CLI_BLAME,
-	CLI_SCHED,
-	CLI_PERFMAP,
-	CLI_INJECT,
-	CLI_CAPTURE
-};
+#include "table.h"
+
 enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE };
 
 struct cli_opts {
-	enum cli_command command;
+	const struct command *command; /* table.h; NULL before one is named */
 	pid_t pid;
 	bool json;     /* info */
 	bool no_agent; /* all */
@@ -53,6 +44,7 @@ enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };
 
 /* Parse argv. On CLI_USAGE_ERROR, err holds a one-line message. */
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen);
-void cli__help(FILE *f, enum cli_command command);
+/* The help of command, or the general help when NULL. */
+void cli__help(FILE *f, const struct command *command);
 
 #endif /* XP_CLI_H */

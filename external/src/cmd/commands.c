@@ -11,6 +11,73 @@
 #include "report/report.h"
 #include "run.h"
 
+const char cmd__sampling_usage[] =
+    "Sampling options:\n"
+    "  -F, --rate HZ         samples per second per scheduler thread (default 997, a prime)\n"
+    "  -d, --duration SECS   stop after SECS seconds (default: until Ctrl-C)\n"
+    "  --event cpu-clock|cycles  the sampling event (default cpu-clock)\n"
+    "  --threads schedulers|all  sample scheduler threads (default) or every VM thread\n"
+    "  --erlang-pid '<0.123.0>'  keep one Erlang process (OTP 28+ without the agent: once\n"
+    "                        the process table is found by a scan, as pstack --all does;\n"
+    "                        else refused, exit 6, and pids print as <pid 0x...>)\n"
+    "  --name REGNAME        keep one registered process\n"
+    "  --only-erlang         leave out native frames\n"
+    "  --lines               (record, top, blame) name Erlang frames with their source line, as\n"
+    "                        a stack trace's {file, line}: \"mod:fun/2 (mod.erl:12)\"; a caller's\n"
+    "                        line is its call's. Each line is then a frame of its own\n"
+    "  --include-idle        keep scheduler time spent without a process (idle, spinning)\n"
+    "  --skid-summary        report how long after each sample its process was read, and how\n"
+    "                        often a later read contradicted the sample\n"
+    "  --keep-priority       do not rank the sampler 5 nice levels above the VM (it does so\n"
+    "                        when allowed, to read each sample's process within ~0.1 ms)\n"
+    "  --no-bpf              do not copy each sample's Erlang stack in the kernel (a BPF program\n"
+    "                        on the perf events, used when root or CAP_BPF allows): read it\n"
+    "                        after the sample instead, which loses fast runtime calls\n"
+    "  -v, --verbose         add the sampler's own counters to the summary: memory reads that\n"
+    "                        failed (by reason), the in-kernel capture's records, native\n"
+    "                        unwinds by how they ended, stacks walked from another start\n"
+    "  --no-agent            ignore the agent\n";
+
+const char record__usage[] =
+    "Usage: extrospect record [OPTIONS] -o FILE PID\n"
+    "\n"
+    "Sample a running VM and write where it spent its time, per Erlang process, as a flame\n"
+    "graph. Stacks are mixed: Erlang frames, the JIT's shared fragments (global::...) and\n"
+    "native frames (BIFs, NIFs, the runtime). The root frame of each stack names the process:\n"
+    "\"<0.123.0> rabbit_channel\" (registered name, else initial call). Ctrl-C stops sampling\n"
+    "and still writes the file.\n"
+    "\n"
+    "  -o, --output FILE     where to write (required)\n"
+    "  --format svg|speedscope|collapsed\n"
+    "                        default: from FILE's extension (.svg, .json, else collapsed)\n"
+    "\n"
+    "%s"
+    "\n"
+    "Examples:\n"
+    "  extrospect record -d 30 -o vm.svg 4242            # interactive flame graph\n"
+    "  extrospect record -d 30 -o vm.json 4242           # open in https://speedscope.app\n"
+    "  extrospect record -o vm.folded --format collapsed 4242 && flamegraph.pl vm.folded\n"
+    "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n"
+    "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n";
+
+const char top__usage[] =
+    "Usage: extrospect top [OPTIONS] PID\n"
+    "\n"
+    "Show the hottest Erlang functions (SELF: innermost Erlang frame, including the BIFs,\n"
+    "NIFs and runtime code it called; TOTAL: anywhere on the stack) and the busiest\n"
+    "processes. On a terminal it refreshes every second until Ctrl-C; otherwise, or with -d,\n"
+    "it prints one table at the end.\n"
+    "\n"
+    "  -n, --limit N         rows per table (default 20)\n"
+    "\n"
+    "%s"
+    "\n"
+    "Examples:\n"
+    "  extrospect top 4242\n"
+    "  extrospect top -d 10 4242 > top.txt\n"
+    "  extrospect top --erlang-pid '<0.811.0>' 4242\n"
+    "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n";
+
 void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 {
 	*so = (struct sampler_opts){.freq_hz = o->freq_hz,

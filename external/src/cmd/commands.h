@@ -42,9 +42,11 @@ int cmd__capture(const struct cli_opts *o, struct target *t, volatile sig_atomic
 /* inject.c: needs no attached target. Returns a process exit code (main.c's EXIT_*). */
 int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
 
-/* Each command's --help text, in the command's own file. blame's and sched's are followed by the
- * sampling options. */
+/* Each command's --help text, in the command's own file; how it combines with the sampling
+ * options is in the command table (table.c). */
 extern const char pstack__usage[], blame__usage[], sched__usage[], perfmap__usage[],
-    inject__usage[];
+    inject__usage[], record__usage[], top__usage[], capture__usage[];
+/* The sampling options, shared by the sampling commands' --help (commands.c). */
+extern const char cmd__sampling_usage[];
 
 #endif /* XP_COMMANDS_H */

@@ -14,8 +14,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "exitcode.h"
-#include "info.h"
 #include "perfmap.h"
+#include "table.h"
 #include "target.h"
 
 #ifndef XP_VERSION
@@ -40,26 +40,26 @@ static void install_stop_handlers(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/* The errors that have an exit code of their own; any other is an internal error. */
+static const struct {
+	int err;
+	enum exit_code code;
+} exit_codes[] = {
+    {TARGET_ENOPROC, EXIT_NO_PROCESS},	{TARGET_ENOTBEAM, EXIT_NOT_BEAM},
+    {TARGET_EPERM, EXIT_PERMISSION},	{TARGET_EUNSUPPORTED, EXIT_UNSUPPORTED},
+    {TARGET_EGONE, EXIT_TARGET_EXITED}, {PERFMAP_EREFUSED, EXIT_REFUSED},
+    {CMD_EUSAGE, EXIT_USAGE},
+};
+
 static int exit_code_for(int err)
 {
-	switch (err) {
-	case TARGET_ENOPROC:
-		return EXIT_NO_PROCESS;
-	case TARGET_ENOTBEAM:
-		return EXIT_NOT_BEAM;
-	case TARGET_EPERM:
-		return EXIT_PERMISSION;
-	case TARGET_EUNSUPPORTED:
-		return EXIT_UNSUPPORTED;
-	case TARGET_EGONE:
-		return EXIT_TARGET_EXITED;
-	case PERFMAP_EREFUSED:
-		return EXIT_REFUSED;
-	case CMD_EUSAGE:
-		return EXIT_USAGE;
-	default:
-		return EXIT_INTERNAL;
+	size_t i;
+
+	for (i = 0; i < sizeof(exit_codes) / sizeof(exit_codes[0]); i++) {
+		if (exit_codes[i].err == err)
+			return exit_codes[i].code;
 	}
+	return EXIT_INTERNAL;
 }
 
 static bool env_flag(const char *name)
@@ -69,69 +69,38 @@ static bool env_flag(const char *name)
 	return v && strcmp(v, "1") == 0;
 }
 
-static int run_attached(const struct cli_opts *o, struct target *t, char *msg, size_t len)
-{
-	switch (o->command) {
-	case CLI_RECORD:
-		return cmd__record(o, t, &stop_requested, msg, len);
-	case CLI_TOP:
-		return cmd__top(o, t, &stop_requested, msg, len);
-	case CLI_PSTACK:
-		return cmd__pstack(o, t, &stop_requested, msg, len);
-	case CLI_BLAME:
-		return cmd__blame(o, t, &stop_requested, msg, len);
-	case CLI_SCHED:
-		return cmd__sched(o, t, &stop_requested, msg, len);
-	case CLI_PERFMAP:
-		return cmd__perfmap(o, t, &stop_requested, msg, len);
-	case CLI_CAPTURE:
-		return cmd__capture(o, t, &stop_requested, msg, len);
-	default:
-		return -EINVAL;
-	}
-}
-
 static int run_command(const struct cli_opts *opts)
 {
+	const struct command *c = opts->command;
 	struct target_opts topts = {
 	    .no_agent = opts->no_agent,
 	    .no_builtin_layout = env_flag("EXTROSPECT_NO_BUILTIN_LAYOUT"),
 	};
 	struct target *t = NULL;
+	char msg[256] = "";
 	int err, code = EXIT_OK;
 
 	/* perf.data may outlive the VM: this step does not attach. */
-	if (opts->command == CLI_PERFMAP && opts->perf_data)
+	if (opts->perf_data)
 		return cmd__perfmap_fix_data(opts->perf_data, opts->pid);
-	if (opts->command == CLI_INJECT) {
+	if (c->run_detached) {
 		install_stop_handlers();
-		return cmd__inject(opts, &stop_requested);
+		return c->run_detached(opts, &stop_requested);
 	}
 	err = target__attach(opts->pid, &topts, &t);
-	if (err == 0 && opts->command != CLI_INFO) {
-		char msg[256] = "";
-
-		install_stop_handlers();
-		err = run_attached(opts, t, msg, sizeof(msg));
-		if (err && err != TARGET_EGONE)
-			fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));
-		code = err ? exit_code_for(err) : EXIT_OK;
-		goto cleanup;
-	}
 	if (err) {
 		fprintf(stderr, "extrospect: %s\n",
 			t && t->err[0] ? t->err : strerror(err < 0 && err > -4096 ? -err : EIO));
 		code = exit_code_for(err);
 		goto cleanup;
 	}
-	if (opts->json)
-		info__print_json(t, stdout);
-	else
-		info__print_text(t, stdout);
-	if (fflush(stdout) != 0) {
-		fprintf(stderr, "extrospect: cannot write output: %s\n", strerror(errno));
-		code = EXIT_INTERNAL;
-	}
+	/* Only once attached: Ctrl-C while attaching ends the program. */
+	if (c->catches_stop)
+		install_stop_handlers();
+	err = c->run(opts, t, &stop_requested, msg, sizeof(msg));
+	if (err && err != TARGET_EGONE)
+		fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));
+	code = err ? exit_code_for(err) : EXIT_OK;
 cleanup:
 	target__free(t);
 	return code;
