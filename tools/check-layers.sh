@@ -33,6 +33,12 @@ for l in $LAYERS; do
 			fail=1
 		fi
 		OWNER[$b]=$l
+		# Every layer's folder is on the include path: a header named like a system header
+		# would shadow it (<sched.h> for pthread.h) in every file that sees the layer.
+		if [ -e "/usr/include/$b" ]; then
+			echo "check-layers: $h shadows the system header <$b>: rename it"
+			fail=1
+		fi
 	done
 done
 
