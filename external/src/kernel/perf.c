@@ -2,10 +2,11 @@
  * ring buffer per event, drained with the data_head/data_tail protocol into struct perf_sample.
  * The fds sit in one epoll set: with wakeup_events set, a wait returns as soon as a sample is
  * written, whatever the number of threads.
- * Owns the fds, the mappings, the record parser and the counters. Does not own: choosing the
- * threads (proc.c) or what a sample means (unwinding, Erlang stacks). Never ptraces, signals or
- * writes the target: the kernel does all the reading. */
+ * Owns the fds, the mappings and the counters; the record parser is perf_record.c. Does not own:
+ * choosing the threads (proc.c) or what a sample means (unwinding, Erlang stacks). Never ptraces,
+ * signals or writes the target: the kernel does all the reading. */
 #include "perf.h"
+#include "perf_int.h"
 
 #include <asm/perf_regs.h>
 #include <errno.h>
@@ -20,32 +21,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#define PERF_DEFAULT_PAGES  16
-#define PERF_MAX_PAGES	    (1u << 16)
-#define PERF_MAX_STACK	    65528u /* the kernel wants sample_stack_user < USHRT_MAX, 8-aligned */
-#define PERF_MAX_RECORD	    65536u /* perf_event_header.size is a u16 */
-#define PERF_SAMPLE_FIXED   512u   /* a sample without its stack copy: ids, 17 registers, sizes */
-#define PERF_EPOLL_BATCH    64
-#define PERF_SAMPLE_TIME_AT 16 /* in a sample body: ip, then pid and tid, then time */
-
-#define PERF_SAMPLE_LAYOUT                                                                         \
-	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |                   \
-	 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
-
-/* enum perf_reg (compact) -> the kernel's PERF_REG_X86_* bit. The kernel writes the registers in
- * ascending bit order of sample_regs_user; this table ascends too, so record order == our order. */
-static const uint8_t perf_reg_bit[PERF_R_COUNT] = {
-    [PERF_R_AX] = PERF_REG_X86_AX,   [PERF_R_BX] = PERF_REG_X86_BX,
-    [PERF_R_CX] = PERF_REG_X86_CX,   [PERF_R_DX] = PERF_REG_X86_DX,
-    [PERF_R_SI] = PERF_REG_X86_SI,   [PERF_R_DI] = PERF_REG_X86_DI,
-    [PERF_R_BP] = PERF_REG_X86_BP,   [PERF_R_SP] = PERF_REG_X86_SP,
-    [PERF_R_IP] = PERF_REG_X86_IP,   [PERF_R_R8] = PERF_REG_X86_R8,
-    [PERF_R_R9] = PERF_REG_X86_R9,   [PERF_R_R10] = PERF_REG_X86_R10,
-    [PERF_R_R11] = PERF_REG_X86_R11, [PERF_R_R12] = PERF_REG_X86_R12,
-    [PERF_R_R13] = PERF_REG_X86_R13, [PERF_R_R14] = PERF_REG_X86_R14,
-    [PERF_R_R15] = PERF_REG_X86_R15,
-};
 
 struct perf_thread {
 	pid_t tid;
@@ -68,106 +43,6 @@ struct perf_session {
 	struct perf_stats stats;
 	uint8_t scratch[PERF_MAX_RECORD]; /* a record that wraps the ring's end, made contiguous */
 };
-
-/* A bounded little-endian reader over one record body. */
-struct cursor {
-	const uint8_t *p, *end;
-};
-
-static bool cursor__u64(struct cursor *c, uint64_t *v)
-{
-	if ((size_t)(c->end - c->p) < sizeof(*v))
-		return false;
-	memcpy(v, c->p, sizeof(*v));
-	c->p += sizeof(*v);
-	return true;
-}
-
-static uint64_t perf__regs_mask(void)
-{
-	uint64_t mask = 0;
-
-	for (int i = 0; i < PERF_R_COUNT; i++)
-		mask |= 1ull << perf_reg_bit[i];
-	return mask;
-}
-
-/* abi, then one u64 per mask bit unless abi is NONE (a kernel thread had no user context). */
-static bool parse__regs(struct cursor *c, struct perf_sample *out, bool *present)
-{
-	uint64_t abi;
-
-	*present = false;
-	if (!cursor__u64(c, &abi))
-		return false;
-	if (abi == PERF_SAMPLE_REGS_ABI_NONE)
-		return true;
-	if (abi != PERF_SAMPLE_REGS_ABI_32 && abi != PERF_SAMPLE_REGS_ABI_64)
-		return false;
-	for (int i = 0; i < PERF_R_COUNT; i++) {
-		if (!cursor__u64(c, &out->regs[i]))
-			return false;
-	}
-	*present = true;
-	/* A 32-bit task's registers do not describe an x86-64 BEAM. */
-	out->regs_valid = abi == PERF_SAMPLE_REGS_ABI_64;
-	return true;
-}
-
-/* size, then (when size != 0) size bytes and dyn_size, the bytes the kernel actually copied. */
-static bool parse__stack(struct cursor *c, struct perf_sample *out, bool had_regs)
-{
-	uint64_t size, dyn;
-	const uint8_t *data;
-
-	if (!cursor__u64(c, &size))
-		return false;
-	if (size == 0)
-		return true;
-	/* Without user registers the kernel writes size 0 and nothing else. */
-	if (!had_regs || size % 8 || size > (size_t)(c->end - c->p))
-		return false;
-	data = c->p;
-	c->p += size;
-	if (!cursor__u64(c, &dyn) || dyn > size)
-		return false;
-	out->stack = data;
-	out->stack_size = dyn;
-	return true;
-}
-
-/* rec: the bytes after struct perf_event_header; len: header.size - sizeof(header). The stack
- * pointer in out points into rec. */
-int perf__parse_sample(const uint8_t *rec, size_t len, struct perf_sample *out)
-{
-	struct cursor c = {rec, rec + len};
-	uint32_t ids[2];
-	uint64_t w;
-	bool regs;
-
-	if (!out)
-		return -EPROTO;
-	memset(out, 0, sizeof(*out));
-	if (!rec)
-		return -EPROTO;
-	if (!cursor__u64(&c, &out->ip) || !cursor__u64(&c, &w))
-		goto bad;
-	memcpy(ids, &w, sizeof(ids));
-	out->pid = ids[0];
-	out->tid = ids[1];
-	if (!cursor__u64(&c, &out->time) || !cursor__u64(&c, &w))
-		goto bad;
-	memcpy(ids, &w, sizeof(ids));
-	out->cpu = ids[0];
-	if (!parse__regs(&c, out, &regs) || !parse__stack(&c, out, regs))
-		goto bad;
-	if (c.p != c.end) /* trailing bytes: not the layout we asked for */
-		goto bad;
-	return 0;
-bad:
-	memset(out, 0, sizeof(*out));
-	return -EPROTO;
-}
 
 static int perf__check_opts(const struct perf_opts *o, size_t page_size, struct perf_opts *out)
 {

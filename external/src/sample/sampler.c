@@ -1,4 +1,4 @@
-/* The per-sample algorithm. See sampler.h.
+/* The per-sample algorithm. See sampler.h (and sampler_int.h for the files that help it).
  *  1. IP in JIT code: c_p = r13, E = rsp, frame pointer = rbp (exact, otp-internals.md §1.1).
  *  2. IP in native code: unwind with CFI until a return address lands in JIT code; c_p is the
  *     scheduler's current_process (authoritative) or the CFI-recovered r13; E is c_p->stop (FP
@@ -29,110 +29,12 @@ const char *sampler__drop_name(enum sampler_drop d)
 	return (unsigned)d < DROP_COUNT ? drop_names[d] : "?";
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* How long ago a sample taken at time t (perf's CLOCK_MONOTONIC) was. */
 static uint64_t delay_since(uint64_t t)
 {
-	uint64_t now = now_ns();
+	uint64_t now = sampler__now_ns();
 
 	return now > t ? now - t : 0;
-}
-
-static bool returns_from(void *ctx, uint64_t ra, const struct jit_range *callee)
-{
-	struct sampler *s = ctx;
-
-	return callsite__returns_from(s->calls, s->t->jit, ra, callee);
-}
-
-/* The walker takes an unaligned return address at the top of a stack only when the call-site
- * check confirms it. */
-static void verify_returns(struct sampler *s)
-{
-	s->ecfg.returns_from = returns_from;
-	s->ecfg.returns_ctx = s;
-}
-
-static bool same_descriptor(const struct jit_descriptor *a, const struct jit_descriptor *b)
-{
-	return a->first_entry == b->first_entry && a->relevant_entry == b->relevant_entry &&
-	       a->action == b->action;
-}
-
-/* The JIT map read at attach goes stale: modules loaded since are missing, and OTP 27+ frees
- * purged code and reuses its memory (otp-internals.md §3.2). Re-walk it when the descriptor changed
- * (GDB's protocol: every register / unregister updates it), at most every min_ns. A walk that
- * races a purge can break: the map in use is kept and the walk tried again later. */
-static void refresh_jit(struct sampler *s, uint64_t min_ns)
-{
-	const struct target_value *a = &s->t->addr[XP_ADDR_JIT_DESCRIPTOR];
-	struct jit_descriptor d;
-	struct jitmap *m = NULL;
-	uint64_t now = now_ns();
-
-	if (s->replay || !a->present || now - s->jit_tried_ns < min_ns)
-		return;
-	if (jitmap__read_descriptor(s->t->mem, (uint64_t)a->value, &d) ||
-	    same_descriptor(&d, &s->jdesc))
-		return;
-	s->jit_tried_ns = now;
-	if (jitmap__load(s->t->mem, (uint64_t)a->value, &m) || jitmap__stats(m)->chain_broken) {
-		jitmap__free(m);
-		return;
-	}
-	jitmap__free(s->t->jit);
-	s->t->jit = m;
-	s->jdesc = d;
-	s->st.jit_refreshes++;
-	/* Purged code's addresses may be reused, and the old map's ranges are gone. */
-	callsite__reset(s->calls);
-	memset(s->jit_names, 0, sizeof(s->jit_names));
-	erlang_stack__cfg(&s->ecfg, m, s->t->frame_layout,
-			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);
-	verify_returns(s);
-}
-
-/* A file mapped since attach (a NIF library loaded later): re-read /proc/PID/maps, at most
- * every MAPS_REFRESH_NS, and report the new files to the unwinder. */
-static bool refresh_maps(struct sampler *s, uint64_t pc)
-{
-	struct proc_maps *m = NULL;
-	uint64_t now = now_ns();
-
-	if (s->replay || now - s->maps_tried_ns < MAPS_REFRESH_NS)
-		return false;
-	s->maps_tried_ns = now;
-	if (proc_maps__load(s->t->pid, &m))
-		return false;
-	if (unwinder__refresh(s->unw, m) > 0)
-		s->st.maps_refreshes++;
-	proc_maps__free(s->maps);
-	s->maps = m; /* the unwinder may keep pointers into it */
-	return unwinder__module(s->unw, pc) != NULL;
-}
-
-/* A pc the JIT map does not name and no mapped file holds: JIT code loaded since the map was
- * read, or a library mapped since attach. Re-walk the JIT map, then the maps, and look again. */
-static const struct jit_range *lookup_jit(struct sampler *s, uint64_t pc, bool *unnamed)
-{
-	const struct jit_range *r = jitmap__lookup(s->t->jit, pc);
-
-	*unnamed = false;
-	if (r || sampler_src__module(s, pc))
-		return r;
-	refresh_jit(s, JIT_REFRESH_MISS_NS);
-	r = jitmap__lookup(s->t->jit, pc);
-	if (!r && refresh_maps(s, pc))
-		return NULL;
-	*unnamed = !r;
-	return r;
 }
 
 /* The scheduler loop (global::process_main, and erts_schedule below it) runs between processes:
@@ -305,7 +207,7 @@ static void skid_check(struct sampler *s, const struct target_sched *sch, const 
 
 /* Have the capture look up this scheduler's current_process at the sample, once its data is
  * known and checked. */
-static void watch_sched(struct sampler *s, const struct target_sched *sch)
+void sampler__watch_sched(struct sampler *s, const struct target_sched *sch)
 {
 	const struct target_value *cur = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
 
@@ -328,11 +230,11 @@ static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64
 	m = &s->t->sched[sch - s->t->sched];
 	if (!target__learn_esdp(s->t, m, cp))
 		return;
-	watch_sched(s, m);
+	sampler__watch_sched(s, m);
 	if (target__learn_dirty(s->t, m)) {
 		for (size_t i = 0; i < s->t->nsched; i++) {
 			if (s->t->sched[i].type != XP_SCHED_NORMAL)
-				watch_sched(s, &s->t->sched[i]);
+				sampler__watch_sched(s, &s->t->sched[i]);
 		}
 	}
 }
@@ -478,7 +380,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_UNKNOWN_THREAD]++;
 		return;
 	}
-	w.leaf = lookup_jit(s, ps->ip, &w.unnamed);
+	w.leaf = sampler__lookup_jit(s, ps->ip, &w.unnamed);
 	if (w.leaf || w.unnamed) {
 		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
 		w.cp = is_scheduler_loop(w.leaf) ? 0 : ps->regs[PERF_R_R13];
@@ -544,7 +446,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.unnamed, w.ur);
 }
 
-static void on_sample(const struct perf_sample *ps, void *ctx)
+void sampler__on_sample(const struct perf_sample *ps, void *ctx)
 {
 	struct sampler *s = ctx;
 
@@ -555,249 +457,7 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 		s->hooks.end(s->hooks.ctx, s);
 }
 
-/* The in-kernel capture, unless --no-bpf or the kernel says no (st.kcapture_why). Each scheduler
- * thread whose esdp is known gets its current_process looked up at the sample. */
-static void open_kcapture(struct sampler *s)
-{
-	const struct target_value *htop = &s->t->off[XP_OFF_P_HTOP];
-	const struct target_value *hend = &s->t->off[XP_OFF_P_HEND];
-	struct kcap_cfg c = {.span_lo = s->pr.bounds_lo,
-			     .span_len = s->pr.bounds_len,
-			     .htop_off = (uint32_t)htop->value,
-			     .hend_off = (uint32_t)hend->value,
-			     .stop_off = (uint32_t)s->t->off[XP_OFF_P_STOP].value,
-			     .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value,
-			     .rate_hz = s->opts.freq_hz,
-			     .perf_stack = PERF_STACK_CAPTURED};
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t i;
-
-	c.cpus = cpus > 0 ? (uint32_t)cpus : 1;
-
-	if (s->opts.no_bpf) {
-		snprintf(s->st.kcapture_why, sizeof(s->st.kcapture_why), "--no-bpf");
-		return;
-	}
-	if (kcapture__open(&s->kc, &c, s->st.kcapture_why, sizeof(s->st.kcapture_why)))
-		return;
-	for (i = 0; i < s->t->nsched; i++)
-		watch_sched(s, &s->t->sched[i]);
-}
-
-/* Until every normal scheduler's data is known, the capture copies r13's process, which a
- * native function may have reused: those samples are read live, so they are read soon (in the
- * first second only: a scheduler that never runs Erlang code is never learned). */
-static bool learning(const struct sampler *s)
-{
-	if (!s->kc || s->learn_tries >= LEARN_ESDP_TRIES || now_ns() >= s->learn_until)
-		return false;
-	for (size_t i = 0; i < s->t->nsched; i++) {
-		if (s->t->sched[i].type == XP_SCHED_NORMAL && !s->t->sched[i].esdp_checked)
-			return true;
-	}
-	return false;
-}
-
-static int open_perf(struct sampler *s, char *err, size_t errlen)
-{
-	struct perf_opts po = {.event = s->opts.event,
-			       .freq_hz = s->opts.freq_hz,
-			       .stack_bytes = 16384,
-			       .mmap_pages = 64,
-			       /* Woken by every sample: one taken in native code reads its
-				* process's Erlang stack live, and each microsecond of delay lets
-				* more processes move on (--skid-summary). */
-			       .wakeup_events = 1};
-	struct proc_task *tasks = NULL;
-	pid_t *tids;
-	size_t ntasks = 0, n = 0, i;
-	int rc;
-
-	if (s->opts.all_threads && proc__tasks(s->t->pid, &tasks, &ntasks) == 0) {
-		tids = calloc(ntasks ? ntasks : 1, sizeof(*tids));
-		for (i = 0; tids && i < ntasks; i++)
-			tids[n++] = tasks[i].tid;
-	} else {
-		tids = calloc(s->t->nsched ? s->t->nsched : 1, sizeof(*tids));
-		for (i = 0; tids && i < s->t->nsched; i++)
-			tids[n++] = s->t->sched[i].tid;
-	}
-	free(tasks);
-	if (!tids)
-		return -ENOMEM;
-	open_kcapture(s);
-	if (s->kc) {
-		/* Captured at the sample: nothing is lost by reading samples in batches, and
-		 * wake-ups were most of the sampler's cost (a wake-up every 8 samples: 3.5 % of a
-		 * core on the bench workload; woken when a ring is half full or every RUN_POLL_MS:
-		 * 1.5 %). The Erlang stack is in the capture, so perf copies less of the native
-		 * one: a runtime call's C frames take well under 8 KiB, and the unwinder reads
-		 * any rest live (1.5 -> 1.3 %). */
-		po.bpf_prog_fd = kcapture__prog_fd(s->kc);
-		po.stack_bytes = PERF_STACK_CAPTURED;
-		po.mmap_pages = 256;
-		po.wakeup_events = 0;
-	}
-	rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
-	free(tids);
-	if (rc == -EACCES || rc == -EPERM)
-		snprintf(err, errlen,
-			 "perf_event_open refused: run as root, or set "
-			 "kernel.perf_event_paranoid <= 1, or grant CAP_PERFMON");
-	else if (rc == -ENOENT)
-		snprintf(err, errlen,
-			 "hardware cycles are not available on this machine: "
-			 "use the default cpu-clock event");
-	else if (rc)
-		snprintf(err, errlen, "perf_event_open failed: %s", strerror(-rc));
-	return rc;
-}
-
-/* What a live and a replayed sampler share: the JIT map's configuration, the caches, the Process
- * reader. */
-static int sampler_setup(struct target *t, const struct sampler_opts *opts, struct agg *agg,
-			 struct sampler **out, char *err, size_t errlen)
-{
-	const struct target_value *xr = &t->off[XP_OFF_REGS_X_REG_ARRAY];
-	struct sampler *s;
-	int rc;
-
-	*out = NULL;
-	if (!t->jit) {
-		snprintf(err, errlen, "no JIT map: cannot name Erlang code (%s)",
-			 strerror(-t->jit_err));
-		return -ENOTSUP;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->t = t;
-	s->opts = *opts;
-	s->agg = agg;
-	s->lea_disp = (uint8_t)(-(xr->present ? (int)xr->value : 0));
-	if (opts->erlang_pid)
-		snprintf(s->filter_pid, sizeof(s->filter_pid), "%s", opts->erlang_pid);
-	/* The descriptor the map was walked from, not one read now: a module loaded since would
-	 * make the map look current and never be re-walked (seen: a module loaded while attaching
-	 * stayed "[unnamed JIT code]" for a whole run). */
-	s->jdesc = *jitmap__descriptor(t->jit);
-	s->jit_tried_ns = now_ns();
-	s->words = malloc(STACK_CAP_BYTES);
-	if (!s->words || callsite__new(&s->calls, t->mem)) {
-		rc = -ENOMEM;
-		goto cleanup;
-	}
-	if ((rc = process__reader(&s->pr, t))) {
-		snprintf(err, errlen, "the Process layout of this VM is unknown");
-		goto cleanup;
-	}
-	/* Pids print as <pid 0x...> when their encoding is unknown (OTP 28+ without the agent, when
-	 * run.c's scan found no process table): no '<0.N.0>' would ever match. */
-	if (opts->erlang_pid && !s->pr.pids.known) {
-		snprintf(
-		    err, errlen,
-		    "--erlang-pid needs the pid encoding of this VM, which is unknown (no agent, "
-		    "and no process table found by a scan): use --name, or load the extrospect "
-		    "application");
-		rc = TARGET_EUNSUPPORTED;
-		goto cleanup;
-	}
-	erlang_stack__cfg(&s->ecfg, t->jit, t->frame_layout,
-			  (uint64_t)t->addr[XP_ADDR_NORMAL_EXIT].value, t->layout);
-	verify_returns(s);
-	*out = s;
-	return 0;
-cleanup:
-	sampler__free(s);
-	return rc;
-}
-
-int sampler__new(struct target *t, const struct sampler_opts *opts, struct agg *agg,
-		 struct sampler **out, char *err, size_t errlen)
-{
-	struct sampler *s;
-	int rc;
-
-	if ((rc = sampler_setup(t, opts, agg, &s, err, errlen)))
-		return rc;
-	if ((rc = unwinder__new(&s->unw, t->pid, t->maps, t->mem))) {
-		snprintf(err, errlen, "cannot set up native unwinding: %s", strerror(-rc));
-		goto cleanup;
-	}
-	if ((rc = open_perf(s, err, errlen)))
-		goto cleanup;
-	s->learn_until = now_ns() + LEARN_POLL_NS;
-	*out = s;
-	return 0;
-cleanup:
-	sampler__free(s);
-	return rc;
-}
-
-int sampler__new_replay(struct target *t, const struct sampler_opts *opts, struct agg *agg,
-			const struct sampler_hooks *h, struct sampler **out, char *err,
-			size_t errlen)
-{
-	int rc = sampler_setup(t, opts, agg, out, err, errlen);
-
-	if (rc)
-		return rc;
-	(*out)->replay = true;
-	(*out)->hooks = *h;
-	return 0;
-}
-
 void sampler__resolve_one(struct sampler *s, const struct perf_sample *ps)
 {
 	resolve(s, ps);
-}
-
-int sampler__poll(struct sampler *s, int timeout_ms)
-{
-	int rc;
-
-	if (timeout_ms > LEARN_POLL_MS && learning(s))
-		timeout_ms = LEARN_POLL_MS;
-	refresh_jit(s, JIT_REFRESH_POLL_NS);
-	rc = perf_session__poll(s->perf, timeout_ms, on_sample, s);
-
-	if (rc < 0)
-		return rc;
-	return perf_session__nthreads(s->perf) == 0 ? -ESRCH : 0;
-}
-
-const struct sampler_stats *sampler__stats(const struct sampler *s)
-{
-	return &s->st;
-}
-
-const struct perf_stats *sampler__perf_stats(const struct sampler *s)
-{
-	return perf_session__stats(s->perf);
-}
-
-void sampler__more_stats(const struct sampler *s, struct unwind_stats *unw, struct kcap_stats *kc)
-{
-	*unw = *unwinder__stats(s->unw);
-	memset(kc, 0, sizeof(*kc));
-	if (s->kc)
-		*kc = *kcapture__stats(s->kc);
-}
-
-size_t sampler__nthreads(const struct sampler *s)
-{
-	return perf_session__nthreads(s->perf);
-}
-
-void sampler__free(struct sampler *s)
-{
-	if (!s)
-		return;
-	perf_session__free(s->perf);
-	kcapture__free(s->kc);
-	callsite__free(s->calls);
-	unwinder__free(s->unw);
-	proc_maps__free(s->maps);
-	free(s->words);
-	free(s);
 }

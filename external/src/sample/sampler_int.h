@@ -125,4 +125,18 @@ const struct kcap_rec *sampler_src__capture(struct sampler *s, const struct perf
 int sampler_src__name(struct sampler *s, const struct unwind_frame *f, char *buf, size_t len);
 const char *sampler_src__module(struct sampler *s, uint64_t pc);
 
+/* sampler_jit.c: CLOCK_MONOTONIC in ns; the JIT map re-walked when the descriptor changed (at
+ * most every min_ns); a pc looked up in it, then in the maps re-read, *unnamed when neither
+ * names it; the walker set to check unaligned top return addresses at their call site. */
+uint64_t sampler__now_ns(void);
+void sampler__refresh_jit(struct sampler *s, uint64_t min_ns);
+const struct jit_range *sampler__lookup_jit(struct sampler *s, uint64_t pc, bool *unnamed);
+void sampler__verify_returns(struct sampler *s);
+
+/* sampler.c: one perf sample resolved, between the hooks (perf_session__poll's callback); the
+ * capture told to look up this scheduler's current_process at the sample, once its data is
+ * known and checked. */
+void sampler__on_sample(const struct perf_sample *ps, void *ctx);
+void sampler__watch_sched(struct sampler *s, const struct target_sched *sch);
+
 #endif /* XP_SAMPLER_INT_H */
