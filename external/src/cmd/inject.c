@@ -3,7 +3,10 @@
  * fresh private directory on the node (or uses --code-path, an install the node already sees),
  * starts the extrospect application and waits for its first calibration, then reports.
  * Does not own: the connection (inject_conn.c), the agent files (inject_bundle.c), decoding
- * (inject_term.c), reading the VM afterwards (`extrospect info`). Returns exit codes directly. */
+ * (inject_term.c), reading the VM afterwards (`extrospect info`). Returns exit codes directly.
+ * Over 500 lines on purpose: one sequence (connect, check, push, start, wait, report) over one
+ * private struct inject, read top to bottom; its parts are short functions, and splitting the
+ * file would only export that struct. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
