@@ -1,7 +1,7 @@
 /* The agent NIF's private state (priv_data, jiffy style) and the calibration record that the
  * calibration steps fill and compose.c turns into the published block. Also the few structural
  * ERTS constants that are not per-version offsets (ErlNifEnv, term tags, process state bits).
- * Does not own: per-version offsets (external/src/layout.c) or the published block (block.c). */
+ * Does not own: per-version offsets (external/vm/layout.c) or the published block (block.c). */
 #ifndef XP_AGENT_H
 #define XP_AGENT_H
 
@@ -22,15 +22,7 @@
 #define REDZONE_RA 3
 #define REDZONE_FP 6
 
-/* Process.state bits (B/erl_process.h 25:1199-1260, 29:1235-1300, unchanged): the low six bits
- * hold three 2-bit priorities (normal = 2), flags start at bit 6. */
-#define PSFLG_PRIO_MASK	  0x3fu
-#define PSFLG_PRIO_NORMAL 0x2au
-#define PSFLG_FREE	  (1u << 10)
-#define PSFLG_EXITING	  (1u << 11)
-#define PSFLG_ACTIVE	  (1u << 13)
-#define PSFLG_RUNNING	  (1u << 15)
-
+/* Process.state bits: XP_PSFLG_* (external/vm/layout.h). */
 #define PROC_SCAN_BYTES 1024 /* scanned prefix of a Process struct (>= every sizeof(Process)) */
 #define PROC_SCAN_WORDS (PROC_SCAN_BYTES / 8)
 #define ESD_SCAN_BYTES	512 /* scanned prefix of an ErtsSchedulerData */

@@ -11,7 +11,7 @@
 
 #include "agent.h"
 #include "calib_self.h"
-#include "saferead.h"
+#include "mem.h"
 
 #define STACK_SCAN_MAX (64u << 10)
 #define TRIED_MAX      256
@@ -61,10 +61,10 @@ static void try_candidate(struct dirty_scan *d, uint64_t p)
 	uint64_t t[ESD_SCAN_WORDS];
 	size_t n, j;
 
-	if ((p & 7) || !saferead__plausible(p) || p == d->real || p == d->shadow ||
+	if ((p & 7) || !mem__plausible(p) || p == d->real || p == d->shadow ||
 	    (p >= d->lo && p < d->hi) || tried_before(d, p))
 		return;
-	n = saferead__prefix(p, t, sizeof(t), sizeof(t)) / 8;
+	n = mem__self_read_prefix(p, t, sizeof(t), sizeof(t)) / 8;
 	if (n != ESD_SCAN_WORDS || t[d->cp / 8] != d->real)
 		return;
 	for (j = 0; j < n && t[j] != d->shadow; j++)

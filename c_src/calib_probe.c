@@ -1,14 +1,15 @@
 /* Fields that only a parked process shows, read from the agent's long-lived probe process while
  * it waits in receive: i (its resume address, inside the probe function's JIT range), u.initial,
  * reg (through its RegProc), the message-queue length (changed between snapshots by sending it
- * messages it does not match) and state. P's struct is only ever read through saferead.
- * Does not own: finding the JIT range (calib_scan.c) or driving the stages (extrospect_agent). */
+ * messages it does not match) and state. P's struct is only ever read through mem__self_read
+ * (vm/mem.h). Does not own: finding the JIT range (calib_scan.c) or driving the stages
+ * (extrospect_agent). */
 #include <errno.h>
 #include <string.h>
 
 #include "agent.h"
 #include "calib_self.h"
-#include "saferead.h"
+#include "mem.h"
 
 #define NOT_FOUND	   (-1)
 #define AMBIGUOUS	   (-2)
@@ -26,7 +27,7 @@ int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, i
 	if (!s)
 		return -ENOMEM;
 	memset(s, 0, sizeof(*s));
-	s->nwords = saferead__prefix(proc, s->w, calib__scan_bytes(a->row), 256) / 8;
+	s->nwords = mem__self_read_prefix(proc, s->w, calib__scan_bytes(a->row), 256) / 8;
 	s->expect_len = expect;
 	s->valid = s->nwords > 0;
 	enif_mutex_lock(a->lock);
@@ -111,9 +112,9 @@ static void find_initial_reg(struct calib *c, const struct probe_snap *s, uint64
 	for (k = 0; k < s->nwords; k++) {
 		uint64_t p = s->w[k];
 
-		if ((p & 7) || !saferead__plausible(p) || p == c->probe_proc)
+		if ((p & 7) || !mem__plausible(p) || p == c->probe_proc)
 			continue;
-		n = saferead__prefix(p, t, sizeof(t), sizeof(t)) / 8;
+		n = mem__self_read_prefix(p, t, sizeof(t), sizeof(t)) / 8;
 		for (j = 0; j < n && t[j] != name; j++)
 			;
 		for (m = 0; m < n && t[m] != c->probe_proc; m++)
@@ -181,8 +182,8 @@ static void find_state(struct calib *c, const struct xp_layout *row, size_t nw)
 			if (!c->snap[i].valid)
 				continue;
 			memcpy(&v, (const char *)c->snap[i].w + slot * 4, 4);
-			ok = (v & PSFLG_PRIO_MASK) == PSFLG_PRIO_NORMAL &&
-			     !(v & (PSFLG_RUNNING | PSFLG_FREE | PSFLG_EXITING));
+			ok = (v & XP_PSFLG_PRIO_MASK) == XP_PSFLG_PRIO_NORMAL &&
+			     !(v & (XP_PSFLG_RUNNING | XP_PSFLG_FREE | XP_PSFLG_EXITING));
 		}
 		if (!ok)
 			bits[slot / 64] &= ~(1ull << (slot % 64));

@@ -2,19 +2,21 @@
  * GDB JIT descriptor and (without .dynsym, 28+) erts_proc; then what they make checkable:
  * normal_exit against the JIT emulator entry, the calib_self caller's return address and the
  * probe's i against the JIT map, the atom round trip, and every address against .dynsym where
- * 25/27 export it. Does not own: the scans' parsers (atomtab.c, jitself.c, selfelf.c). */
+ * 25/27 export it. Does not own: the scans' parsers (atomtab.c, jitself.c, selfelf.c, the vm
+ * library). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "atom.h"
 #include "atomtab.h"
 #include "calib_scan.h"
 #include "calib_sched.h"
 #include "calib_self.h"
 #include "jitself.h"
-#include "saferead.h"
+#include "mem.h"
 #include "selfelf.h"
 
 #define PTAB_CHUNK	 8192u
@@ -54,16 +56,16 @@ static void scan_atoms(const struct agent *a, struct calib *c, const struct self
 					    {g->reg_name, g->reg_text},
 					    {g->uni_atom, "xp_\xc3\xbc"}};
 	const struct xp_layout *rows, *used = NULL;
-	struct atomtab_layout al;
+	struct atom_reader probe;
 	unsigned nrows = 1, i, cand = 0;
 	uint64_t found = 0;
 	int err = -ENOENT;
 
 	rows = a->row ? a->row : layout__rows(&nrows);
 	for (i = 0; i < nrows && err; i++) {
-		if (atomtab__layout(&rows[i], &al))
-			continue;
-		err = atomtab__scan(se, &al, want, 3, &found, &cand);
+		if (atom__reader_from_row(&probe, NULL, &rows[i]))
+			continue; /* the row has no atom layout */
+		err = atomtab__scan(se, &rows[i], want, 3, &found, &cand);
 		used = &rows[i];
 	}
 	c->atom_candidates = cand;
@@ -116,7 +118,7 @@ static void check_normal_exit(struct calib *c, const struct jitself_result *jit)
 	int ok;
 
 	if (sym)
-		saferead__u64((uint64_t)(uintptr_t)sym, &via_sym);
+		mem__self_read_u64((uint64_t)(uintptr_t)sym, &via_sym);
 	o->dynsym = via_sym;
 	ok = v && (jit->emulator_found || via_sym) &&
 	     (!jit->emulator_found || jit->normal_exit == v) && (!via_sym || via_sym == v) &&
@@ -151,7 +153,7 @@ static int ptab_holds(uint64_t tab, uint32_t max, uint64_t needle)
 		goto cleanup;
 	for (i = 0; i < max && !found; i += n) {
 		n = max - i < PTAB_CHUNK ? max - i : PTAB_CHUNK;
-		if (saferead__bytes(tab + (uint64_t)i * 8, buf, (size_t)n * 8))
+		if (mem__self_read(tab + (uint64_t)i * 8, buf, (size_t)n * 8))
 			break;
 		for (j = 0; j < n && !found; j++)
 			found = buf[j] == needle;
@@ -167,10 +169,10 @@ static int ptab_ok(const struct xp_layout *row, uint64_t ptab, const struct scan
 	uint64_t tab;
 	uint32_t max;
 
-	if (!row || saferead__u64(ptab + (uint64_t)row->ptab_tab, &tab) ||
-	    saferead__u32(ptab + (uint64_t)row->ptab_max, &max))
+	if (!row || mem__self_read_u64(ptab + (uint64_t)row->ptab_tab, &tab) ||
+	    mem__self_read_u32(ptab + (uint64_t)row->ptab_max, &max))
 		return 0;
-	return max == g->process_limit && (tab & 7) == 0 && saferead__plausible(tab) &&
+	return max == g->process_limit && (tab & 7) == 0 && mem__plausible(tab) &&
 	       ptab_holds(tab, max, g->probe_proc);
 }
 
@@ -232,7 +234,7 @@ static void check_dynsym_agree(struct calib *c)
 	void *layout = dlsym(RTLD_DEFAULT, "erts_frame_layout");
 
 	if (layout)
-		saferead__bytes((uint64_t)(uintptr_t)layout, &c->dynsym_layout, 4);
+		mem__self_read((uint64_t)(uintptr_t)layout, &c->dynsym_layout, 4);
 	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		const struct addr_obs *o = &c->addr[ids[i]];
 

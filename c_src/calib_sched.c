@@ -1,6 +1,6 @@
 /* The scheduler table: ErtsSchedulerData field offsets from the narrowed candidate sets, the
  * stride from normal schedulers 1..N, array bases (normal: esdp of scheduler 1; dirty: an observed
- * esdp minus (dirty_no - 1) strides), every array element checked through saferead, and OS
+ * esdp minus (dirty_no - 1) strides), every array element checked through mem__self_read, and OS
  * thread ids from /proc/self/task/TID/comm. Reference §5. Runs in the dirty scan.
  * Does not own: observing esdp by running (calib_self.c, calib_dirty.c). */
 #include <dirent.h>
@@ -11,7 +11,7 @@
 #include "agent.h"
 #include "calib_sched.h"
 #include "calib_self.h"
-#include "saferead.h"
+#include "mem.h"
 
 static uint32_t first_of(const struct facts *f, uint32_t type)
 {
@@ -105,9 +105,9 @@ static int array_ok(uint64_t base, uint64_t stride, uint32_t type, uint32_t n, i
 	for (i = 0; i < n; i++) {
 		uint64_t e = base + i * stride;
 
-		if (saferead__u32(e + (uint64_t)off_type, &t) ||
-		    saferead__u64(e + (uint64_t)off_no, &no) ||
-		    saferead__u64(e + (uint64_t)off_dirty_no, &dno))
+		if (mem__self_read_u32(e + (uint64_t)off_type, &t) ||
+		    mem__self_read_u64(e + (uint64_t)off_no, &no) ||
+		    mem__self_read_u64(e + (uint64_t)off_dirty_no, &dno))
 			return 0;
 		if (t != type || no != (type == XP_SCHED_NORMAL ? i + 1 : 0) ||
 		    dno != (type == XP_SCHED_NORMAL ? 0 : i + 1))
@@ -121,7 +121,7 @@ static uint64_t dynsym_ptr(const char *name)
 	void *sym = dlsym(RTLD_DEFAULT, name);
 	uint64_t v = 0;
 
-	if (!sym || saferead__u64((uint64_t)(uintptr_t)sym, &v))
+	if (!sym || mem__self_read_u64((uint64_t)(uintptr_t)sym, &v))
 		return 0;
 	return v;
 }

@@ -1,8 +1,9 @@
 /* Calibration from the calling process's own Process struct, in a NIF on a normal scheduler:
  * Process* is env->proc; the struct is discovered word by word (pid, htop/stop, the heap
  * quadruple, scheduler_data and its back pointer, current, fcalls, frame_pointer) instead of
- * trusting the table. Pointers found on the way are read through saferead. Reference §4, §5.
- * Does not own: the parked-probe fields (calib_probe.c) or address scans (calib_scan.c). */
+ * trusting the table. Pointers found on the way are read through mem__self_read (vm/mem.h).
+ * Reference §4, §5. Does not own: the parked-probe fields (calib_probe.c) or address scans
+ * (calib_scan.c). */
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -10,7 +11,7 @@
 
 #include "agent.h"
 #include "calib_self.h"
-#include "saferead.h"
+#include "mem.h"
 
 #define STACK_NEAR   (64u << 10) /* esdp->registers lies this close above a NIF's own frame */
 #define FP_CHAIN_MAX 100000u
@@ -68,8 +69,8 @@ static void find_quad(struct self_scan *s)
 	for (k = 0; k + 3 < s->nw; k++) {
 		uint64_t h = s->w[k], he = s->w[k + 1], ah = s->w[k + 2], sz = s->w[k + 3];
 
-		if (!saferead__plausible(h) || (h & 7) || h > s->hp || s->hp > s->stop ||
-		    s->stop >= he || he - h != sz * 8 || (ah && !saferead__plausible(ah)))
+		if (!mem__plausible(h) || (h & 7) || h > s->hp || s->hp > s->stop ||
+		    s->stop >= he || he - h != sz * 8 || (ah && !mem__plausible(ah)))
 			continue;
 		note_hit(&s->quad, (int)k);
 		s->heap = h;
@@ -93,11 +94,11 @@ static void find_pointers(struct self_scan *s)
 
 		/* Not the struct itself, our heap, or our C stack (stale frames hold copies of
 		 * proc). */
-		if ((p & 7) || !saferead__plausible(p) || p == s->proc ||
+		if ((p & 7) || !mem__plausible(p) || p == s->proc ||
 		    (p >= s->heap && p < s->hend) ||
 		    (p + STACK_NEAR > s->sp && p < s->sp + STACK_NEAR))
 			continue;
-		n = saferead__prefix(p, t, sizeof(t), 24) / 8;
+		n = mem__self_read_prefix(p, t, sizeof(t), 24) / 8;
 		if (n == 0)
 			continue;
 		if (is_mfa(t, s->mfa))
@@ -129,7 +130,7 @@ static void find_fcalls(struct self_scan *s, ErlNifEnv *env)
 	size_t n, k;
 
 	enif_consume_timeslice(env, 1);
-	n = saferead__prefix(s->proc, s->after, s->nw * 8, s->nw * 8) / 8;
+	n = mem__self_read_prefix(s->proc, s->after, s->nw * 8, s->nw * 8) / 8;
 	if (n != s->nw)
 		return;
 	for (k = 0; k < s->nw * 2; k++) {
@@ -150,7 +151,7 @@ static int fp_chain_ok(const struct self_scan *s, uint64_t fp)
 	unsigned n;
 
 	for (n = 0; n < FP_CHAIN_MAX; n++) {
-		if ((fp & 7) || fp < s->stop || fp >= s->hend || saferead__u64(fp, &next))
+		if ((fp & 7) || fp < s->stop || fp >= s->hend || mem__self_read_u64(fp, &next))
 			return 0;
 		if (next == 0)
 			return fp == s->hend - 16;
@@ -180,8 +181,8 @@ static void find_state_bits(struct self_scan *s)
 		uint32_t v;
 
 		memcpy(&v, (const char *)s->w + i * 4, 4);
-		if ((v & PSFLG_PRIO_MASK) == PSFLG_PRIO_NORMAL && (v & PSFLG_RUNNING) &&
-		    (v & PSFLG_ACTIVE) && !(v & (PSFLG_FREE | PSFLG_EXITING)))
+		if ((v & XP_PSFLG_PRIO_MASK) == XP_PSFLG_PRIO_NORMAL && (v & XP_PSFLG_RUNNING) &&
+		    (v & XP_PSFLG_ACTIVE) && !(v & (XP_PSFLG_FREE | XP_PSFLG_EXITING)))
 			s->state_bits[i / 64] |= 1ull << (i % 64);
 	}
 }
@@ -190,17 +191,17 @@ static int scan(struct self_scan *s, ErlNifEnv *env, size_t bytes)
 {
 	s->id = s->htop = s->quad = s->sd = s->cur = s->fcalls = s->fp = NOT_FOUND;
 	s->layout = XP_LAYOUT_UNKNOWN;
-	s->nw = saferead__prefix(s->proc, s->w, bytes, 256) / 8;
+	s->nw = mem__self_read_prefix(s->proc, s->w, bytes, 256) / 8;
 	if (s->nw == 0)
 		return -EFAULT;
 	find_id_htop(s);
 	find_quad(s);
 	if (s->quad >= 0) {
-		saferead__bytes(s->hend - 16, s->hend_w, 16);
+		mem__self_read(s->hend - 16, s->hend_w, 16);
 		find_fp(s);
 	}
 	if (s->htop >= 0)
-		saferead__bytes(s->stop, s->ra, 16);
+		mem__self_read(s->stop, s->ra, 16);
 	find_pointers(s);
 	find_state_bits(s);
 	find_fcalls(s, env);

@@ -1,185 +1,104 @@
-/* GDB JIT descriptor scan and walk, from inside the VM. See jitself.h. Record layouts:
- * J/beam_jit_metadata.cpp (25:66-111; 27/29 rename module_info only): debug_info is 32 bytes with
- * the module name at 26, range_info is 16 bytes + name, line_info 12 bytes + file. */
+/* The GDB JIT map from inside the VM. See jitself.h. The walk and the symfile parser are the vm
+ * library's (external/vm/jitmap.c) over guarded self-reads (mem__open_self); this file keeps
+ * what only the agent asks: the scan's in-place prefilter, retries while the list changes, and
+ * the answers the calibration checks (the emulator entry, one module, named ranges). */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "jitmap.h"
 #include "jitself.h"
-#include "saferead.h"
+#include "mem.h"
 
-#define DESC_SIZE	24
-#define DEBUG_INFO_SIZE 32
-#define RANGE_INFO_SIZE 16
-#define LINE_INFO_SIZE	12
-#define WALK_RETRIES	4
+#define DESC_SIZE    24
+#define WALK_RETRIES 4
 
-struct entry {
-	uint64_t next, prev, symfile, size;
-};
-
-struct walk {
-	const char *must_module;
-	struct jitself_want *want;
-	unsigned nwant;
-	struct jitself_result *res;
-};
-
-static uint32_t rd32(const uint8_t *p)
+static int has_module(const struct jitmap *map, const char *name)
 {
-	uint32_t v;
+	size_t i;
 
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
-}
-
-/* Look for the wanted ranges in one module's symfile blob. */
-static int parse_ranges(const uint8_t *blob, uint64_t size, struct walk *w, unsigned i_want)
-{
-	uint64_t base, off;
-	uint32_t nranges, r, l;
-	uint16_t name_len = rd16(blob + 24);
-
-	memcpy(&base, blob + 8, 8);
-	nranges = rd32(blob + 16);
-	off = DEBUG_INFO_SIZE + name_len;
-	for (r = 0; r < nranges; r++) {
-		const uint8_t *ri = blob + off;
-		uint32_t start, end, nlines;
-		uint16_t rlen;
-
-		if (off + RANGE_INFO_SIZE > size)
-			return -EPROTO;
-		start = rd32(ri);
-		end = rd32(ri + 4);
-		nlines = rd32(ri + 8);
-		rlen = rd16(ri + 12);
-		if (off + RANGE_INFO_SIZE + rlen > size || rlen == 0 || ri[14 + rlen - 1] != '\0')
-			return -EPROTO;
-		if (strcmp((const char *)ri + 14, w->want[i_want].range) == 0 && start <= end) {
-			w->want[i_want].start = base + start;
-			w->want[i_want].end = base + end;
-			return 0;
-		}
-		off += RANGE_INFO_SIZE + rlen;
-		for (l = 0; l < nlines; l++) {
-			if (off + LINE_INFO_SIZE > size)
-				return -EPROTO;
-			off += LINE_INFO_SIZE + rd16(blob + off + 8);
-		}
+	for (i = 0; i < jitmap__module_count(map); i++) {
+		if (strcmp(jitmap__module(map, (uint32_t)i)->name, name) == 0)
+			return 1;
 	}
-	return -ENOENT;
+	return 0;
 }
 
-static void want_module(const char *name, uint64_t symfile, uint64_t size, struct walk *w)
+/* The newest range named want->range, in a module named want->module. */
+static void find_want(const struct jitmap *map, struct jitself_want *want)
 {
-	uint8_t *blob = NULL;
+	const struct jit_range *r = jitmap__find(map, want->range);
+	const struct jit_module_info *mod = r ? jitmap__module(map, r->module) : NULL;
+
+	if (mod && strcmp(mod->name, want->module) == 0 && r->start <= r->end) {
+		want->start = r->start;
+		want->end = r->end;
+	}
+}
+
+static void answer(const struct jitmap *map, const char *must_module, struct jitself_want *want,
+		   unsigned nwant, struct jitself_result *res)
+{
+	const struct jitmap_stats *st = jitmap__stats(map);
 	unsigned i;
 
-	for (i = 0; i < w->nwant; i++) {
-		if (w->want[i].start || strcmp(name, w->want[i].module) != 0)
-			continue;
-		if (!blob) {
-			if (size < DEBUG_INFO_SIZE || size > JITSELF_MAX_SYMFILE)
-				return;
-			blob = malloc(size);
-			if (!blob || saferead__bytes(symfile, blob, size))
-				goto cleanup;
-		}
-		parse_ranges(blob, size, w, i);
-	}
-cleanup:
-	free(blob);
+	res->entries = (unsigned)st->entries;
+	res->modules = (unsigned)st->modules;
+	res->emulator_found = st->emulator > 0;
+	res->frame_layout = st->frame_layout;
+	res->normal_exit = st->normal_exit;
+	res->module_found = must_module && has_module(map, must_module);
+	for (i = 0; i < nwant; i++)
+		find_want(map, &want[i]);
 }
 
-/* One entry's symfile: the emulator entry (header 0) or a module entry (header 1). */
-static int visit(const struct entry *e, struct walk *w)
+/* One walk: -EAGAIN when an entry could not be read or parsed or a link broke (27+ frees entries
+ * on purge while we walk). */
+static int walk_once(struct mem *m, uint64_t desc, const char *must_module,
+		     struct jitself_want *want, unsigned nwant, struct jitself_result *res)
 {
-	uint8_t head[DEBUG_INFO_SIZE + 256];
-	int32_t header;
-	uint16_t name_len;
-
-	if (e->size < DEBUG_INFO_SIZE || e->size > JITSELF_MAX_SYMFILE)
-		return -EPROTO;
-	if (saferead__bytes(e->symfile, head, DEBUG_INFO_SIZE))
-		return -EFAULT;
-	memcpy(&header, head, 4);
-	if (header == 0) {
-		memcpy(&w->res->frame_layout, head + 8, 4);
-		memcpy(&w->res->normal_exit, head + 16, 8);
-		w->res->emulator_found = 1;
-		return 0;
-	}
-	if (header != 1)
-		return -EPROTO;
-	name_len = rd16(head + 24);
-	if (name_len == 0 || name_len > 255 || DEBUG_INFO_SIZE + (uint64_t)name_len > e->size ||
-	    saferead__bytes(e->symfile + 26, head + 26, name_len) ||
-	    head[26 + name_len - 1] != '\0')
-		return -EPROTO;
-	w->res->modules++;
-	if (w->must_module && strcmp((const char *)head + 26, w->must_module) == 0)
-		w->res->module_found = 1;
-	want_module((const char *)head + 26, e->symfile, e->size, w);
-	return 0;
-}
-
-static int walk_once(uint64_t desc, struct walk *w)
-{
-	uint32_t hdr[2];
-	uint64_t first, cur, prev = 0;
-	struct entry e;
+	struct jit_descriptor d;
+	struct jitmap *map = NULL;
 	int err;
 
-	if (saferead__bytes(desc, hdr, 8) || saferead__u64(desc + 16, &first))
-		return -EFAULT;
-	if (hdr[0] != 1 || hdr[1] > 2 || first == 0)
+	err = jitmap__read_descriptor(m, desc, &d);
+	if (err)
+		return err == -EPROTO ? -EPROTO : -EFAULT;
+	if (!d.first_entry)
 		return -EPROTO;
-	for (cur = first; cur; cur = e.next) {
-		if (w->res->entries >= JITSELF_MAX_ENTRIES || (cur & 7))
-			return -EPROTO;
-		if (saferead__bytes(cur, &e, sizeof(e)))
-			return -EAGAIN;
-		/* 25 leaves the head's prev uninitialised; every other prev names its predecessor.
-		 */
-		if (prev && e.prev != prev)
-			return -EAGAIN;
-		err = visit(&e, w);
-		if (err == -EFAULT)
-			return -EAGAIN;
-		if (err)
-			return err;
-		w->res->entries++;
-		prev = cur;
-	}
-	return 0;
+	err = jitmap__load(m, desc, &map);
+	if (err)
+		return err == -ENOMEM ? err : -EAGAIN;
+	if (jitmap__stats(map)->chain_broken || jitmap__stats(map)->bad_entries)
+		err = -EAGAIN;
+	else
+		answer(map, must_module, want, nwant, res);
+	jitmap__free(map);
+	return err;
 }
 
 int jitself__walk(uint64_t desc, const char *must_module, struct jitself_want *want, unsigned nwant,
 		  struct jitself_result *res)
 {
-	struct walk w = {.must_module = must_module, .want = want, .nwant = nwant, .res = res};
+	struct mem *m = NULL;
 	unsigned attempt, i;
-	int err = -EAGAIN;
+	int err;
 
+	err = mem__open_self(&m);
+	if (err)
+		return err;
+	err = -EAGAIN;
 	for (attempt = 0; attempt < WALK_RETRIES && err == -EAGAIN; attempt++) {
 		memset(res, 0, sizeof(*res));
 		res->frame_layout = -1;
 		for (i = 0; i < nwant; i++)
 			want[i].start = want[i].end = 0;
-		err = walk_once(desc, &w);
+		err = walk_once(m, desc, must_module, want, nwant, res);
 	}
+	mem__free(m);
 	return err;
 }
 
+/* Cheap test on the directly readable section bytes before any syscall. */
 static int prefilter(uint64_t a, void *ctx)
 {
 	uint32_t hdr[2];
@@ -187,8 +106,7 @@ static int prefilter(uint64_t a, void *ctx)
 
 	memcpy(hdr, (const void *)(uintptr_t)a, 8);
 	memcpy(&first, (const void *)(uintptr_t)(a + 16), 8);
-	return hdr[0] == 1 && hdr[1] <= 2 && first && (first & 7) == 0 &&
-	       saferead__plausible(first);
+	return hdr[0] == 1 && hdr[1] <= 2 && first && (first & 7) == 0 && mem__plausible(first);
 }
 
 /* A descriptor whose list walks and holds the emulator (and must_module, when given). */

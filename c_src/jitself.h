@@ -1,16 +1,13 @@
 /* The GDB JIT interface seen from inside (otp-internals.md §3.2): find __jit_debug_descriptor by a
- * structural scan of .data/.bss, walk its entry list through saferead (27+ frees entries on purge,
- * so every read may fail), read the emulator entry and look up named function ranges.
- * Does not own: the full code map (the sampler's jitmap.c does that from outside). */
+ * structural scan of .data/.bss, walk its entry list (27+ frees entries on purge, so every read
+ * may fail), read the emulator entry and look up named function ranges. Does not own: the walk
+ * and the symfile format (the vm library's jitmap.c, shared with the sampler). */
 #ifndef XP_JITSELF_H
 #define XP_JITSELF_H
 
 #include <stdint.h>
 
 #include "selfelf.h"
-
-#define JITSELF_MAX_ENTRIES 100000u
-#define JITSELF_MAX_SYMFILE (16u << 20)
 
 /* A function range to look up: module "extrospect_agent", range "extrospect_agent:probe_loop/0". */
 struct jitself_want {

@@ -2,7 +2,7 @@
  * The sampler's JIT map parser, memory reader and map writer are linked into the NIF too
  * (CMakeLists.txt), so both sides read the list and write the file with the same code.
  * process_vm_readv on our own pid turns a racing free (27+ frees purged entries) into -EFAULT
- * instead of a crash, as saferead.c does. */
+ * instead of a crash, as mem__self_read does. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 /* extrospect_nif:write_perf_map/1, the agent's side of `extrospect perf-map`: the same
  * /tmp/perf-PID.map, written from inside the VM on a dirty scheduler. Does not own: the map's
- * entries, format and safe writing (external/src/perfmap.c), the descriptor scan (jitself.c). */
+ * entries, format and safe writing (external/vm/perfmap.c), the descriptor scan (jitself.c). */
 #ifndef XP_PERFMAP_NIF_H
 #define XP_PERFMAP_NIF_H
 

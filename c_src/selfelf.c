@@ -1,4 +1,9 @@
-/* beam.smp's .data/.bss ranges, from our own executable's section headers. See selfelf.h. */
+/* beam.smp's .data/.bss ranges, from our own executable's section headers. See selfelf.h.
+ * Why by hand and not through libelf as the sampler does (native/elfsym.c): the NIF is loaded
+ * into beam.smp, which does not link libelf, and neither do the VMs' hosts need it (the OTP 27
+ * and 29 roots of the e2e tests have no libelf.so.1); Debian's libelf.a cannot go into a shared
+ * object (not PIC: R_X86_64_TPOFF32 against its thread-local error state). So the NIF reads
+ * only the section header table, bounded, and nothing else of ELF. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-# The in-kernel capture's BPF program (external/src/kcapture.bpf.c): compiled with clang for the
+# The in-kernel capture's BPF program (external/src/kernel/kcapture.bpf.c): compiled with clang for the
 # BPF target, embedded as a libbpf skeleton (bpftool gen skeleton), loaded through libbpf.
 # Sets XP_BPF_SKELETON (the generated header), XP_BPF_SKELETON_DIR and LIBBPF_* for xpcore.
 # x86-64 only: the program reads x86-64 user registers (kcapture.c refuses elsewhere).
@@ -20,7 +20,7 @@ if(NOT XP_BPF_CLANG OR NOT XP_BPFTOOL OR NOT LIBBPF_FOUND)
                       "apt-get install clang bpftool libbpf-dev (or run tools/install-deps.sh)")
 endif()
 
-set(XP_BPF_SRC ${CMAKE_CURRENT_SOURCE_DIR}/external/src/kcapture.bpf.c)
+set(XP_BPF_SRC ${CMAKE_CURRENT_SOURCE_DIR}/external/src/kernel/kcapture.bpf.c)
 set(XP_BPF_SKELETON_DIR ${CMAKE_CURRENT_BINARY_DIR}/bpf)
 set(XP_BPF_OBJ ${XP_BPF_SKELETON_DIR}/kcapture.bpf.o)
 set(XP_BPF_SKELETON ${XP_BPF_SKELETON_DIR}/kcapture.skel.h)
@@ -34,10 +34,10 @@ add_custom_command(
   OUTPUT ${XP_BPF_SKELETON}
   COMMAND ${CMAKE_COMMAND} -E make_directory ${XP_BPF_SKELETON_DIR}
   COMMAND ${XP_BPF_CLANG} -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Wextra -Werror
-          -I${CMAKE_CURRENT_SOURCE_DIR}/external/src ${LIBBPF_INCLUDE_DIRS}
+          -I${CMAKE_CURRENT_SOURCE_DIR}/external/src/kernel ${LIBBPF_INCLUDE_DIRS}
           -idirafter ${XP_BPF_ASM_INCLUDE} -c ${XP_BPF_SRC} -o ${XP_BPF_OBJ}
   ${XP_BPF_STRIP}
   COMMAND ${XP_BPFTOOL} gen skeleton ${XP_BPF_OBJ} name kcapture_bpf > ${XP_BPF_SKELETON}
-  DEPENDS ${XP_BPF_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/external/src/kcapture_layout.h
+  DEPENDS ${XP_BPF_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/external/src/kernel/kcapture_layout.h
   COMMENT "BPF skeleton: kcapture.bpf.c -> kcapture.skel.h"
   VERBATIM)

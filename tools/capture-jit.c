@@ -4,8 +4,8 @@
  * generation instead (kernel's `global` and the JIT's fragments share the name "global").
  * Reads with process_vm_readv only.
  *
- *   cc -D_GNU_SOURCE -Iexternal/src -o capture-jit tools/capture-jit.c external/src/mem.c \
- *      external/src/jitmap.c
+ *   cc -D_GNU_SOURCE -Iexternal/vm -Ic_src/include -o capture-jit tools/capture-jit.c \
+ *      external/vm/mem.c external/vm/jitmap.c external/vm/jitmap_index.c
  *   desc=$(( 0x$(nm -D beam.smp | awk '/__jit_debug_descriptor/{print $1}') + load bias ))
  *   ./capture-jit PID $desc                      # list: generation, size, module
  *   ./capture-jit PID $desc test/c/fixtures/jit_otp25_ erl_init emulator global@99

@@ -2,7 +2,7 @@
  * The agent fills one struct xp_agent_block in its own memory, exported as the dynamic symbol
  * XP_AGENT_SYMBOL; the sampler finds it through the NIF's .dynsym and /proc/PID/maps and reads it
  * with process_vm_readv. Fixed-width fields only, no pointers to follow on the agent's side.
- * Owns: field meanings and numbering. Does not own: ERTS offsets (external/src/layout.c). */
+ * Owns: field meanings and numbering. Does not own: ERTS offsets (external/vm/layout.c). */
 #ifndef EXTROSPECT_ABI_H
 #define EXTROSPECT_ABI_H
 

@@ -1,7 +1,8 @@
 /* Unit tests for jitmap.c. Offline: symfiles captured from a live OTP 25 VM (fixtures/jit_otp25_*,
  * made with tools/capture-jit.c), every truncation and seeded garbage, and synthetic entry chains
  * (cycles, holes) served by the mem snapshot backend. Live: a fresh `erl -noshell` (host OTP 25,
- * and the OTP 27 / 29 chroots when present), the descriptor by .dynsym and by structural scan. */
+ * and the OTP 27 / 29 chroots when present), the descriptor by .dynsym and by structural scan.
+ * Over 500 lines: the tests of one object, one short function each, kept in its one file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>

@@ -2,7 +2,8 @@
  * a live session on a forked child spinning in a known function in two threads: tids, registers,
  * the user stack copy (checked against process_vm_readv), IPs inside the spin function, thread
  * exit, cycles availability, and the sampler's own CPU cost. Exits 77 when perf_event_open is
- * refused. Does not own: the sampler's use of samples (unwinding). */
+ * refused. Does not own: the sampler's use of samples (unwinding).
+ * Over 500 lines: the tests of one object, one short function each, kept in its one file. */
 #include "check.h"
 #include "perf.h"
 #include "proc.h"

@@ -2,7 +2,8 @@
  * main -> outer_fn -> middle_fn -> leaf_spin, built here with cc, then a stripped copy), a stop
  * at a pretend-JIT function with CFI-recovered registers, fuzzed registers and stacks, and
  * informative runs on busy OTP VMs (25 on the host, 29 in its chroot when present).
- * Exits 77 when cc is missing or perf_event_open is refused. Does not own: perf.c's own checks. */
+ * Exits 77 when cc is missing or perf_event_open is refused. Does not own: perf.c's own checks.
+ * Over 500 lines: the tests of one object, one short function each, kept in its one file. */
 #include "check.h"
 #include "elfsym.h"
 #include "mem.h"

@@ -1,5 +1,5 @@
 /* offsetof() probe: compiled against one configured OTP tree's own erts headers (see ./run), it
- * prints one row of external/src/layout.c for that tree, every value measured by the compiler.
+ * prints one row of external/vm/layout.c for that tree, every value measured by the compiler.
  * Does not own: fetching or configuring the tree, thread names and pre-27 trace-frame sizes (not in
  * headers: ./run extracts them from erl_process.c / beam_common.c and passes them as -D macros). */
 #ifdef HAVE_CONFIG_H

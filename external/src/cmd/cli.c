@@ -1,0 +1,452 @@
+/* Command-line parsing and the general help. See cli.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "table.h"
+
+static const char usage_head[] =
+    "Usage: extrospect COMMAND [OPTIONS] PID\n"
+    "\n"
+    "A production-safe profiler for the Erlang VM. It reads a running VM from outside by OS\n"
+    "pid: no restart, no tracing, no ptrace, no signals. The extrospect application (the\n"
+    "agent), when loaded in the VM, publishes verified layout facts; without it the sampler\n"
+    "falls back to beam.smp's exported symbols and a built-in per-version table.\n"
+    "\n"
+    "Commands:\n";
+
+static const char usage_tail[] =
+    "\n"
+    "Options:\n"
+    "  -h, --help    show help (also: extrospect COMMAND --help)\n"
+    "  -V, --version print the sampler's version\n"
+    "\n"
+    "Exit codes:\n"
+    "  0 success            1 internal error          2 usage error\n"
+    "  3 no such process    4 not a BEAM VM            5 permission denied\n"
+    "  6 unsupported OTP (no built-in layout and no agent)\n"
+    "  7 the VM exited while being read\n"
+    "  8 node or epmd unreachable (inject)  9 the node refused the cookie (inject)\n"
+    "  10 perf-map refused to replace a map it did not write\n";
+
+void cli__help(FILE *f, const struct command *command)
+{
+	const struct command *c;
+	size_t i;
+
+	if (command) {
+		command__help(command, f);
+		return;
+	}
+	fputs(usage_head, f);
+	for (i = 0; (c = command__at(i)); i++)
+		fprintf(f, "  %s\n", c->synopsis);
+	fputs(usage_tail, f);
+}
+
+static int parse_pid(const char *s, pid_t *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*out = (pid_t)v;
+	return 0;
+}
+
+enum {
+	OPT_JSON = 256,
+	OPT_NO_AGENT,
+	OPT_EVENT,
+	OPT_THREADS,
+	OPT_ERLANG_PID,
+	OPT_NAME,
+	OPT_ONLY_ERLANG,
+	OPT_INCLUDE_IDLE,
+	OPT_FORMAT,
+	OPT_SKID,
+	OPT_VERBOSE,
+	OPT_LINES,
+	OPT_ALL,
+	OPT_STACKS,
+	OPT_FOLLOW,
+	OPT_NODE,
+	OPT_COOKIE,
+	OPT_COOKIE_FILE,
+	OPT_CODE_PATH,
+	OPT_PERF_DATA,
+	OPT_KEEP_PRIORITY,
+	OPT_NO_BPF,
+	OPT_USER_ONLY
+};
+
+static const struct option longopts[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {"no-agent", no_argument, NULL, OPT_NO_AGENT},
+    {"rate", required_argument, NULL, 'F'},
+    {"duration", required_argument, NULL, 'd'},
+    {"event", required_argument, NULL, OPT_EVENT},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"erlang-pid", required_argument, NULL, OPT_ERLANG_PID},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"only-erlang", no_argument, NULL, OPT_ONLY_ERLANG},
+    {"erlang-only", no_argument, NULL, OPT_ONLY_ERLANG},
+    {"include-idle", no_argument, NULL, OPT_INCLUDE_IDLE},
+    {"output", required_argument, NULL, 'o'},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"limit", required_argument, NULL, 'n'},
+    {"skid-summary", no_argument, NULL, OPT_SKID},
+    {"verbose", no_argument, NULL, 'v'},
+    {"keep-priority", no_argument, NULL, OPT_KEEP_PRIORITY},
+    {"no-bpf", no_argument, NULL, OPT_NO_BPF},
+    {"user-only", no_argument, NULL, OPT_USER_ONLY},
+    {"lines", no_argument, NULL, OPT_LINES},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"stacks", no_argument, NULL, OPT_STACKS},
+    {"follow", no_argument, NULL, OPT_FOLLOW},
+    {"node", required_argument, NULL, OPT_NODE},
+    {"cookie", required_argument, NULL, OPT_COOKIE},
+    {"cookie-file", required_argument, NULL, OPT_COOKIE_FILE},
+    {"code-path", required_argument, NULL, OPT_CODE_PATH},
+    {"perf-data", required_argument, NULL, OPT_PERF_DATA},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Which options each command accepts (its row's CO_* groups). */
+static bool allowed(const struct command *cmd, int c)
+{
+	unsigned need;
+
+	switch (c) {
+	case 'h':
+		return true;
+	case OPT_NO_AGENT:
+		need = CO_NO_AGENT;
+		break;
+	case OPT_JSON:
+		need = CO_JSON;
+		break;
+	case 'o':
+		need = CO_OUTPUT;
+		break;
+	case OPT_FORMAT:
+		need = CO_FORMAT;
+		break;
+	case 'n':
+		need = CO_LIMIT;
+		break;
+	case OPT_SKID:
+	case OPT_LINES:
+		need = CO_SKID_LINES;
+		break;
+	case OPT_ONLY_ERLANG:
+		need = CO_ONLY_ERLANG;
+		break;
+	case OPT_ALL:
+		need = CO_ALL;
+		break;
+	case OPT_STACKS:
+		need = CO_STACKS;
+		break;
+	case OPT_FOLLOW:
+	case OPT_PERF_DATA:
+		need = CO_PERFMAP;
+		break;
+	case 'd':
+		need = CO_DURATION;
+		break;
+	case OPT_NODE:
+	case OPT_COOKIE:
+	case OPT_COOKIE_FILE:
+	case OPT_CODE_PATH:
+		need = CO_NODE;
+		break;
+	default: /* -F, -v, --event, --threads, --erlang-pid, --name, --include-idle, ... */
+		need = CO_SAMPLING;
+		break;
+	}
+	return (cmd->opts & need) != 0;
+}
+
+/* The option as the user wrote it, for messages. */
+static const char *option_name(int c, const char *fallback, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; c >= 256 && longopts[i].name; i++) {
+		if (longopts[i].val == c) {
+			snprintf(buf, len, "--%s", longopts[i].name);
+			return buf;
+		}
+	}
+	if (c > 0 && c < 256 && c != '?' && c != ':') {
+		snprintf(buf, len, "-%c", c);
+		return buf;
+	}
+	return fallback;
+}
+
+static bool valid_erlang_pid(const char *s)
+{
+	unsigned a, b, c;
+	char end;
+
+	return sscanf(s, "<%u.%u.%u%c", &a, &b, &c, &end) == 4 && end == '>' &&
+	       s[strlen(s) - 1] == '>';
+}
+
+static int parse_number(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static enum cli_format format_from_name(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n > 4 && strcmp(path + n - 4, ".svg") == 0)
+		return CLI_FMT_SVG;
+	if (n > 5 && strcmp(path + n - 5, ".json") == 0)
+		return CLI_FMT_SPEEDSCOPE;
+	return CLI_FMT_COLLAPSED;
+}
+
+static int take_option(struct cli_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	double v;
+
+	switch (c) {
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	case OPT_NO_AGENT:
+		o->no_agent = true;
+		return 0;
+	case OPT_ONLY_ERLANG:
+		o->only_erlang = true;
+		return 0;
+	case OPT_INCLUDE_IDLE:
+		o->include_idle = true;
+		return 0;
+	case OPT_SKID:
+		o->skid_summary = true;
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	case OPT_KEEP_PRIORITY:
+		o->keep_priority = true;
+		return 0;
+	case OPT_NO_BPF:
+		o->no_bpf = true;
+		return 0;
+	case OPT_USER_ONLY:
+		o->user_only = true;
+		return 0;
+	case OPT_LINES:
+		o->lines = true;
+		return 0;
+	case OPT_ALL:
+		o->all = true;
+		return 0;
+	case OPT_STACKS:
+		o->stacks = true;
+		return 0;
+	case OPT_FOLLOW:
+		o->follow = true;
+		return 0;
+	case OPT_NODE:
+		if (!strchr(arg, '@') || arg[0] == '@' || arg[strlen(arg) - 1] == '@')
+			break;
+		o->node = arg;
+		return 0;
+	case OPT_COOKIE:
+		o->cookie = arg;
+		return 0;
+	case OPT_COOKIE_FILE:
+		o->cookie_file = arg;
+		return 0;
+	case OPT_CODE_PATH:
+		o->code_path = arg;
+		return 0;
+	case OPT_PERF_DATA:
+		o->perf_data = arg;
+		return 0;
+	case 'o':
+		o->output = arg;
+		return 0;
+	case 'F':
+		if (parse_number(arg, 1, 100000, &v))
+			break;
+		o->freq_hz = (uint32_t)v;
+		return 0;
+	case 'd':
+		if (parse_number(arg, 0.01, 1e7, &v))
+			break;
+		o->duration_s = v;
+		return 0;
+	case 'n':
+		if (parse_number(arg, 1, 10000, &v))
+			break;
+		o->limit = (unsigned)v;
+		return 0;
+	case OPT_EVENT:
+		if (strcmp(arg, "cpu-clock") && strcmp(arg, "cycles"))
+			break;
+		o->cycles = strcmp(arg, "cycles") == 0;
+		return 0;
+	case OPT_THREADS:
+		if (strcmp(arg, "schedulers") && strcmp(arg, "all"))
+			break;
+		o->all_threads = strcmp(arg, "all") == 0;
+		return 0;
+	case OPT_ERLANG_PID:
+		if (!valid_erlang_pid(arg))
+			break;
+		o->erlang_pid = arg;
+		return 0;
+	case OPT_NAME:
+		o->name = arg;
+		return 0;
+	case OPT_FORMAT:
+		if (strcmp(arg, "svg") == 0)
+			o->format = CLI_FMT_SVG;
+		else if (strcmp(arg, "speedscope") == 0)
+			o->format = CLI_FMT_SPEEDSCOPE;
+		else if (strcmp(arg, "collapsed") == 0)
+			o->format = CLI_FMT_COLLAPSED;
+		else
+			break;
+		return 1; /* format given explicitly */
+	}
+	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
+		 c == 'F'	       ? "-F/--rate"
+		 : c == 'd'	       ? "-d/--duration"
+		 : c == 'n'	       ? "-n/--limit"
+		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
+		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
+		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
+		 : c == OPT_NODE       ? "--node (like name@host)"
+				       : "--format (svg, speedscope or collapsed)");
+	return -EINVAL;
+}
+
+/* inject takes a node, not a pid. */
+static enum cli_result inject_args(int argc, char **argv, struct cli_opts *o, char *err,
+				   size_t errlen)
+{
+	if (optind < argc) {
+		snprintf(err, errlen, "inject: unexpected argument '%s'", argv[optind]);
+		return CLI_USAGE_ERROR;
+	}
+	if (!o->node) {
+		snprintf(err, errlen,
+			 "inject: missing --node NAME@HOST (see extrospect inject --help)");
+		return CLI_USAGE_ERROR;
+	}
+	if (o->cookie && o->cookie_file) {
+		snprintf(err, errlen, "inject: give --cookie or --cookie-file, not both");
+		return CLI_USAGE_ERROR;
+	}
+	return CLI_RUN;
+}
+
+static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, char *err,
+				     size_t errlen)
+{
+	const char *cmd = argv[0];
+	bool format_given = false;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "hvF:d:o:n:", longopts, NULL)) != -1) {
+		int rc;
+
+		if (c == 'h')
+			return CLI_HELP;
+		if (c == '?' || c == ':' || !allowed(o->command, c)) {
+			char name[32];
+
+			snprintf(err, errlen, "%s: %s option '%s'", cmd,
+				 c == ':' ? "missing value for" : "unknown",
+				 option_name(c, argv[optind - 1], name, sizeof(name)));
+			return CLI_USAGE_ERROR;
+		}
+		rc = take_option(o, c, optarg, err, errlen);
+		if (rc < 0)
+			return CLI_USAGE_ERROR;
+		format_given |= rc == 1;
+	}
+	if (o->command->opts & CO_NODE)
+		return inject_args(argc, argv, o, err, errlen);
+	if (optind >= argc) {
+		snprintf(err, errlen, "%s: missing PID (see extrospect %s --help)", cmd, cmd);
+		return CLI_USAGE_ERROR;
+	}
+	if (o->command->opts & CO_FUNCTIONS) {
+		o->functions = argv + optind + 1;
+		o->nfunctions = (size_t)(argc - optind - 1);
+		if (!o->nfunctions) {
+			snprintf(err, errlen,
+				 "blame: missing FUNCTION (e.g. erts_garbage_collect or gc; see "
+				 "extrospect blame --help)");
+			return CLI_USAGE_ERROR;
+		}
+	} else if (optind + 1 < argc) {
+		snprintf(err, errlen, "%s: unexpected argument '%s'", cmd, argv[optind + 1]);
+		return CLI_USAGE_ERROR;
+	}
+	if (parse_pid(argv[optind], &o->pid)) {
+		snprintf(err, errlen, "%s: invalid pid '%s': expected a positive OS process id",
+			 cmd, argv[optind]);
+		return CLI_USAGE_ERROR;
+	}
+	if ((o->command->opts & CO_OUTPUT) && !o->output) {
+		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
+		return CLI_USAGE_ERROR;
+	}
+	if ((o->command->opts & CO_FORMAT) && !format_given)
+		o->format = format_from_name(o->output);
+	return CLI_RUN;
+}
+
+enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen)
+{
+	const char *cmd;
+
+	memset(opts, 0, sizeof(*opts));
+	if (argc < 2) {
+		snprintf(err, errlen, "missing command (see extrospect --help)");
+		return CLI_USAGE_ERROR;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0)
+		return CLI_HELP;
+	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0)
+		return CLI_VERSION;
+	opts->freq_hz = 997;
+	opts->command = command__find(cmd);
+	if (opts->command) {
+		opts->limit = opts->command->limit;
+		return parse_command(argc - 1, argv + 1, opts, err, errlen);
+	}
+	snprintf(err, errlen, "unknown command '%s' (see extrospect --help)", cmd);
+	return CLI_USAGE_ERROR;
+}

@@ -1,0 +1,51 @@
+/* Command-line parsing for the sampler: the command, its options and the target pid, with the
+ * general help. Does not own: which command takes which options, and each command's help (the
+ * command table, table.c), running commands (main.c). */
+#ifndef XP_CLI_H
+#define XP_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "table.h"
+
+enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE };
+
+struct cli_opts {
+	const struct command *command; /* table.h; NULL before one is named */
+	pid_t pid;
+	bool json;     /* info */
+	bool no_agent; /* all */
+	/* record and top */
+	uint32_t freq_hz;
+	double duration_s;
+	bool cycles, all_threads, include_idle, only_erlang;
+	const char *erlang_pid, *name;
+	const char *output; /* record, capture */
+	enum cli_format format;
+	unsigned limit;	       /* top, blame, sched: rows; capture: samples kept */
+	bool skid_summary;     /* top, record, blame */
+	bool keep_priority;    /* sampling commands: do not raise the sampler's priority */
+	bool no_bpf;	       /* sampling commands: no in-kernel capture */
+	bool user_only;	       /* sampling commands: no samples taken in the kernel */
+	bool verbose;	       /* sampling commands: the sampler's own counters in the summary */
+	bool lines;	       /* record, top, blame: file:line in Erlang frame names */
+	bool all;	       /* pstack: every process */
+	bool stacks;	       /* blame: whole Erlang stacks */
+	bool follow;	       /* perf-map: keep the map current */
+	const char *perf_data; /* perf-map: mark the JIT mapping anonymous in this perf.data */
+	char **functions;      /* blame: the native functions (argv) */
+	size_t nfunctions;
+	const char *node, *cookie, *cookie_file, *code_path; /* inject */
+};
+
+enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };
+
+/* Parse argv. On CLI_USAGE_ERROR, err holds a one-line message. */
+enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen);
+/* The help of command, or the general help when NULL. */
+void cli__help(FILE *f, const struct command *command);
+
+#endif /* XP_CLI_H */

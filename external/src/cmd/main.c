@@ -1,0 +1,128 @@
+/* extrospect: the sampler's entry point. The only place that exits or maps errors to exit codes.
+ *
+ * Exit codes (also in --help and README.md):
+ *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
+ *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
+ *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject),
+ *   10 perf-map refused to replace a map it did not write. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "exitcode.h"
+#include "perfmap.h"
+#include "table.h"
+#include "target.h"
+
+#ifndef XP_VERSION
+#define XP_VERSION "0.1.0"
+#endif
+
+/* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void install_stop_handlers(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The errors that have an exit code of their own; any other is an internal error. */
+static const struct {
+	int err;
+	enum exit_code code;
+} exit_codes[] = {
+    {TARGET_ENOPROC, EXIT_NO_PROCESS},	{TARGET_ENOTBEAM, EXIT_NOT_BEAM},
+    {TARGET_EPERM, EXIT_PERMISSION},	{TARGET_EUNSUPPORTED, EXIT_UNSUPPORTED},
+    {TARGET_EGONE, EXIT_TARGET_EXITED}, {PERFMAP_EREFUSED, EXIT_REFUSED},
+    {CMD_EUSAGE, EXIT_USAGE},
+};
+
+static int exit_code_for(int err)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(exit_codes) / sizeof(exit_codes[0]); i++) {
+		if (exit_codes[i].err == err)
+			return exit_codes[i].code;
+	}
+	return EXIT_INTERNAL;
+}
+
+static bool env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && strcmp(v, "1") == 0;
+}
+
+static int run_command(const struct cli_opts *opts)
+{
+	const struct command *c = opts->command;
+	struct target_opts topts = {
+	    .no_agent = opts->no_agent,
+	    .no_builtin_layout = env_flag("EXTROSPECT_NO_BUILTIN_LAYOUT"),
+	};
+	struct target *t = NULL;
+	char msg[256] = "";
+	int err, code = EXIT_OK;
+
+	/* perf.data may outlive the VM: this step does not attach. */
+	if (opts->perf_data)
+		return cmd__perfmap_fix_data(opts->perf_data, opts->pid);
+	if (c->run_detached) {
+		install_stop_handlers();
+		return c->run_detached(opts, &stop_requested);
+	}
+	err = target__attach(opts->pid, &topts, &t);
+	if (err) {
+		fprintf(stderr, "extrospect: %s\n",
+			t && t->err[0] ? t->err : strerror(err < 0 && err > -4096 ? -err : EIO));
+		code = exit_code_for(err);
+		goto cleanup;
+	}
+	/* Only once attached: Ctrl-C while attaching ends the program. */
+	if (c->catches_stop)
+		install_stop_handlers();
+	err = c->run(opts, t, &stop_requested, msg, sizeof(msg));
+	if (err && err != TARGET_EGONE)
+		fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));
+	code = err ? exit_code_for(err) : EXIT_OK;
+cleanup:
+	target__free(t);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_opts opts;
+	char err[256];
+
+	switch (cli__parse(argc, argv, &opts, err, sizeof(err))) {
+	case CLI_HELP:
+		cli__help(stdout, opts.command);
+		return EXIT_OK;
+	case CLI_VERSION:
+		printf("extrospect %s\n", XP_VERSION);
+		return EXIT_OK;
+	case CLI_USAGE_ERROR:
+		fprintf(stderr, "extrospect: %s\n", err);
+		return EXIT_USAGE;
+	case CLI_RUN:
+		break;
+	}
+	return run_command(&opts);
+}

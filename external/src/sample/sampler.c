@@ -1,0 +1,464 @@
+/* The per-sample algorithm. See sampler.h (and sampler_int.h for the files that help it).
+ *  1. IP in JIT code: c_p = r13, E = rsp, frame pointer = rbp (exact, otp-internals.md §1.1).
+ *  2. IP in native code: unwind with CFI until a return address lands in JIT code; c_p is the
+ *     scheduler's current_process (authoritative) or the CFI-recovered r13; E is c_p->stop (FP
+ *     layout, or an eStack call site) or the recovered rbp (a plain call site), told apart from
+ *     the call site's code bytes (otp-internals.md §2; sampler_stack.c reads the words).
+ *  3. No process: the sample is scheduler time, labelled, excluded unless --include-idle. The
+ *     attribution rule, the labels and the alternatives tried are in README ("Which Erlang
+ *     function gets native time"). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "process.h"
+#include "sampler_int.h"
+
+static const char *const drop_names[DROP_COUNT] = {
+    [DROP_NO_USER_REGS] = "no user registers",
+    [DROP_UNKNOWN_THREAD] = "unknown thread",
+    [DROP_PROCESS_UNREADABLE] = "process unreadable",
+    [DROP_STACK_UNREADABLE] = "stack unreadable",
+};
+
+const char *sampler__drop_name(enum sampler_drop d)
+{
+	return (unsigned)d < DROP_COUNT ? drop_names[d] : "?";
+}
+
+/* How long ago a sample taken at time t (perf's CLOCK_MONOTONIC) was. */
+static uint64_t delay_since(uint64_t t)
+{
+	uint64_t now = sampler__now_ns();
+
+	return now > t ? now - t : 0;
+}
+
+/* The scheduler loop (global::process_main, and erts_schedule below it) runs between processes:
+ * r13 there is whichever process ran last, not the sample's (otp-internals.md §2). */
+static bool is_scheduler_loop(const struct jit_range *r)
+{
+	return r && strcmp(r->name, "global::process_main") == 0;
+}
+
+static const struct target_sched *find_sched(const struct sampler *s, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < s->t->nsched; i++) {
+		if (s->t->sched[i].tid == tid)
+			return &s->t->sched[i];
+	}
+	return NULL;
+}
+
+static bool is_jit(uint64_t pc, void *ctx)
+{
+	const struct sampler *s = ctx;
+
+	return jitmap__lookup(s->t->jit, pc) != NULL;
+}
+
+static uint64_t current_process(struct sampler *s, const struct target_sched *sch, bool *known)
+{
+	const struct target_value *o = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
+	uint64_t cp = 0;
+
+	*known = sch && sch->esdp && sch->esdp_checked && o->present &&
+		 mem__read_u64(s->t->mem, sch->esdp + (uint64_t)o->value, &cp) == 0;
+	return cp;
+}
+
+/* Where a sample stands: its process, its leaf JIT frame, E and the frame pointer. */
+struct where {
+	const struct jit_range *leaf;
+	struct unwind_result *ur; /* NULL for a sample in JIT code */
+	uint64_t cp, e, fp;	  /* e = 0: find E from the call site */
+	bool unnamed;		  /* the pc is JIT code the map does not name */
+	bool dirty;		  /* on a dirty scheduler, or in a system task: E is c_p->stop */
+};
+
+static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
+
+/* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
+ * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
+ * have switched processes or gone idle, so it is only the fallback. Returns false when the
+ * unwind did not reach JIT code. */
+static bool from_native(struct sampler *s, const struct target_sched *sch,
+			const struct perf_sample *ps, const struct kcap_rec *k, struct where *w)
+{
+	bool known;
+
+	/* The capture's copy of a C stack deeper than perf's (a BIF with a large frame): the
+	 * unwinder reads it where perf's copy ends (at perf_stack bytes, or earlier at a page
+	 * never touched, where both stop), not the live stack. */
+	if (k && k->cstack && k->cstack_addr >= ps->regs[PERF_R_SP] &&
+	    k->cstack_addr <= ps->regs[PERF_R_SP] + ps->stack_size) {
+		unwinder__set_extra(s->unw, k->cstack_addr, k->cstack, k->cstack_len);
+		s->st.native_extended++;
+	}
+	sampler_src__unwind(s, ps, is_jit, w->ur);
+	unwinder__set_extra(s->unw, 0, NULL, 0);
+	if (w->ur->stop != UNWIND_STOP_JIT) {
+		s->st.native_stopped++;
+		return false;
+	}
+	s->st.native_reached_jit++;
+	w->leaf = jitmap__lookup(s->t->jit, w->ur->jit_pc - 1);
+	if (is_scheduler_loop(w->leaf)) {
+		w->cp = 0;
+	} else if (w->ur->jit_r13_valid) {
+		/* r13 as the JIT code had it: c_p. A scheduler that runs only native code (a long
+		 * bignum multiplication) is learned from it too; the learning reads it back. */
+		w->cp = w->ur->jit_r13;
+		learn_esdp(s, sch, w->cp);
+	} else {
+		w->cp = current_process(s, sch, &known);
+	}
+	w->fp = w->ur->jit_bp;
+	w->e = 0;
+	return true;
+}
+
+/* A dirty scheduler runs BIFs and NIFs from C, not from JIT code: the unwind never reaches
+ * JIT code. Its process is the scheduler's current_process, parked on the dirty call with its
+ * Erlang stack at c_p->stop (otp-internals.md §2): as the in-kernel capture read it at the sample
+ * when there is one (a dirty garbage collection may end before the sampler reads it), else now. */
+static bool on_dirty(struct sampler *s, const struct target_sched *sch, const struct kcap_rec *k,
+		     struct where *w)
+{
+	bool known = true;
+
+	if (!sch || sch->type == XP_SCHED_NORMAL)
+		return false;
+	w->cp = k && k->from_scheduler ? k->cp : current_process(s, sch, &known);
+	w->dirty = true;
+	w->leaf = NULL;
+	w->e = w->fp = 0;
+	return known && w->cp;
+}
+
+/* The scheduler loop also does a process's work while it names the process as its current one:
+ * signals, system tasks, a garbage collection when it is scheduled in or out (B/erl_process.c
+ * erts_schedule: current_process is set before execute_sys_tasks and scheduler_gc_proc). When
+ * the capture saw such a process at the sample, the time is its, and its Erlang stack is parked
+ * at c_p->stop, as on a dirty scheduler. Without a capture it is not known at the sample, and
+ * never guessed from a later read. */
+static bool system_task(struct sampler *s, const struct kcap_rec *k, struct where *w)
+{
+	if (!is_scheduler_loop(w->leaf) || !k || !k->from_scheduler || !k->cp || !k->span)
+		return false;
+	w->cp = k->cp;
+	w->dirty = true; /* parked: E is c_p->stop, nothing to check against a call */
+	w->leaf = NULL;	 /* the scheduler loop is no frame of the process: resume_leaf() */
+	w->e = w->fp = 0;
+	s->st.system_task++;
+	return true;
+}
+
+/* A parked process's innermost function is where it resumes, c_p->i (as pstack --all shows a
+ * waiting process), not on its stack: a tail-recursive loop at the stack's bottom has no frame
+ * there. Read with the process's bounds: in the capture's copy, at the sample, beside the stack it
+ * is the top of (read later, a process gone on to a dirty scheduler has another c_p->i). */
+static const struct jit_range *resume_leaf(struct sampler *s, const struct process_view *p)
+{
+	const struct jit_range *r;
+
+	if (!p->i)
+		return NULL;
+	r = jitmap__lookup(s->t->jit, p->i);
+	return erlang_stack__is_function(r) ? r : NULL;
+}
+
+/* The skid summary: the Process was read rec->read_delay_ns after the sample, perhaps part of
+ * its stack too. The call-site check (cc) already caught a stack that had moved on. With
+ * --skid-summary, also ask the scheduler now which process it runs: another one means the reads
+ * after the sample saw a process that had moved on; frames read then and not verified by the
+ * call site are at risk. */
+static void skid_check(struct sampler *s, const struct target_sched *sch, const struct where *w,
+		       enum call_check cc, struct sample_record *rec)
+{
+	struct skid_stats *k = &s->st.skid;
+	enum skid_contradiction why = SKID_CONTRA_COUNT;
+	uint64_t now_cp = w->cp;
+	bool known = true;
+
+	skid__delay(k, rec->read_delay_ns);
+	k->live_stack += s->live_read;
+	if (s->opts.skid)
+		now_cp = current_process(s, sch, &known);
+	if (!known)
+		return;
+	k->checked++;
+	if (cc == CALL_DISAGREES)
+		why = SKID_CALL_SITE;
+	else if (now_cp != w->cp)
+		why = SKID_SWITCHED;
+	else if (s->heap_moved)
+		why = SKID_HEAP_MOVED;
+	if (why == SKID_CONTRA_COUNT)
+		return;
+	k->contradicted[why]++;
+	rec->contradicted = true;
+	k->at_risk += why != SKID_CALL_SITE && s->live_read && cc != CALL_AGREES;
+}
+
+/* Have the capture look up this scheduler's current_process at the sample, once its data is
+ * known and checked. */
+void sampler__watch_sched(struct sampler *s, const struct target_sched *sch)
+{
+	const struct target_value *cur = &s->t->off[XP_OFF_ESD_CURRENT_PROCESS];
+
+	const struct target_value *regs = &s->t->off[XP_OFF_ESD_REGISTERS];
+
+	if (s->kc && cur->present && sch->esdp && sch->esdp_checked)
+		kcapture__watch(s->kc, sch->tid, sch->esdp + (uint64_t)cur->value,
+				regs->present ? sch->esdp + (uint64_t)regs->value : 0);
+}
+
+/* A JIT sample's process is exact (r13): learn its scheduler's data from it when attach could
+ * not, so that the capture (and the native samples' fallback) can ask for current_process. */
+static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp)
+{
+	struct target_sched *m;
+
+	if (!sch || sch->esdp_checked || s->learn_tries >= LEARN_ESDP_TRIES)
+		return;
+	s->learn_tries++;
+	m = &s->t->sched[sch - s->t->sched];
+	if (!target__learn_esdp(s->t, m, cp))
+		return;
+	sampler__watch_sched(s, m);
+	if (target__learn_dirty(s->t, m)) {
+		for (size_t i = 0; i < s->t->nsched; i++) {
+			if (s->t->sched[i].type != XP_SCHED_NORMAL)
+				sampler__watch_sched(s, &s->t->sched[i]);
+		}
+	}
+}
+
+/* The stack's check against the sample, for a stack not wholly the sample's own: a native
+ * sample's (not dirty: its process waits in the call), or a JIT sample's whose code ran on the C
+ * stack (E from rbp or c_p->stop). A stack whose top does not call the sampled code loses its
+ * Erlang frames, labelled with what really happened: its top was read after the sample (no
+ * capture, or a capture too small to hold it), or it was copied at the sample and still does not
+ * match (E was not where the call left it). */
+static enum call_check check_call(struct sampler *s, const struct perf_sample *ps,
+				  const struct where *w, struct estack_result *er)
+{
+	enum call_check cc;
+
+	if (w->ur ? w->dirty : w->e == ps->regs[PERF_R_SP])
+		return CALL_UNKNOWN;
+	/* A shared fragment is always called from Erlang code, whose return address is on the
+	 * stack: a walk that finds none started at the wrong place (a c_p->stop from before). */
+	if (!er->nframes)
+		cc = er->end == ESTACK_END_BOTTOM && erlang_stack__is_fragment(w->leaf)
+			 ? CALL_DISAGREES
+			 : CALL_UNKNOWN;
+	else
+		cc = callsite__check(s->calls, s->t->jit, w->leaf, er->frames[0].ra);
+	/* Read after the sample with nothing to check it by: a shared fragment's caller that no
+	 * scan can confirm may be a later moment's (the process returned in the meantime). Long
+	 * calls through an export entry (BIFs, NIFs), which cannot be checked either, are kept:
+	 * the process waits in them. */
+	if (cc == CALL_UNKNOWN && s->top_live && !s->cap && erlang_stack__is_fragment(w->leaf) &&
+	    !callsite__export_call(w->leaf)) {
+		er->end = ESTACK_END_UNVERIFIED;
+		er->nframes = 0;
+		return cc;
+	}
+	if (cc != CALL_DISAGREES)
+		return cc;
+	er->end = !s->top_live ? ESTACK_END_CALL_MISMATCH
+		  : s->cap     ? ESTACK_END_COPY_SHORT
+			       : ESTACK_END_MOVED_ON;
+	er->nframes = 0;
+	return cc;
+}
+
+/* A native sample whose unwind stopped before JIT code (a chain deeper than the unwinder goes, a
+ * stack word unreadable, code without CFI) on a normal scheduler: the time is its process's,
+ * when the capture says which process ran at the sample; its callers are unknown, and say why.
+ * Returns false when the sample is no process's (the unwind reached the thread's start). */
+static bool native_cut(struct sampler *s, struct sample_record *rec, const struct kcap_rec *k,
+		       const struct unwind_result *ur)
+{
+	struct process_view p;
+	char why[96];
+
+	if (ur->stop == UNWIND_STOP_END || ur->stop == UNWIND_STOP_JIT || !rec->sched ||
+	    rec->sched->type != XP_SCHED_NORMAL)
+		return false;
+	s->st.unwind_cut[ur->stop]++;
+	if (ur->stop == UNWIND_STOP_DEPTH)
+		snprintf(why, sizeof(why), "native unwind cut at %d frames", UNWIND_MAX_FRAMES);
+	else
+		snprintf(why, sizeof(why), "native unwind stopped: %s",
+			 unwinder__stop_name(ur->stop));
+	if (!k || !k->from_scheduler || !k->cp || !k->span ||
+	    process__bounds_from_span(&s->pr, k->cp, k->span, &p)) {
+		/* Which process ran is not known at the sample: never guessed from a later read. */
+		sampler_frames__unknown_callers(s, rec, NULL, why, ur);
+		return true;
+	}
+	if (sampler_frames__filtered_out(s, &p)) {
+		s->st.excluded_filter++;
+		return true;
+	}
+	sampler_frames__unknown_callers(s, rec, &p, why, ur);
+	return true;
+}
+
+/* Where else the sample's stack may start: E and the frame pointer are inferred (the call
+ * site's kind from its code bytes; c_p->frame_pointer is fresh only after some runtime entries,
+ * rbp only in some code), so when the first choice does not walk to the stack bottom, or its top
+ * does not call the sampled code, the other values the sample holds are tried: rbp as the JIT
+ * code had it (CFI-recovered at the call, or sampled), c_p->stop, c_p->frame_pointer (the
+ * Process as the capture copied it, else as read). RA layout: E is one of them; FP layout: E is
+ * c_p->stop and the frame chain starts at one of them. The first that walks whole and whose top
+ * is confirmed to call the sampled code (check_call) is kept. */
+static void try_alternatives(struct sampler *s, const struct perf_sample *ps, struct where *w,
+			     const struct process_view *p, struct estack_result **er,
+			     enum call_check *cc)
+{
+	const bool fp_layout = s->t->frame_layout == XP_LAYOUT_FP;
+	uint64_t vals[3] = {w->ur ? w->ur->jit_bp : ps->regs[PERF_R_BP], p->stop, p->frame_pointer};
+	struct where alt = *w;
+	size_t nwords;
+	bool complete;
+
+	for (size_t i = 0; i < 3; i++) {
+		uint64_t v = vals[i];
+		enum call_check acc;
+
+		if (v <= p->heap || v >= p->hend || (v & 7) || (fp_layout ? v == w->fp : v == w->e))
+			continue;
+		alt.e = fp_layout ? p->stop : v;
+		alt.fp = fp_layout ? v : 0;
+		if (alt.e <= p->heap || alt.e >= p->hend ||
+		    sampler_stack__read_at(s, ps, alt.e, p->hend, &nwords, &complete))
+			continue;
+		erlang_stack__walk(&s->ecfg, s->words, nwords, alt.e, alt.fp, complete, w->leaf,
+				   &s->er_alt);
+		acc = check_call(s, ps, &alt, &s->er_alt);
+		/* Only a start whose top provably calls the sampled code: any stale pointer at the
+		 * stack's bottom would walk "whole" too. */
+		if (s->er_alt.end != ESTACK_END_BOTTOM || acc != CALL_AGREES)
+			continue;
+		*er = &s->er_alt;
+		*w = alt;
+		*cc = acc;
+		s->st.alternative_start++;
+		return;
+	}
+}
+
+static void resolve(struct sampler *s, const struct perf_sample *ps)
+{
+	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
+	struct sample_record rec = {.ps = ps, .sched = sch};
+	struct estack_result *er = &s->er;
+	struct unwind_result ur;
+	struct where w = {0};
+	struct process_view p;
+	const struct kcap_rec *k;
+	enum call_check cc;
+	size_t nwords;
+	bool complete, task = false;
+
+	s->st.samples++;
+	if (!ps->regs_valid) {
+		s->st.dropped[DROP_NO_USER_REGS]++;
+		return;
+	}
+	/* Claimed for every sample, used or not, so that captures do not pile up. */
+	k = sampler_src__capture(s, ps);
+	if (!sch && !s->opts.all_threads) {
+		s->st.dropped[DROP_UNKNOWN_THREAD]++;
+		return;
+	}
+	w.leaf = sampler__lookup_jit(s, ps->ip, &w.unnamed);
+	if (w.leaf || w.unnamed) {
+		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
+		w.cp = is_scheduler_loop(w.leaf) ? 0 : ps->regs[PERF_R_R13];
+		learn_esdp(s, sch, w.cp);
+		w.e = ps->regs[PERF_R_SP];
+		w.fp = ps->regs[PERF_R_BP];
+	} else {
+		w.ur = &ur;
+		if (!from_native(s, sch, ps, k, &w) && !on_dirty(s, sch, k, &w)) {
+			if (!native_cut(s, &rec, k, w.ur))
+				sampler_frames__label(s, &rec, NULL, w.ur);
+			return;
+		}
+	}
+	if (!w.cp && !(task = system_task(s, k, &w))) {
+		sampler_frames__label(s, &rec, w.leaf, w.ur);
+		return;
+	}
+	rec.read_delay_ns = delay_since(ps->time);
+	/* The capture copied the process r13 or the scheduler named at the sample: used when it
+	 * is the one this sample resolved to (r13 may be a native function's scratch). */
+	s->cap = k && k->cp == w.cp && k->span ? k : NULL;
+	if (s->cap ? process__bounds_from_span(&s->pr, w.cp, s->cap->span, &p)
+		   : process__read_bounds(&s->pr, w.cp, &p)) {
+		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
+		return;
+	}
+	if (w.dirty)
+		w.e = p.stop;
+	if (task)
+		w.leaf = resume_leaf(s, &p);
+	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
+	 * c_p->stop, and the two were read together. The CFI-recovered rbp is not it: a fragment
+	 * may use rbp, and a GC moves the stack under it. */
+	if (s->t->frame_layout == XP_LAYOUT_FP && (w.ur || w.dirty) && p.frame_pointer >= p.stop &&
+	    p.frame_pointer < p.hend && !(p.frame_pointer & 7))
+		w.fp = p.frame_pointer;
+	if (sampler_stack__read(s, ps, &ur, &p, &w.e, &w.fp, &nwords, &complete)) {
+		s->st.dropped[DROP_STACK_UNREADABLE]++;
+		return;
+	}
+	if (sampler_frames__filtered_out(s, &p)) {
+		s->st.excluded_filter++;
+		return;
+	}
+	/* The attribution rule (README "Which function gets native time"): the innermost Erlang
+	 * frame of a native sample is the function whose JIT code made the native call, named by
+	 * the return address that call left on the Erlang stack, aligned or not. */
+	erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, w.leaf, er);
+	/* Code the map does not name makes the stack unresolved, wherever it is. */
+	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
+		er->end = ESTACK_END_UNRESOLVED;
+	cc = check_call(s, ps, &w, er);
+	/* Not for a parked process (nothing to check another start by) nor a stack cut for its
+	 * depth (another start would be cut the same way, after reading it again). */
+	if ((er->end != ESTACK_END_BOTTOM || cc == CALL_DISAGREES) && !s->heap_moved && !w.dirty &&
+	    er->end != ESTACK_END_TRUNCATED)
+		try_alternatives(s, ps, &w, &p, &er, &cc);
+	skid_check(s, sch, &w, cc, &rec);
+	s->st.captured += s->cap != NULL;
+	s->st.erlang++;
+	s->st.estack_end[er->end]++;
+	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.unnamed, w.ur);
+}
+
+void sampler__on_sample(const struct perf_sample *ps, void *ctx)
+{
+	struct sampler *s = ctx;
+
+	if (s->hooks.begin)
+		s->hooks.begin(s->hooks.ctx, ps);
+	resolve(s, ps);
+	if (s->hooks.end)
+		s->hooks.end(s->hooks.ctx, s);
+}
+
+void sampler__resolve_one(struct sampler *s, const struct perf_sample *ps)
+{
+	resolve(s, ps);
+}

@@ -1,0 +1,142 @@
+/* The sampler's state, shared by its files: sampler.c (the per-sample algorithm: which process,
+ * where E is), sampler_stack.c (reading the stack's words), sampler_frames.c (turning a resolved
+ * sample into named frames and a group, filters, the aggregate and the record consumer) and
+ * sampler_src.c (the unwinder and the capture, or a replay's hooks). Not for use outside them. */
+#ifndef XP_SAMPLER_INT_H
+#define XP_SAMPLER_INT_H
+
+#include "callsite.h"
+#include "kcapture.h"
+#include "process.h"
+#include "sampler.h"
+
+/* The most of one Erlang stack read for a sample: 1 MiB, a non-tail recursion some 40,000 frames
+ * deep (3 words a frame); a deeper stack is walked from the top and cut at the root, marked. */
+#define STACK_CAP_BYTES (1024u * 1024)
+/* perf's user-stack copy per sample when the in-kernel capture runs (it copies the rest). */
+#define PERF_STACK_CAPTURED 8192u
+/* Copied words compared again beside a part of a stack read live (read_stack). */
+#define SEAM_BYTES  64
+#define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
+#define SITE_SLOTS  4096 /* call-site classification cache */
+#define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
+#define JIT_SLOTS   4096 /* JIT range -> frame id (without --lines) */
+#define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
+/* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
+ * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
+ * VM with a few hundred modules, while samples queue up: keep them rare. */
+#define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
+#define JIT_REFRESH_MISS_NS (100 * 1000000ull)
+#define MAPS_REFRESH_NS	    (1000 * 1000000ull)
+#define LEARN_ESDP_TRIES    1000 /* JIT samples asked for their scheduler's data, at most */
+#define LEARN_POLL_NS	    (1000 * 1000000ull) /* ... in the first second, read every LEARN_POLL_MS */
+#define LEARN_POLL_MS	    1
+
+enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
+
+struct ident {
+	uint64_t addr, pid;
+	uint32_t group;
+	bool used;
+};
+
+struct site {
+	uint64_t ra;
+	enum site_kind kind;
+};
+
+struct native_name {
+	uint64_t pc;
+	uint32_t id;
+	bool activation, used;
+};
+
+/* A JIT range's frame id (emptied when the JIT map is replaced). */
+struct jit_name {
+	const struct jit_range *r;
+	uint32_t id;
+};
+
+struct sampler {
+	struct target *t;
+	struct sampler_opts opts;
+	struct agg *agg;
+	struct perf_session *perf;
+	struct unwinder *unw;
+	struct process_reader pr;
+	struct estack_cfg ecfg;
+	struct sampler_stats st;
+	struct ident ident[IDENT_SLOTS];
+	struct site sites[SITE_SLOTS];
+	struct callsite *calls;	    /* the call-site check and its caches */
+	struct kcapture *kc;	    /* NULL: no in-kernel capture (st.kcapture_why says why) */
+	const struct kcap_rec *cap; /* the sample's capture of its process, or NULL */
+	uint32_t learn_tries;	    /* learn_esdp() attempts so far */
+	uint64_t learn_until;	    /* CLOCK_MONOTONIC ns: poll often until then while learning */
+	struct native_name names[NAME_SLOTS];
+	struct jit_name jit_names[JIT_SLOTS];
+	uint64_t *words; /* STACK_CAP_BYTES scratch */
+	uint32_t frames[MAX_FRAMES];
+	struct estack_result er;     /* the sample's walk (large: never on the stack) */
+	struct estack_result er_alt; /* ... from another start (try_alternatives) */
+	bool live_read;		     /* the last read_stack read memory beyond the copy */
+	bool top_live;		     /* ... and its first words among them */
+	bool heap_moved;	     /* the last sample_stack found the heap moved since */
+	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
+	struct jit_descriptor jdesc; /* as of the JIT map in use */
+	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
+	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
+	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
+	char filter_pid[32];
+	struct sampler_hooks hooks; /* capture or replay (sampler_src.c), else all NULL */
+	bool replay;		    /* sampler__new_replay: no perf, unwinder or refresh */
+	uint64_t stack_used;	    /* sampler__stack_used */
+	uint64_t stack_e;	    /* sampler__stack_used */
+};
+
+/* E and the stack words from E to hend into s->words (sampler_stack.c). *e is rsp for a sample
+ * in JIT code, c_p->stop for a parked process, 0 for a sample in native code (E is then found
+ * from the call site). 0, or -EFAULT when no E or no words could be had. */
+int sampler_stack__read(struct sampler *s, const struct perf_sample *ps,
+			const struct unwind_result *ur, const struct process_view *p, uint64_t *e,
+			uint64_t *fp, size_t *nwords, bool *complete);
+/* The words of [e, hend) into s->words: the sample's copy, the capture's, the rest read live. */
+int sampler_stack__read_at(struct sampler *s, const struct perf_sample *ps, uint64_t e,
+			   uint64_t hend, size_t *nwords, bool *complete);
+
+bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p);
+/* A sample with no process: labelled by its thread, kept only with --include-idle. */
+void sampler_frames__label(struct sampler *s, struct sample_record *rec,
+			   const struct jit_range *leaf, const struct unwind_result *ur);
+/* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
+void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
+			    const struct estack_result *er, const struct jit_range *leaf,
+			    bool unnamed, const struct unwind_result *ur);
+/* A sample of a known process whose Erlang callers are unknown for the reason given (a label
+ * such as "native unwind cut at 128 frames"): its native frames under the process. */
+void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *rec,
+				     struct process_view *p, const char *why,
+				     const struct unwind_result *ur);
+
+/* sampler_src.c: the sources beside memory, live or from the hooks. */
+void sampler_src__unwind(struct sampler *s, const struct perf_sample *ps, unwind_is_jit_fn is_jit,
+			 struct unwind_result *ur);
+const struct kcap_rec *sampler_src__capture(struct sampler *s, const struct perf_sample *ps);
+int sampler_src__name(struct sampler *s, const struct unwind_frame *f, char *buf, size_t len);
+const char *sampler_src__module(struct sampler *s, uint64_t pc);
+
+/* sampler_jit.c: CLOCK_MONOTONIC in ns; the JIT map re-walked when the descriptor changed (at
+ * most every min_ns); a pc looked up in it, then in the maps re-read, *unnamed when neither
+ * names it; the walker set to check unaligned top return addresses at their call site. */
+uint64_t sampler__now_ns(void);
+void sampler__refresh_jit(struct sampler *s, uint64_t min_ns);
+const struct jit_range *sampler__lookup_jit(struct sampler *s, uint64_t pc, bool *unnamed);
+void sampler__verify_returns(struct sampler *s);
+
+/* sampler.c: one perf sample resolved, between the hooks (perf_session__poll's callback); the
+ * capture told to look up this scheduler's current_process at the sample, once its data is
+ * known and checked. */
+void sampler__on_sample(const struct perf_sample *ps, void *ctx);
+void sampler__watch_sched(struct sampler *s, const struct target_sched *sch);
+
+#endif /* XP_SAMPLER_INT_H */

@@ -1,0 +1,105 @@
+/* The sampler's view of the JIT map and the maps: re-walked when the VM registered or purged
+ * code, re-read when a library was mapped since attach, and the lookup of a sample's pc that
+ * tries both before calling it unnamed. See sampler_int.h. */
+#include <string.h>
+#include <time.h>
+
+#include "sampler_int.h"
+
+uint64_t sampler__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool returns_from(void *ctx, uint64_t ra, const struct jit_range *callee)
+{
+	struct sampler *s = ctx;
+
+	return callsite__returns_from(s->calls, s->t->jit, ra, callee);
+}
+
+/* The walker takes an unaligned return address at the top of a stack only when the call-site
+ * check confirms it. */
+void sampler__verify_returns(struct sampler *s)
+{
+	s->ecfg.returns_from = returns_from;
+	s->ecfg.returns_ctx = s;
+}
+
+static bool same_descriptor(const struct jit_descriptor *a, const struct jit_descriptor *b)
+{
+	return a->first_entry == b->first_entry && a->relevant_entry == b->relevant_entry &&
+	       a->action == b->action;
+}
+
+/* The JIT map read at attach goes stale: modules loaded since are missing, and OTP 27+ frees
+ * purged code and reuses its memory (otp-internals.md §3.2). Re-walk it when the descriptor changed
+ * (GDB's protocol: every register / unregister updates it), at most every min_ns. A walk that
+ * races a purge can break: the map in use is kept and the walk tried again later. */
+void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
+{
+	const struct target_value *a = &s->t->addr[XP_ADDR_JIT_DESCRIPTOR];
+	struct jit_descriptor d;
+	struct jitmap *m = NULL;
+	uint64_t now = sampler__now_ns();
+
+	if (s->replay || !a->present || now - s->jit_tried_ns < min_ns)
+		return;
+	if (jitmap__read_descriptor(s->t->mem, (uint64_t)a->value, &d) ||
+	    same_descriptor(&d, &s->jdesc))
+		return;
+	s->jit_tried_ns = now;
+	if (jitmap__load(s->t->mem, (uint64_t)a->value, &m) || jitmap__stats(m)->chain_broken) {
+		jitmap__free(m);
+		return;
+	}
+	jitmap__free(s->t->jit);
+	s->t->jit = m;
+	s->jdesc = d;
+	s->st.jit_refreshes++;
+	/* Purged code's addresses may be reused, and the old map's ranges are gone. */
+	callsite__reset(s->calls);
+	memset(s->jit_names, 0, sizeof(s->jit_names));
+	erlang_stack__cfg(&s->ecfg, m, s->t->frame_layout,
+			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);
+	sampler__verify_returns(s);
+}
+
+/* A file mapped since attach (a NIF library loaded later): re-read /proc/PID/maps, at most
+ * every MAPS_REFRESH_NS, and report the new files to the unwinder. */
+static bool refresh_maps(struct sampler *s, uint64_t pc)
+{
+	struct proc_maps *m = NULL;
+	uint64_t now = sampler__now_ns();
+
+	if (s->replay || now - s->maps_tried_ns < MAPS_REFRESH_NS)
+		return false;
+	s->maps_tried_ns = now;
+	if (proc_maps__load(s->t->pid, &m))
+		return false;
+	if (unwinder__refresh(s->unw, m) > 0)
+		s->st.maps_refreshes++;
+	proc_maps__free(s->maps);
+	s->maps = m; /* the unwinder may keep pointers into it */
+	return unwinder__module(s->unw, pc) != NULL;
+}
+
+/* A pc the JIT map does not name and no mapped file holds: JIT code loaded since the map was
+ * read, or a library mapped since attach. Re-walk the JIT map, then the maps, and look again. */
+const struct jit_range *sampler__lookup_jit(struct sampler *s, uint64_t pc, bool *unnamed)
+{
+	const struct jit_range *r = jitmap__lookup(s->t->jit, pc);
+
+	*unnamed = false;
+	if (r || sampler_src__module(s, pc))
+		return r;
+	sampler__refresh_jit(s, JIT_REFRESH_MISS_NS);
+	r = jitmap__lookup(s->t->jit, pc);
+	if (!r && refresh_maps(s, pc))
+		return NULL;
+	*unnamed = !r;
+	return r;
+}

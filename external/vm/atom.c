@@ -1,0 +1,147 @@
+/* Atom table reads. See atom.h. The seg_table is allocated at its maximum size and pages are
+ * never freed (B/index.c), so a slot read once stays valid; the text itself is immutable. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atom.h"
+
+static int read_bitstring_text(const struct atom_reader *r, uint64_t bin, int16_t n, char *buf)
+{
+	uint64_t p = bin & ~(uint64_t)7, w[4];
+	int err;
+
+	if ((err = mem__read(r->mem, p, w, sizeof(w))))
+		return err;
+	if ((w[0] & XP_BITS_HDR_MASK) == XP_BITS_HDR_HEAP) {
+		if (w[1] != (uint64_t)n * 8)
+			return -EPROTO;
+		return mem__read(r->mem, p + 16, buf, (size_t)n);
+	}
+	if ((w[0] & XP_BITS_HDR_MASK) == XP_BITS_HDR_SUB) {
+		if (w[3] < w[2] || w[3] - w[2] != (uint64_t)n * 8 || (w[2] & 7))
+			return -EPROTO;
+		return mem__read(r->mem, (w[1] & ~(uint64_t)3) + w[2] / 8, buf, (size_t)n);
+	}
+	return -EPROTO;
+}
+
+int atom__text_by_index(const struct atom_reader *r, uint32_t index, char *buf, size_t len)
+{
+	uint64_t seg, page, atom, name;
+	uint32_t entries;
+	int16_t n;
+	int err;
+
+	if (len == 0)
+		return -EINVAL;
+	buf[0] = '\0';
+	if ((err = mem__read_u32(r->mem, r->table + (uint64_t)r->off_entries, &entries)))
+		return err;
+	if (index >= entries)
+		return -EINVAL;
+	if ((err = mem__read_u64(r->mem, r->table + (uint64_t)r->off_seg_table, &seg)) ||
+	    (err = mem__read_u64(r->mem, seg + 8 * (uint64_t)(index >> XP_INDEX_PAGE_SHIFT),
+				 &page)) ||
+	    (err = mem__read_u64(r->mem, page + 8 * (uint64_t)(index & 1023u), &atom)) ||
+	    (err = mem__read(r->mem, atom + (uint64_t)r->off_len, &n, sizeof(n))) ||
+	    (err = mem__read_u64(r->mem, atom + (uint64_t)r->off_name, &name)))
+		return err;
+	if (n < 0 || n > XP_ATOM_MAX_BYTES || (size_t)n >= len)
+		return -EINVAL;
+	if (r->mode == XP_ATOM_NAME_BITSTRING)
+		err = read_bitstring_text(r, name, n, buf);
+	else
+		err = n ? mem__read(r->mem, name, buf, (size_t)n) : 0;
+	if (err) {
+		buf[0] = '\0';
+		return err;
+	}
+	buf[n] = '\0';
+	if (strlen(buf) != (size_t)n) {
+		buf[0] = '\0';
+		return -EPROTO; /* atom text never holds NUL */
+	}
+	return 0;
+}
+
+int atom__reader_from_row(struct atom_reader *r, struct mem *m, const struct xp_layout *row)
+{
+	*r = (struct atom_reader){.mem = m,
+				  .off_entries = row->off[XP_OFF_ITAB_ENTRIES],
+				  .off_seg_table = row->off[XP_OFF_ITAB_SEG_TABLE],
+				  .off_len = row->off[XP_OFF_ATOM_LEN],
+				  .off_name = row->off[XP_OFF_ATOM_NAME],
+				  .mode = row->atom_name_mode};
+	if (r->off_entries < 0 || r->off_seg_table < 0 || r->off_len < 0 || r->off_name < 0)
+		return -ENOENT;
+	return 0;
+}
+
+int atom__text(const struct atom_reader *r, uint64_t term, char *buf, size_t len)
+{
+	if ((term & XP_TAG_IMMED2_MASK) != XP_TAG_ATOM || (term >> 32) != 0)
+		return -EINVAL;
+	return atom__text_by_index(r, (uint32_t)(term >> XP_ATOM_INDEX_SHIFT), buf, len);
+}
+
+#define SCAN_CHUNK	 (64u * 1024)
+#define SCAN_MAX_ENTRIES (1u << 26) /* atom indexes fit 26 bits on 64-bit */
+
+static bool plausible_table(const struct atom_reader *r, const uint8_t *p)
+{
+	uint32_t entries;
+	uint64_t seg;
+
+	memcpy(&entries, p + r->off_entries, sizeof(entries));
+	memcpy(&seg, p + r->off_seg_table, sizeof(seg));
+	return entries >= 2 && entries <= SCAN_MAX_ENTRIES && seg && !(seg & 7);
+}
+
+static bool is_atom_table(const struct atom_reader *tmpl, uint64_t addr)
+{
+	struct atom_reader r = *tmpl;
+	char t0[8], t1[8];
+
+	r.table = addr;
+	return atom__text_by_index(&r, 0, t0, sizeof(t0)) == 0 && strcmp(t0, "false") == 0 &&
+	       atom__text_by_index(&r, 1, t1, sizeof(t1)) == 0 && strcmp(t1, "true") == 0;
+}
+
+int atom__scan_table(const struct atom_reader *r, uint64_t start, uint64_t len, uint64_t *out)
+{
+	size_t span =
+	    (size_t)(r->off_seg_table > r->off_entries ? r->off_seg_table : r->off_entries) + 8;
+	uint64_t found = 0, off;
+	uint8_t *buf;
+	int err = 0;
+
+	if (r->off_entries < 0 || r->off_seg_table < 0 || len < span)
+		return -EINVAL;
+	buf = malloc(SCAN_CHUNK + span);
+	if (!buf)
+		return -ENOMEM;
+	/* Chunks overlap by span bytes so that no candidate straddles two reads. */
+	for (off = 0; off + span <= len && !err; off += SCAN_CHUNK) {
+		size_t n = len - off < SCAN_CHUNK + span ? (size_t)(len - off) : SCAN_CHUNK + span;
+		size_t i;
+
+		if (mem__read(r->mem, start + off, buf, n))
+			continue;
+		for (i = 0; i + span <= n && i < SCAN_CHUNK; i += 8) {
+			if (!plausible_table(r, buf + i) || !is_atom_table(r, start + off + i))
+				continue;
+			if (found && found != start + off + i)
+				err = -EEXIST;
+			found = start + off + i;
+		}
+	}
+	free(buf);
+	if (err)
+		return err;
+	if (!found)
+		return -ENOENT;
+	*out = found;
+	return 0;
+}

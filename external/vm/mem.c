@@ -1,0 +1,293 @@
+/* The memory reader: a live backend over process_vm_readv, a snapshot backend over captured
+ * regions and a function backend (replay), behind one mem__read, with an optional tap. Every
+ * failure is classified and counted here, at the source. Does not own: what to read or what the
+ * bytes mean; it never uses ptrace or /proc/PID/mem, so reading never stops or perturbs the target.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+enum mem_kind { MEM_LIVE, MEM_SNAPSHOT, MEM_FN };
+
+struct mem {
+	enum mem_kind kind;
+	pid_t pid;
+	struct mem_region *regions; /* snapshot: sorted by addr, non-overlapping, own copies */
+	size_t nregions;
+	uint64_t fail[MEM_FAIL_COUNT];
+	mem_read_fn fn;
+	void *fn_ctx;
+	mem_tap_fn tap;
+	void *tap_ctx;
+};
+
+static int mem__fail(struct mem *m, enum mem_fail why, int err)
+{
+	m->fail[why]++;
+	return err;
+}
+
+int mem__open_live(struct mem **out, pid_t pid)
+{
+	struct mem *m;
+
+	if (!out || pid <= 0)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->kind = MEM_LIVE;
+	m->pid = pid;
+	*out = m;
+	return 0;
+}
+
+int mem__open_fn(struct mem **out, mem_read_fn fn, void *ctx)
+{
+	struct mem *m;
+
+	if (!out || !fn)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->kind = MEM_FN;
+	m->fn = fn;
+	m->fn_ctx = ctx;
+	*out = m;
+	return 0;
+}
+
+void mem__set_tap(struct mem *m, mem_tap_fn fn, void *ctx)
+{
+	if (!m)
+		return;
+	m->tap = fn;
+	m->tap_ctx = ctx;
+}
+
+static int region_cmp(const void *a, const void *b)
+{
+	const struct mem_region *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Zero-length, wrapping or overlapping regions would make "inside one region" ambiguous. */
+static int regions_check(const struct mem_region *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!r[i].len || !r[i].data || r[i].len - 1 > UINT64_MAX - r[i].addr)
+			return -EINVAL;
+		if (i && r[i - 1].addr + r[i - 1].len > r[i].addr)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int mem__open_snapshot(struct mem **out, const struct mem_region *regions, size_t n)
+{
+	struct mem *m;
+	int err = -ENOMEM;
+
+	if (!out || (n && !regions))
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->kind = MEM_SNAPSHOT;
+	m->regions = calloc(n ? n : 1, sizeof(*m->regions));
+	if (!m->regions)
+		goto cleanup;
+	if (n) {
+		memcpy(m->regions, regions, n * sizeof(*regions));
+		qsort(m->regions, n, sizeof(*m->regions), region_cmp);
+	}
+	err = regions_check(m->regions, n);
+	if (err)
+		goto cleanup; /* nregions is still 0: the caller's data is not freed */
+	for (m->nregions = 0; m->nregions < n; m->nregions++) {
+		struct mem_region *r = &m->regions[m->nregions];
+		void *copy = malloc(r->len);
+
+		if (!copy) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		memcpy(copy, r->data, r->len);
+		r->data = copy;
+	}
+	*out = m;
+	return 0;
+cleanup:
+	mem__free(m);
+	return err;
+}
+
+/* One process_vm_readv: the bytes copied (the kernel stops at the first unmapped page), or -1
+ * with errno. */
+static ssize_t readv_at(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
+static int mem__read_live(struct mem *m, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = readv_at(m->pid, addr, buf, len);
+
+	if (n == (ssize_t)len)
+		return 0;
+	if (n >= 0) /* partial: the range runs into an unmapped page */
+		return mem__fail(m, MEM_FAIL_FAULT, -EFAULT);
+	switch (errno) {
+	case EFAULT:
+		return mem__fail(m, MEM_FAIL_FAULT, -EFAULT);
+	case ESRCH:
+		return mem__fail(m, MEM_FAIL_GONE, -ESRCH);
+	case EPERM:
+	case EACCES:
+		return mem__fail(m, MEM_FAIL_PERM, -EPERM);
+	default:
+		return mem__fail(m, MEM_FAIL_OTHER, errno ? -errno : -EIO);
+	}
+}
+
+static int mem__read_snapshot(struct mem *m, uint64_t addr, void *buf, size_t len)
+{
+	size_t lo = 0, hi = m->nregions;
+
+	/* The last region starting at or below addr is the only one that can hold the read. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->regions[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo) {
+		const struct mem_region *r = &m->regions[lo - 1];
+		uint64_t off = addr - r->addr;
+
+		if (off < r->len && len <= r->len - off) {
+			memcpy(buf, (const uint8_t *)r->data + off, len);
+			return 0;
+		}
+	}
+	return mem__fail(m, MEM_FAIL_FAULT, -EFAULT);
+}
+
+static int mem__read_fn(struct mem *m, uint64_t addr, void *buf, size_t len)
+{
+	int rc = m->fn(m->fn_ctx, addr, buf, len);
+
+	if (rc == -ESRCH)
+		return mem__fail(m, MEM_FAIL_GONE, rc);
+	return rc ? mem__fail(m, MEM_FAIL_FAULT, rc < 0 ? rc : -EFAULT) : 0;
+}
+
+int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len)
+{
+	int rc;
+
+	if (!m)
+		return -EINVAL;
+	if (!buf || !len || len > MEM_MAX_READ || len - 1 > UINT64_MAX - addr)
+		return mem__fail(m, MEM_FAIL_BOUNDS, -EINVAL);
+	if (m->kind == MEM_LIVE)
+		rc = mem__read_live(m, addr, buf, len);
+	else if (m->kind == MEM_FN)
+		rc = mem__read_fn(m, addr, buf, len);
+	else
+		rc = mem__read_snapshot(m, addr, buf, len);
+	if (m->tap)
+		m->tap(m->tap_ctx, addr, buf, len, rc);
+	return rc;
+}
+
+int mem__read_u64(struct mem *m, uint64_t addr, uint64_t *out)
+{
+	return mem__read(m, addr, out, sizeof(*out));
+}
+
+int mem__read_u32(struct mem *m, uint64_t addr, uint32_t *out)
+{
+	return mem__read(m, addr, out, sizeof(*out));
+}
+
+uint64_t mem__failures(const struct mem *m, enum mem_fail why)
+{
+	if (!m || (unsigned)why >= MEM_FAIL_COUNT)
+		return 0;
+	return m->fail[why];
+}
+
+const char *mem__fail_name(enum mem_fail why)
+{
+	/* In enum mem_fail order. */
+	static const char *const names[] = {"fault", "gone", "permission", "bounds", "other"};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == MEM_FAIL_COUNT, "one name per reason");
+
+	if ((unsigned)why >= MEM_FAIL_COUNT)
+		return "unknown";
+	return names[why];
+}
+
+void mem__free(struct mem *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nregions; i++)
+		free((void *)m->regions[i].data);
+	free(m->regions);
+	free(m);
+}
+
+int mem__open_self(struct mem **out)
+{
+	return mem__open_live(out, getpid());
+}
+
+static int self_bounds_ok(uint64_t addr, size_t len)
+{
+	return len && len <= MEM_SELF_MAX && addr + len >= addr && mem__plausible(addr);
+}
+
+int mem__self_read(uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!self_bounds_ok(addr, len))
+		return -EINVAL;
+	n = readv_at(getpid(), addr, buf, len);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int mem__self_read_u64(uint64_t addr, uint64_t *out)
+{
+	return mem__self_read(addr, out, sizeof(*out));
+}
+
+int mem__self_read_u32(uint64_t addr, uint32_t *out)
+{
+	return mem__self_read(addr, out, sizeof(*out));
+}
+
+size_t mem__self_read_prefix(uint64_t addr, void *buf, size_t len, size_t min)
+{
+	ssize_t n;
+
+	if (!self_bounds_ok(addr, len))
+		return 0;
+	n = readv_at(getpid(), addr, buf, len);
+	return n > 0 && (size_t)n >= min ? (size_t)n : 0;
+}

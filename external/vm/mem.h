@@ -1,0 +1,79 @@
+/* Reading a process's memory: one interface, several backends. The live backend uses
+ * process_vm_readv (never ptrace, never /proc/PID/mem), on another process or (the agent NIF) on
+ * ourselves; the snapshot backend serves captured regions, so walkers and parsers are tested
+ * offline on the same code path.
+ * Does not own: deciding what to read, or classifying what the bytes mean. */
+#ifndef XP_MEM_H
+#define XP_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct mem;
+
+struct mem_region {
+	uint64_t addr;
+	size_t len;
+	const void *data; /* the snapshot keeps its own copy */
+};
+
+/* Why a read failed; counted per reader so reports can say why samples were dropped. */
+enum mem_fail {
+	MEM_FAIL_FAULT = 0, /* EFAULT / partial read: unmapped or racing free */
+	MEM_FAIL_GONE,	    /* ESRCH: the process exited */
+	MEM_FAIL_PERM,	    /* EPERM / EACCES */
+	MEM_FAIL_BOUNDS,    /* request refused: zero, huge, or wrapping */
+	MEM_FAIL_OTHER,
+	MEM_FAIL_COUNT
+};
+
+#define MEM_MAX_READ (64u << 20) /* no single read is larger than this */
+
+int mem__open_live(struct mem **out, pid_t pid);
+int mem__open_snapshot(struct mem **out, const struct mem_region *regions, size_t n);
+
+/* A backend served by a function (replay.c: recorded reads, sample by sample): fill buf with
+ * exactly len bytes at addr, or return a negative errno. */
+typedef int (*mem_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+int mem__open_fn(struct mem **out, mem_read_fn fn, void *ctx);
+
+/* Told of every read after it was made (capture.c records them): rc is what mem__read returns,
+ * buf holds the bytes when rc is 0. NULL removes the tap. */
+typedef void (*mem_tap_fn)(void *ctx, uint64_t addr, const void *buf, size_t len, int rc);
+void mem__set_tap(struct mem *m, mem_tap_fn fn, void *ctx);
+
+/* Read exactly len bytes at addr. 0, or -EFAULT, -ESRCH, -EPERM, -EINVAL (bounds). */
+int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len);
+int mem__read_u64(struct mem *m, uint64_t addr, uint64_t *out);
+int mem__read_u32(struct mem *m, uint64_t addr, uint32_t *out);
+
+/* Failure counters since open, indexed by enum mem_fail. */
+uint64_t mem__failures(const struct mem *m, enum mem_fail why);
+const char *mem__fail_name(enum mem_fail why);
+
+void mem__free(struct mem *m);
+
+/* Guarded reads of our own memory, for the agent NIF inside the VM reading what it has not
+ * validated yet: process_vm_readv on getpid() returns EFAULT for an unmapped address instead of
+ * crashing the VM. Context-free and counter-free, so any thread may call them. mem__open_self is
+ * the same as a struct mem, for the readers here that take one. */
+#define MEM_SELF_MAX (8u << 20) /* no single self-read is larger than this */
+
+/* A user-space x86-64 address that could be a data pointer (canonical, not in the first 64 KiB). */
+static inline int mem__plausible(uint64_t p)
+{
+	return p >= 0x10000 && p < 0x800000000000ull;
+}
+
+int mem__open_self(struct mem **out);
+/* Read exactly len bytes at addr. 0, or -EFAULT (unmapped, partial), -EINVAL (bounds, an
+ * implausible address), or the negative errno of the syscall (-EPERM, -ENOSYS when filtered). */
+int mem__self_read(uint64_t addr, void *buf, size_t len);
+int mem__self_read_u64(uint64_t addr, uint64_t *out);
+int mem__self_read_u32(uint64_t addr, uint32_t *out);
+/* Reads the mapped leading part of [addr, addr + len) in one call. Returns the number of bytes
+ * read, or 0 when fewer than min bytes are readable. */
+size_t mem__self_read_prefix(uint64_t addr, void *buf, size_t len, size_t min);
+
+#endif /* XP_MEM_H */

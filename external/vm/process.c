@@ -1,0 +1,365 @@
+/* Process structs read from outside. See process.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "process.h"
+
+static bool have(const struct target_value *off, enum xp_off_id id)
+{
+	return off[id].present && off[id].value >= 0 && off[id].value < 4096;
+}
+
+#define BOUNDS_MAX_BYTES 512
+
+static const enum xp_off_id bounds_ids[] = {
+    XP_OFF_P_ID,      XP_OFF_P_HTOP,	      XP_OFF_P_STOP,	       XP_OFF_P_HEAP, XP_OFF_P_HEND,
+    XP_OFF_P_HEAP_SZ, XP_OFF_P_FRAME_POINTER, XP_OFF_P_ABANDONED_HEAP, XP_OFF_P_I};
+
+/* The bytes of a Process that hold the fields read for every sample: one process_vm_readv
+ * instead of one per field. Left 0 (a read per field) if they lie too far apart. */
+static void bounds_span(struct process_reader *r)
+{
+	int64_t lo = INT64_MAX, hi = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(bounds_ids) / sizeof(bounds_ids[0]); i++) {
+		if (!have(r->off, bounds_ids[i]))
+			continue;
+		if (r->off[bounds_ids[i]].value < lo)
+			lo = r->off[bounds_ids[i]].value;
+		if (r->off[bounds_ids[i]].value + 8 > hi)
+			hi = r->off[bounds_ids[i]].value + 8;
+	}
+	if (hi > lo && hi - lo <= BOUNDS_MAX_BYTES) {
+		r->bounds_lo = (uint32_t)lo;
+		r->bounds_len = (uint32_t)(hi - lo);
+	}
+}
+
+int process__reader_init(struct process_reader *r, struct mem *m, const struct target_value *off,
+			 const struct pid_format *pids, const struct atom_reader *atoms)
+{
+	static const enum xp_off_id need[] = {XP_OFF_P_ID,   XP_OFF_P_HTOP, XP_OFF_P_STOP,
+					      XP_OFF_P_HEAP, XP_OFF_P_HEND, XP_OFF_P_HEAP_SZ};
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->mem = m;
+	r->off = off;
+	r->pids = *pids;
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (!have(off, need[i]))
+			return -ENOTSUP;
+	}
+	if (atoms) {
+		r->atoms = *atoms;
+		r->have_atoms = true;
+	}
+	bounds_span(r);
+	return 0;
+}
+
+static int word(const struct process_reader *r, uint64_t addr, enum xp_off_id id, uint64_t *out)
+{
+	return mem__read_u64(r->mem, addr + (uint64_t)r->off[id].value, out);
+}
+
+/* A field of the bounds span copied in buf. */
+static uint64_t span_word(const struct process_reader *r, const uint8_t *buf, enum xp_off_id id)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + (r->off[id].value - r->bounds_lo), sizeof(v));
+	return v;
+}
+
+static void parse_span(const struct process_reader *r, const uint8_t *buf, struct process_view *p,
+		       uint64_t *sz)
+{
+	p->pid = span_word(r, buf, XP_OFF_P_ID);
+	p->heap = span_word(r, buf, XP_OFF_P_HEAP);
+	p->hend = span_word(r, buf, XP_OFF_P_HEND);
+	*sz = span_word(r, buf, XP_OFF_P_HEAP_SZ);
+	p->htop = span_word(r, buf, XP_OFF_P_HTOP);
+	p->stop = span_word(r, buf, XP_OFF_P_STOP);
+	if (have(r->off, XP_OFF_P_FRAME_POINTER))
+		p->frame_pointer = span_word(r, buf, XP_OFF_P_FRAME_POINTER);
+	if (have(r->off, XP_OFF_P_ABANDONED_HEAP))
+		p->abandoned_heap = span_word(r, buf, XP_OFF_P_ABANDONED_HEAP);
+	if (have(r->off, XP_OFF_P_I))
+		p->i = span_word(r, buf, XP_OFF_P_I);
+}
+
+static int read_bounds_span(const struct process_reader *r, uint64_t addr, struct process_view *p,
+			    uint64_t *sz)
+{
+	uint8_t buf[BOUNDS_MAX_BYTES];
+	int err;
+
+	if ((err = mem__read(r->mem, addr + r->bounds_lo, buf, r->bounds_len)))
+		return err;
+	parse_span(r, buf, p, sz);
+	return 0;
+}
+
+/* hend - heap is heap_sz words, except while a delayed garbage collection (waiting for a dirty
+ * scheduler, or for a process too large to collect now) runs the process on a heap fragment:
+ * heap and hend are the fragment's, heap_sz the abandoned heap's, and abandoned_heap is set
+ * (B/erl_gc.c delay_garbage_collection, 25-29; its ASSERT allows exactly this). */
+static int check_bounds(const struct process_view *p, uint64_t sz)
+{
+	bool abandoned = p->abandoned_heap && !(p->abandoned_heap & 7);
+
+	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
+	    (p->hend - p->heap != sz * 8 && !abandoned) || sz * 8 > PROCESS_MAX_HEAP ||
+	    p->hend - p->heap > PROCESS_MAX_HEAP || (p->hend & 7))
+		return -EINVAL;
+	return 0;
+}
+
+int process__read_bounds(const struct process_reader *r, uint64_t addr, struct process_view *p)
+{
+	uint64_t sz;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	p->addr = addr;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if (r->bounds_len) {
+		if ((err = read_bounds_span(r, addr, p, &sz)))
+			return err;
+	} else if ((err = word(r, addr, XP_OFF_P_ID, &p->pid)) ||
+		   (err = word(r, addr, XP_OFF_P_HEAP, &p->heap)) ||
+		   (err = word(r, addr, XP_OFF_P_HEND, &p->hend)) ||
+		   (err = word(r, addr, XP_OFF_P_HEAP_SZ, &sz)) ||
+		   (err = word(r, addr, XP_OFF_P_HTOP, &p->htop)) ||
+		   (err = word(r, addr, XP_OFF_P_STOP, &p->stop))) {
+		return err;
+	} else {
+		if (have(r->off, XP_OFF_P_FRAME_POINTER))
+			word(r, addr, XP_OFF_P_FRAME_POINTER, &p->frame_pointer);
+		if (have(r->off, XP_OFF_P_ABANDONED_HEAP))
+			word(r, addr, XP_OFF_P_ABANDONED_HEAP, &p->abandoned_heap);
+		if (have(r->off, XP_OFF_P_I))
+			word(r, addr, XP_OFF_P_I, &p->i);
+	}
+	return check_bounds(p, sz);
+}
+
+int process__bounds_from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
+			      struct process_view *p)
+{
+	uint64_t sz;
+
+	memset(p, 0, sizeof(*p));
+	p->addr = addr;
+	if (!r->bounds_len)
+		return -ENOTSUP;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	parse_span(r, span, p, &sz);
+	return check_bounds(p, sz);
+}
+
+void process__pid_format_read(struct pid_format *f, const struct xp_layout *row, struct mem *m,
+			      uint64_t ptab)
+{
+	uint32_t shifts[2] = {0, 0};
+
+	memset(f, 0, sizeof(*f));
+	if (!row)
+		return;
+	f->format = row->pid_format;
+	f->num_bits = row->pid_num_bits;
+	if (row->pid_format == XP_PID_HIGH_PIX) {
+		f->known = true;
+		return;
+	}
+	f->known =
+	    ptab && mem__read_u64(m, ptab + (uint64_t)row->ptab_pix_mask, &f->pix_mask) == 0 &&
+	    mem__read_u64(m, ptab + (uint64_t)row->ptab_pix_cl_mask, &f->cl_mask) == 0 &&
+	    mem__read_u64(m, ptab + (uint64_t)row->ptab_pix_cli_mask, &f->cli_mask) == 0 &&
+	    mem__read(m, ptab + (uint64_t)row->ptab_pix_cl_shift, shifts, sizeof(shifts)) == 0 &&
+	    shifts[0] < 64 && shifts[1] < 64;
+	f->cl_shift = shifts[0];
+	f->cli_shift = shifts[1];
+}
+
+uint64_t process__pid_data(const struct pid_format *f, uint64_t pid)
+{
+	uint64_t pixdata;
+
+	if (!f->known || !f->num_bits)
+		return pid;
+	if (f->format == XP_PID_HIGH_PIX)
+		return (pid & 0xffffffffu) >> XP_PID_DATA_SHIFT;
+	/* erts_ptab_pixdata2data (B/erl_ptab.h 27:286) */
+	pixdata = pid >> XP_PID_DATA_SHIFT;
+	return (pixdata & ~f->pix_mask) | ((pixdata >> f->cl_shift) & f->cl_mask) |
+	       ((pixdata & f->cli_mask) << f->cli_shift);
+}
+
+void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size_t len)
+{
+	uint64_t data;
+
+	if (!f->known || !f->num_bits) {
+		snprintf(buf, len, "<pid 0x%" PRIx64 ">", pid);
+		return;
+	}
+	data = process__pid_data(f, pid);
+	snprintf(buf, len, "<0.%" PRIu64 ".%" PRIu64 ">", data & (((uint64_t)1 << f->num_bits) - 1),
+		 data >> f->num_bits);
+}
+
+void process__atom_quoted(const char *text, char *buf, size_t len)
+{
+	bool plain = islower((unsigned char)text[0]);
+	const char *p;
+	size_t o = 0;
+
+	for (p = text; *p && plain; p++)
+		plain = isalnum((unsigned char)*p) || *p == '_' || *p == '@';
+	if (plain) {
+		snprintf(buf, len, "%s", text);
+		return;
+	}
+	if (len < 3) {
+		if (len)
+			buf[0] = '\0';
+		return;
+	}
+	buf[o++] = '\'';
+	for (p = text; *p && o + 3 < len; p++) {
+		if (*p == '\'' || *p == '\\')
+			buf[o++] = '\\';
+		buf[o++] = *p;
+	}
+	buf[o++] = '\'';
+	buf[o] = '\0';
+}
+
+static void atom_text(const struct process_reader *r, uint64_t term, char *buf, size_t len)
+{
+	char raw[XP_ATOM_MAX_BYTES + 1];
+
+	buf[0] = '\0';
+	if (atom__text(&r->atoms, term, raw, sizeof(raw)) == 0)
+		process__atom_quoted(raw, buf, len);
+}
+
+void process__read_identity(const struct process_reader *r, struct process_view *p)
+{
+	uint64_t reg, name, mfa[3];
+	char m[XP_ATOM_MAX_BYTES + 3], f[XP_ATOM_MAX_BYTES + 3];
+
+	p->name[0] = p->initial[0] = '\0';
+	if (!r->have_atoms)
+		return;
+	if (have(r->off, XP_OFF_P_REG) && have(r->off, XP_OFF_REGPROC_NAME) &&
+	    word(r, p->addr, XP_OFF_P_REG, &reg) == 0 && reg &&
+	    mem__read_u64(r->mem, reg + (uint64_t)r->off[XP_OFF_REGPROC_NAME].value, &name) == 0)
+		atom_text(r, name, p->name, sizeof(p->name));
+	if (!have(r->off, XP_OFF_P_INITIAL) ||
+	    mem__read(r->mem, p->addr + (uint64_t)r->off[XP_OFF_P_INITIAL].value, mfa,
+		      sizeof(mfa)) ||
+	    mfa[2] > 255)
+		return;
+	atom_text(r, mfa[0], m, sizeof(m));
+	atom_text(r, mfa[1], f, sizeof(f));
+	if (m[0] && f[0])
+		snprintf(p->initial, sizeof(p->initial), "%s:%s/%" PRIu64, m, f, mfa[2]);
+}
+
+#define SNAP_MAX_BYTES 1024 /* the Process prefix read in one copy */
+
+static bool snap_field(const struct process_reader *r, const uint8_t *buf, size_t n,
+		       enum xp_off_id id, size_t width, void *out)
+{
+	if (!have(r->off, id) || (size_t)r->off[id].value + width > n)
+		return false;
+	memcpy(out, buf + r->off[id].value, width);
+	return true;
+}
+
+/* How many bytes of the Process to copy: every field we use must fall inside. */
+static size_t snap_len(const struct process_reader *r)
+{
+	static const enum xp_off_id ids[] = {
+	    XP_OFF_P_ID,      XP_OFF_P_HTOP,	XP_OFF_P_STOP,	  XP_OFF_P_HEAP,
+	    XP_OFF_P_HEND,    XP_OFF_P_HEAP_SZ, XP_OFF_P_I,	  XP_OFF_P_STATE,
+	    XP_OFF_P_MSG_LEN, XP_OFF_P_REG,	XP_OFF_P_INITIAL, XP_OFF_P_FRAME_POINTER};
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		size_t end = (size_t)r->off[ids[i]].value + (ids[i] == XP_OFF_P_INITIAL ? 24 : 8);
+
+		if (have(r->off, ids[i]) && end > n)
+			n = end;
+	}
+	return n < SNAP_MAX_BYTES ? n : SNAP_MAX_BYTES;
+}
+
+int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *s)
+{
+	uint8_t buf[SNAP_MAX_BYTES];
+	struct process_view *p = &s->v;
+	size_t n = snap_len(r);
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	p->addr = addr;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if ((err = mem__read(r->mem, addr, buf, n)))
+		return err;
+	if (!snap_field(r, buf, n, XP_OFF_P_ID, 8, &p->pid) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEAP, 8, &p->heap) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEND, 8, &p->hend) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEAP_SZ, 8, &s->heap_sz) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HTOP, 8, &p->htop) ||
+	    !snap_field(r, buf, n, XP_OFF_P_STOP, 8, &p->stop))
+		return -EINVAL;
+	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
+	    p->hend - p->heap != s->heap_sz * 8 || s->heap_sz * 8 > PROCESS_MAX_HEAP ||
+	    (p->hend & 7))
+		return -EINVAL;
+	snap_field(r, buf, n, XP_OFF_P_FRAME_POINTER, 8, &p->frame_pointer);
+	s->have_state = snap_field(r, buf, n, XP_OFF_P_STATE, 4, &s->state);
+	s->have_i = snap_field(r, buf, n, XP_OFF_P_I, 8, &s->i);
+	s->have_msg_len = snap_field(r, buf, n, XP_OFF_P_MSG_LEN, 8, &s->msg_len) &&
+			  s->msg_len >= 0 && s->msg_len < ((int64_t)1 << 40);
+	s->have_reg = snap_field(r, buf, n, XP_OFF_P_REG, 8, &s->reg);
+	s->have_initial = snap_field(r, buf, n, XP_OFF_P_INITIAL, 24, s->initial);
+	return 0;
+}
+
+/* The order of erts_process_state2status (B/erl_process.c 25:9162, 27:9205, 29:9305). */
+const char *process__status_name(uint32_t state)
+{
+	if (state & XP_PSFLG_FREE)
+		return "free";
+	if (state & XP_PSFLG_EXITING)
+		return "exiting";
+	if (state & XP_PSFLG_GC)
+		return "garbage_collecting";
+	if (state & XP_PSFLG_SUSPENDED)
+		return "suspended";
+	if (process__is_running(state))
+		return "running";
+	if (state & (XP_PSFLG_ACTIVE | XP_PSFLG_ACTIVE_SYS | XP_PSFLG_DIRTY_ACTIVE_SYS))
+		return "runnable";
+	return "waiting";
+}
+
+bool process__is_running(uint32_t state)
+{
+	return state & (XP_PSFLG_RUNNING | XP_PSFLG_RUNNING_SYS | XP_PSFLG_DIRTY_RUNNING |
+			XP_PSFLG_DIRTY_RUNNING_SYS);
+}

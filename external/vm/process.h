@@ -1,0 +1,94 @@
+/* An Erlang process read from outside through its Process struct: identity (pid, registered
+ * name, initial call) and stack bounds, every field bounds-checked because the process may be
+ * running, exiting or mid-GC while we read. Does not own: walking the stack (erlang_stack.c). */
+#ifndef XP_PROCESS_H
+#define XP_PROCESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atom.h"
+#include "provenance.h"
+
+#define PROCESS_MAX_HEAP (1ULL << 34) /* a heap larger than 16 GiB is garbage */
+
+struct process_view {
+	uint64_t addr;
+	uint64_t pid; /* pid Eterm */
+	uint64_t htop, stop, heap, hend, frame_pointer;
+	uint64_t abandoned_heap; /* non-zero in a delayed GC: heap/hend are a fragment's */
+	uint64_t i; /* c_p->i, where a parked process resumes (0: unknown); read with the rest */
+	char name[XP_ATOM_MAX_BYTES + 1];	  /* registered name, "" when none */
+	char initial[2 * XP_ATOM_MAX_BYTES + 32]; /* "mod:fun/2", "" when unreadable */
+};
+
+/* What turns a pid term into <0.NUM.SER> for this VM. */
+struct pid_format {
+	enum xp_pid_format format;
+	bool known; /* false: the 27+ scrambling parameters could not be read */
+	uint32_t num_bits, cl_shift, cli_shift;
+	uint64_t pix_mask, cl_mask, cli_mask;
+};
+
+struct process_reader {
+	struct mem *mem;
+	struct pid_format pids;
+	const struct target_value *off; /* the XP_OFF_* offsets, e.g. target->off */
+	struct atom_reader atoms;
+	bool have_atoms;
+	/* process__read_bounds reads its fields in one copy of [addr + lo, addr + lo + len). */
+	uint32_t bounds_lo, bounds_len;
+};
+
+/* Prepare a reader over memory m, with the XP_OFF_* offsets off (kept, not copied), the pid
+ * encoding and an atom reader (NULL: registered names and initial calls are not read).
+ * -ENOTSUP when the Process offsets it needs are not known (no layout row and no agent).
+ * From an attached target: process__reader (attach/readers.h). */
+int process__reader_init(struct process_reader *r, struct mem *m, const struct target_value *off,
+			 const struct pid_format *pids, const struct atom_reader *atoms);
+
+/* A whole Process read in one copy, for listing every process (pstack --all): the bounds of
+ * process__read_bounds plus what process_info would show. Fields whose offset this VM does not
+ * have are left 0 with their have_* flag false. */
+struct process_snap {
+	struct process_view v; /* addr, pid, htop, stop, heap, hend, frame_pointer */
+	uint64_t heap_sz;      /* words */
+	uint64_t i;	       /* resume pc (meaningful when not running) */
+	uint64_t reg;	       /* RegProc *, 0 when not registered */
+	uint64_t initial[3];   /* u.initial {module, function, arity} */
+	uint32_t state;	       /* XP_PSFLG_* */
+	int64_t msg_len;
+	bool have_state, have_i, have_msg_len, have_reg, have_initial;
+};
+
+/* 0, -EINVAL when the bytes are not a plausible live process, or a read error. */
+int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *out);
+/* process_info(P, status) of a state word: "running", "waiting", ... */
+const char *process__status_name(uint32_t state);
+/* Is the process on a scheduler (normal or dirty), so that its stop/i are stale? */
+bool process__is_running(uint32_t state);
+
+/* Read the stack bounds and pid of the Process at addr: 0, -EINVAL when the fields are not a
+ * plausible process (not a pid, heap bounds inconsistent), or a read error. */
+int process__read_bounds(const struct process_reader *r, uint64_t addr, struct process_view *out);
+/* The same from a copy of the bounds span [addr + bounds_lo, + bounds_len) made elsewhere (the
+ * in-kernel capture). -ENOTSUP when this reader has no span. */
+int process__bounds_from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
+			      struct process_view *p);
+/* Fill name and initial (after read_bounds). Unreadable parts are left empty. */
+void process__read_identity(const struct process_reader *r, struct process_view *p);
+
+/* "<0.123.0>", or "<pid 0x...>" when this VM's pid encoding is not known. */
+void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size_t len);
+/* The pid's data (SERIAL << num_bits | NUM), or the raw term when the encoding is unknown: an
+ * order for listing pids as the VM numbers them. */
+uint64_t process__pid_data(const struct pid_format *f, uint64_t pid);
+/* Read the pid encoding of a VM: its layout row (NULL: unknown) and, on 27+, the masks of its
+ * process table at ptab (0: not known, then f->known is false). */
+void process__pid_format_read(struct pid_format *f, const struct xp_layout *row, struct mem *m,
+			      uint64_t ptab);
+/* Write an atom as Erlang prints it: quoted when it is not a plain lowercase atom. */
+void process__atom_quoted(const char *text, char *buf, size_t len);
+
+#endif /* XP_PROCESS_H */
