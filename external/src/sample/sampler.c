@@ -357,6 +357,15 @@ static void try_alternatives(struct sampler *s, const struct perf_sample *ps, st
 	}
 }
 
+/* That a scheduler ran no process at a sample it is not known to have run one in: the capture
+ * read its current_process at the sample (NULL), or the sample is in the JIT's scheduler loop
+ * itself, between two processes. A sample in the scheduler's C code read without the capture
+ * (a GC at schedule time, a system task, going to sleep) may have been working for one. */
+static bool no_process_known(const struct kcap_rec *k, const struct where *w)
+{
+	return (k && k->from_scheduler) || (w->leaf && !w->ur);
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
@@ -392,12 +401,12 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		w.ur = &ur;
 		if (!from_native(s, sch, ps, k, &w) && !on_dirty(s, sch, k, &w)) {
 			if (!native_cut(s, &rec, k, w.ur))
-				sampler_frames__label(s, &rec, NULL, w.ur);
+				sampler_frames__label(s, &rec, NULL, w.ur, no_process_known(k, &w));
 			return;
 		}
 	}
 	if (!w.cp && !(task = system_task(s, k, &w))) {
-		sampler_frames__label(s, &rec, w.leaf, w.ur);
+		sampler_frames__label(s, &rec, w.leaf, w.ur, no_process_known(k, &w));
 		return;
 	}
 	rec.read_delay_ns = delay_since(ps->time);

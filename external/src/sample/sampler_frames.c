@@ -159,14 +159,16 @@ static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, u
 }
 
 void sampler_frames__label(struct sampler *s, struct sample_record *rec,
-			   const struct jit_range *leaf, const struct unwind_result *ur)
+			   const struct jit_range *leaf, const struct unwind_result *ur, bool known)
 {
 	static const char *const labels[] = {"[normal scheduler: no process]",
 					     "[dirty cpu scheduler: no process]",
 					     "[dirty io scheduler: no process]"};
-	/* A dirty scheduler whose scheduler data is unknown (OTP 28+ without the agent): its
-	 * process cannot be read, which is not the same as having none. */
-	static const char *const unknown[] = {"[normal scheduler]",
+	/* A dirty scheduler whose scheduler data is unknown (OTP 28+ without the agent), or a
+	 * sample in a scheduler's C code with no capture to say which process it worked for (a GC
+	 * at schedule time, a system task): its process cannot be read, which is not the same as
+	 * having none. */
+	static const char *const unknown[] = {"[normal scheduler: process unknown]",
 					      "[dirty cpu scheduler: process unknown]",
 					      "[dirty io scheduler: process unknown]"};
 	const struct target_sched *sch = rec->sched;
@@ -178,8 +180,8 @@ void sampler_frames__label(struct sampler *s, struct sample_record *rec,
 		return;
 	}
 	if (sch && sch->type <= XP_SCHED_DIRTY_IO)
-		label = !sch->esdp && sch->type != XP_SCHED_NORMAL ? unknown[sch->type]
-								   : labels[sch->type];
+		label = !known || (!sch->esdp && sch->type != XP_SCHED_NORMAL) ? unknown[sch->type]
+									       : labels[sch->type];
 	if (intern_label(s, label, &group))
 		return;
 	if (leaf && !s->opts.only_erlang && jit_frame(s, leaf, leaf_pc(rec, ur), &id) == 0)
