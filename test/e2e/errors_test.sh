@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest e2e.errors: the sampler's exit-code contract, one PASS / FAIL line per case:
 #   0 ok, 1 internal error, 2 usage, 3 no such process, 4 not a BEAM VM, 5 permission denied,
-#   6 unsupported OTP (no built-in layout and no agent), 7 target exited mid-run.
+#   6 unsupported OTP (no built-in layout and no agent), 7 target exited mid-run; SIGINT during
+#   record writes the profile (0), a second signal exits at once (128 + signal).
 # Ends with "N passed, M failed". Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -57,6 +58,50 @@ expect_exit "info as nobody of a root VM" 5 "permission" \
 	timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$work/extrospect" info "$XP_VM_PID" || true
 expect_exit "info without a built-in layout or agent" 6 "no built-in layout" \
 	env EXTROSPECT_NO_BUILTIN_LAYOUT=1 timeout 60 "$XP_SAMPLER" info "$XP_VM_PID" || true
+xp_stop_vm
+
+# Signals during `record`, on a busy VM.
+xp_start_vm 25 noagent xp_split
+
+# record_signalled NAME SIGNAL...: a 120 s `record --include-idle` of the VM, sent SIGNALs once it
+# says it is sampling (its own stderr line is the readiness signal); sets SIG_RC.
+record_signalled() {
+	local name=$1 rpid i
+	shift
+	rm -f "$work/$name.folded" "$work/$name.err"
+	"$XP_SAMPLER" record --include-idle -d 120 -o "$work/$name.folded" "$XP_VM_PID" \
+		2>"$work/$name.err" &
+	rpid=$!
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^extrospect: sampling ' "$work/$name.err" && break
+		sleep 0.1
+	done
+	sleep 1 # a second of samples to write
+	for s in "$@"; do kill "-$s" "$rpid"; done
+	SIG_RC=0
+	wait "$rpid" || SIG_RC=$?
+}
+# 0: SIGINT (Ctrl-C) stops sampling and writes the profile so far, as py-spy does.
+record_signalled int INT
+xp_expect "record stopped by SIGINT: exit status" 0 "$SIG_RC"
+if [[ -s "$work/int.folded" ]] && grep -q '^extrospect: wrote ' "$work/int.err"; then
+	xp_pass "record stopped by SIGINT wrote its profile ($(wc -l <"$work/int.folded") stacks)"
+else
+	xp_fail "record stopped by SIGINT: no profile written: $(tail -n 2 "$work/int.err")"
+fi
+# 130 or 143: a second signal while the first is handled exits at once (128 + the second one;
+# the kernel may deliver the two in either order).
+record_signalled twice INT TERM
+if [[ "$SIG_RC" == 130 || "$SIG_RC" == 143 ]]; then
+	xp_pass "record interrupted twice (SIGINT, SIGTERM): exit $SIG_RC"
+else
+	xp_fail "record interrupted twice (SIGINT, SIGTERM): expected exit 130 or 143, got $SIG_RC"
+fi
+if grep -q '^extrospect: interrupted again: exiting without writing a report$' "$work/twice.err"; then
+	xp_pass "record interrupted twice says so"
+else
+	xp_fail "record interrupted twice: no 'interrupted again' line: $(tail -n 2 "$work/twice.err")"
+fi
 xp_stop_vm
 
 xp_summary

@@ -7,6 +7,7 @@
  *   10 perf-map refused to replace a map it did not write. */
 #include <errno.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +23,21 @@
 #define XP_VERSION "0.1.0"
 #endif
 
-/* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report. */
+/* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report; a second
+ * one exits at once (128 + the signal, as a shell reports it), as py-spy does. */
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
 {
-	(void)sig;
+	static const char msg[] =
+	    "extrospect: interrupted again: exiting without writing a report\n";
+
+	if (stop_requested) {
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+			/* nothing more to say */
+		}
+		_exit(128 + sig);
+	}
 	stop_requested = 1;
 }
 

@@ -83,7 +83,7 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 	a.sample_regs_user = s->regs_mask;
 	a.sample_stack_user = s->opts.stack_bytes;
 	a.wakeup_events = s->opts.wakeup_events;
-	a.disabled = 1;	      /* enabled once its ring buffer exists */
+	a.disabled = 1; /* enabled once its ring buffer exists */
 	/* Time in the kernel on a thread's behalf (page faults of a growing heap, syscalls) is
 	 * that thread's: sampled unless asked not to or not permitted (perf_event_paranoid >= 2
 	 * without CAP_PERFMON), then each sample still carries the user-mode registers. */

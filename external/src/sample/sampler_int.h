@@ -108,7 +108,8 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p);
 /* A sample with no process: labelled by its thread, kept only with --include-idle. known: that
  * the scheduler ran no process is known (else "process unknown"). */
 void sampler_frames__label(struct sampler *s, struct sample_record *rec,
-			   const struct jit_range *leaf, const struct unwind_result *ur, bool known);
+			   const struct jit_range *leaf, const struct unwind_result *ur,
+			   bool known);
 /* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
 void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
 			    const struct estack_result *er, const struct jit_range *leaf,
