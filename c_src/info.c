@@ -193,6 +193,9 @@ static const char *const nif_names[NIF_COUNT] = {
     [NIF_CALIB_SCAN] = "calib_scan",
     [NIF_CALIB_FINISH] = "calib_finish",
     [NIF_INFO] = "info",
+    [NIF_SPY_START] = "spy_start",
+    [NIF_SPY_STOP] = "spy_stop",
+    [NIF_SPY_INFO] = "spy_info",
 };
 
 static ERL_NIF_TERM us(ErlNifEnv *env, uint64_t ns)

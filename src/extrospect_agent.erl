@@ -10,12 +10,15 @@
 %%   5. calib_finish: compose and publish the agent block.
 %% Unverified values are logged with their reasons. A fresh load of the NIF library (code
 %% reload) makes the NIF notify us and we recalibrate.
+%% The agent also keeps the wanted number of spy threads ({spies, N} in the application
+%% environment, extrospect:start_spies/1): started at init, again in a freshly loaded library
+%% (the old one joined its own on unload), stopped when the agent terminates.
 -module(extrospect_agent).
 -behaviour(gen_server).
 
 -export([start_link/0]).
 -export([init/1, handle_continue/2, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
--export([calibrate_worker/1, probe_loop/0, sched_probe/1, dirty_probe/2]).
+-export([calibrate_worker/1, probe_loop/0, sched_probe/1, dirty_probe/2, spy_worker/2]).
 
 -define(PROBE_NAME, extrospect_probe).
 -define(PROBE_MFA, {?MODULE, probe_loop, 0}).
@@ -33,7 +36,9 @@
                 next_waiters = [] :: [gen_server:from()],
                 result = not_run :: term(),
                 runs = 0 :: non_neg_integer(),
-                last_us = 0 :: non_neg_integer()}).
+                last_us = 0 :: non_neg_integer(),
+                spies = 0 :: 0..16,
+                spy_result = ok :: term()}).
 
 start_link() ->
     gen_server:start_link({local, ?MODULE}, ?MODULE, [], []).
@@ -42,13 +47,14 @@ init([]) ->
     process_flag(trap_exit, true),
     case code:ensure_loaded(extrospect_nif) of
         {module, extrospect_nif} ->
-            {ok, #state{probe = start_probe()}, {continue, calibrate}};
+            Spies = application:get_env(extrospect, spies, 2),
+            {ok, #state{probe = start_probe(), spies = Spies}, {continue, calibrate}};
         {error, Reason} ->
             {stop, {extrospect_nif, Reason}}
     end.
 
 handle_continue(calibrate, State) ->
-    {noreply, request_run(State)}.
+    {noreply, apply_spies(request_run(State))}.
 
 handle_call(recalibrate, From, #state{worker = undefined} = State) ->
     {noreply, request_run(State#state{waiters = [From]})};
@@ -56,8 +62,12 @@ handle_call(recalibrate, From, #state{next_waiters = Next} = State) ->
     {noreply, State#state{pending = true, next_waiters = [From | Next]}};
 handle_call(status, _From, #state{} = S) ->
     {reply, #{probe => S#state.probe, result => S#state.result, runs => S#state.runs,
-              running => S#state.worker =/= undefined, last_calibration_us => S#state.last_us},
+              running => S#state.worker =/= undefined, last_calibration_us => S#state.last_us,
+              spies => S#state.spies, spy_result => S#state.spy_result},
      S};
+handle_call({spies, N}, _From, State) when is_integer(N), N >= 0, N =< 16 ->
+    S = apply_spies(State#state{spies = N}),
+    {reply, S#state.spy_result, S};
 handle_call(_Other, _From, State) ->
     {reply, {error, unknown_call}, State}.
 
@@ -66,7 +76,7 @@ handle_cast(_Msg, State) ->
 
 %% A freshly loaded (or upgraded) NIF library: calibrate it.
 handle_info({extrospect_nif, loaded}, State) ->
-    {noreply, request_run(State)};
+    {noreply, apply_spies(request_run(State))};
 handle_info({'DOWN', Ref, process, Pid, Reason}, #state{worker = {Pid, Ref}} = State) ->
     {Result, Us} = case Reason of
                        {xp_calibrated, R, T} -> {R, T};
@@ -86,12 +96,45 @@ handle_info({'EXIT', Probe, Reason}, #state{probe = Probe} = State) ->
 handle_info(_Msg, State) ->
     {noreply, State}.
 
-terminate(_Reason, #state{probe = Probe, worker = Worker}) ->
+terminate(_Reason, #state{probe = Probe, worker = Worker} = State) ->
     case Worker of
         {W, _} -> exit(W, kill);
         undefined -> ok
     end,
+    State#state.spies > 0 andalso apply_spies(State#state{spies = 0}),
     stop_probe(Probe).
+
+%% ---- spies -------------------------------------------------------------------------------------
+
+%% Start (or stop, for 0) the wanted spies from a short-lived worker, and wait for it: the NIF
+%% joins threads on a dirty scheduler, which takes a few ms.
+apply_spies(#state{spies = N} = State) ->
+    Policy = case application:get_env(extrospect, spy_policy, idle) of
+                 other -> other;
+                 _ -> idle
+             end,
+    {Pid, Ref} = spawn_monitor(?MODULE, spy_worker, [N, Policy]),
+    Result = receive
+                 {'DOWN', Ref, process, Pid, {xp_spies, R}} -> R;
+                 {'DOWN', Ref, process, Pid, Other} -> {error, Other}
+             after ?CALL_TIMEOUT ->
+                     exit(Pid, kill),
+                     {error, timeout}
+             end,
+    Result =:= ok orelse logger:warning("extrospect: spies ~b: ~p", [N, Result]),
+    State#state{spy_result = Result}.
+
+spy_worker(N, Policy) ->
+    Gen = erlang:unique_integer([positive, monotonic]),
+    Result = try
+                 case N of
+                     0 -> nif(spy_stop, [Gen]);
+                     _ -> nif(spy_start, [N, Policy, Gen])
+                 end
+             catch exit:Why -> {error, Why};
+                   error:Why -> {error, Why}
+             end,
+    exit({xp_spies, Result}).
 
 request_run(#state{worker = undefined, probe = Probe} = State) ->
     Worker = spawn_monitor(?MODULE, calibrate_worker, [Probe]),
