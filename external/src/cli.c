@@ -27,6 +27,8 @@ static const char usage_main[] =
     "  perf-map PID  write /tmp/perf-PID.map so perf names Erlang code, no restart\n"
     "  inject --node NAME@HOST  load the agent into a running distributed node\n"
     "  capture PID   record samples and what resolving them read, for offline replay tests\n"
+    "  watch PID --erlang-pid P  one process's wall time: running, runnable, waiting (where),\n"
+    "                gc, suspended, exiting, from the agent's spy threads\n"
     "\n"
     "Options:\n"
     "  -h, --help    show help (also: extrospect COMMAND --help)\n"
@@ -166,6 +168,8 @@ void cli__help(FILE *f, enum cli_command command)
 		fputs(perfmap__usage, f);
 	else if (command == CLI_INJECT)
 		fputs(inject__usage, f);
+	else if (command == CLI_WATCH)
+		fputs(watch__usage, f);
 	else
 		fputs(usage_main, f);
 }
@@ -246,9 +250,17 @@ static bool samples(enum cli_command cmd)
 	       cmd == CLI_CAPTURE;
 }
 
+static bool watch_allows(int c)
+{
+	return c == 'h' || c == 'F' || c == 'd' || c == 'v' || c == OPT_JSON ||
+	       c == OPT_ERLANG_PID || c == OPT_NAME;
+}
+
 /* Which options each command accepts. */
 static bool allowed(enum cli_command cmd, int c)
 {
+	if (cmd == CLI_WATCH)
+		return watch_allows(c);
 	switch (c) {
 	case 'h':
 		return true;
@@ -328,6 +340,38 @@ static int parse_number(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* watch --rate: an interval with a unit ("1ms", "250us", "0.5s"), or a number of snapshots per
+ * second. Between 20 us and 1 s (the agent's clamp). */
+static int parse_interval(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	char *end;
+	double v, scale = 0;
+	size_t i;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0)
+		return -EINVAL;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) == 0)
+			scale = units[i].ns;
+	}
+	if (*end == '\0')
+		v = 1e9 / v; /* per second */
+	else if (scale == 0)
+		return -EINVAL;
+	else
+		v *= scale;
+	if (v < 20e3 || v > 1e9)
+		return -EINVAL;
+	*ns = (uint64_t)v;
+	return 0;
+}
+
 static enum cli_format format_from_name(const char *path)
 {
 	size_t n = strlen(path);
@@ -401,6 +445,11 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->output = arg;
 		return 0;
 	case 'F':
+		if (o->command == CLI_WATCH) {
+			if (parse_interval(arg, &o->interval_ns))
+				break;
+			return 0;
+		}
 		if (parse_number(arg, 1, 100000, &v))
 			break;
 		o->freq_hz = (uint32_t)v;
@@ -445,7 +494,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 1; /* format given explicitly */
 	}
 	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
-		 c == 'F'	       ? "-F/--rate"
+		 c == 'F' && o->command == CLI_WATCH
+		     ? "--rate (an interval from 20us to 1s, like 1ms, or snapshots per second)"
+		 : c == 'F'	       ? "-F/--rate"
 		 : c == 'd'	       ? "-d/--duration"
 		 : c == 'n'	       ? "-n/--limit"
 		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
@@ -527,6 +578,10 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 			 cmd, argv[optind]);
 		return CLI_USAGE_ERROR;
 	}
+	if (o->command == CLI_WATCH && !o->erlang_pid == !o->name) {
+		snprintf(err, errlen, "watch: give one of --erlang-pid P or --name NAME");
+		return CLI_USAGE_ERROR;
+	}
 	if ((o->command == CLI_RECORD || o->command == CLI_CAPTURE) && !o->output) {
 		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
@@ -543,6 +598,7 @@ static const struct {
     {"info", CLI_INFO},	       {"record", CLI_RECORD}, {"top", CLI_TOP},
     {"pstack", CLI_PSTACK},    {"blame", CLI_BLAME},   {"sched", CLI_SCHED},
     {"perf-map", CLI_PERFMAP}, {"inject", CLI_INJECT}, {"capture", CLI_CAPTURE},
+    {"watch", CLI_WATCH},
 };
 
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen)

@@ -18,7 +18,8 @@ enum cli_command {
 	CLI_SCHED,
 	CLI_PERFMAP,
 	CLI_INJECT,
-	CLI_CAPTURE
+	CLI_CAPTURE,
+	CLI_WATCH
 };
 enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE };
 
@@ -47,6 +48,7 @@ struct cli_opts {
 	char **functions;      /* blame: the native functions (argv) */
 	size_t nfunctions;
 	const char *node, *cookie, *cookie_file, *code_path; /* inject */
+	uint64_t interval_ns; /* watch: --rate as a snapshot interval */
 };
 
 enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };

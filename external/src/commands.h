@@ -39,12 +39,15 @@ int cmd__perfmap_fix_data(const char *path, pid_t pid);
 /* capture_cmd.c */
 int cmd__capture(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		 size_t errlen);
+/* watch.c: one process's wall time from a spy thread's snapshots. */
+int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	       size_t errlen);
 /* inject.c: needs no attached target. Returns a process exit code (main.c's EXIT_*). */
 int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
 
 /* Each command's --help text, in the command's own file. blame's and sched's are followed by the
  * sampling options. */
 extern const char pstack__usage[], blame__usage[], sched__usage[], perfmap__usage[],
-    inject__usage[];
+    inject__usage[], watch__usage[];
 
 #endif /* XP_COMMANDS_H */

@@ -86,6 +86,8 @@ static int run_attached(const struct cli_opts *o, struct target *t, char *msg, s
 		return cmd__perfmap(o, t, &stop_requested, msg, len);
 	case CLI_CAPTURE:
 		return cmd__capture(o, t, &stop_requested, msg, len);
+	case CLI_WATCH:
+		return cmd__watch(o, t, &stop_requested, msg, len);
 	default:
 		return -EINVAL;
 	}

@@ -1,0 +1,475 @@
+/* `extrospect watch PID --erlang-pid P | --name NAME`: a wall-clock profile of one Erlang process
+ * from a spy's snapshots. Finds P's Process struct through the process table, leases a spy and
+ * points it at the struct (spies.c), opens a context-switch perf event on the spy's tid whose
+ * user-stack copy is the struct, and turns each snapshot into P's state and, when not running,
+ * the function and line it resumes at. Each snapshot holds until the next one (at most ten
+ * intervals). Ends on -d, Ctrl-C, P exiting, the VM exiting or the lease lost; always parks the
+ * spy it leased when the VM is still there. Does not own: the lease (spies.c), decoding a
+ * Process (process.c), the perf ring (perf.c). */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "jitmap.h"
+#include "json.h"
+#include "perf.h"
+#include "process.h"
+#include "ptab.h"
+#include "spies.h"
+#include "watch.h"
+
+#define WATCH_MAX_ROWS	 512
+#define WATCH_FN_LEN	 256
+#define WATCH_POLL_MS	 50
+#define WATCH_RENEW_NS	 (XP_SPY_LEASE_NS / 5)
+#define WATCH_GAP_CAP	 10 /* a snapshot holds for at most this many intervals */
+#define WATCH_JIT_RETRY	 1000000000ull
+#define WATCH_PAGES	 128
+#define WATCH_STACK_MIN	 256
+#define WATCH_EXIT_SNAPS 3 /* snapshots without P's pid before it counts as exited */
+
+const char watch__usage[] =
+    "Usage: extrospect watch [OPTIONS] (--erlang-pid P | --name NAME) PID\n"
+    "\n"
+    "Where one Erlang process spends its wall time, on and off CPU: running, runnable (waiting\n"
+    "for a scheduler), waiting (in a receive: the function and line it resumes at), gc,\n"
+    "suspended, exiting. The extrospect agent's spy threads take the snapshots: watch leases a\n"
+    "parked spy, points its stack pointer at P's Process struct (the one write extrospect makes\n"
+    "into the VM, into a slot the agent published), and the kernel copies the struct at each\n"
+    "of the spy's loops. P is never stopped, signalled or traced. The spy is parked again at\n"
+    "the end; if watch is killed, the agent parks it within a second.\n"
+    "\n"
+    "  --erlang-pid '<0.123.0>'  the process to watch\n"
+    "  --name REGNAME        or a registered process\n"
+    "  --rate INTERVAL       time between snapshots: 1ms (default), 250us, 0.01s; or a number\n"
+    "                        of snapshots per second. Spies run at SCHED_IDLE: on a saturated\n"
+    "                        machine fewer are taken (the summary says how many)\n"
+    "  -d, --duration SECS   stop after SECS seconds (default: until Ctrl-C or P exits)\n"
+    "  --json                print one JSON object (keys in README.md)\n"
+    "\n"
+    "Needs the agent with spies (the extrospect application starts {spies, 2}; see\n"
+    "extrospect:start_spies/1), and perf_event_open on the spy thread (root, or CAP_PERFMON with\n"
+    "kernel.perf_event_paranoid <= 1). Exit 6, with the reason, when there is no agent or no\n"
+    "free spy.\n"
+    "\n"
+    "Examples:\n"
+    "  extrospect watch --name my_server -d 10 4242\n"
+    "  extrospect watch --erlang-pid '<0.811.0>' --rate 250us -d 5 4242\n"
+    "  extrospect watch --name my_server -d 10 --json 4242 | jq .states\n";
+
+static const char *const state_names[WS_COUNT] = {
+    [WS_RUNNING] = "running", [WS_RUNNABLE] = "runnable",   [WS_WAITING] = "waiting",
+    [WS_GC] = "gc",	      [WS_SUSPENDED] = "suspended", [WS_EXITING] = "exiting",
+};
+
+static const char *const end_names[] = {
+    [WATCH_END_DURATION] = "duration",
+    [WATCH_END_INTERRUPTED] = "interrupted",
+    [WATCH_END_PROCESS_EXITED] = "process exited",
+    [WATCH_END_VM_EXITED] = "VM exited",
+    [WATCH_END_LEASE_LOST] = "spy lost (agent stopped its spies, unloaded, or revoked the lease)",
+};
+
+struct watch_row {
+	enum watch_state state;
+	char fn[WATCH_FN_LEN];
+	uint64_t ns, n;
+};
+
+struct watch {
+	const struct cli_opts *o;
+	struct target *t;
+	struct process_reader pr;
+	uint64_t proc, pid_term;
+	char pid_text[64], name[XP_ATOM_MAX_BYTES + 1];
+	struct spy_lease lease;
+	struct perf_session *ps;
+	uint64_t interval_ns, start_ns, first_ns, last_ns, prev_ns, jit_retry_ns;
+	int prev_row;
+	struct watch_row rows[WATCH_MAX_ROWS];
+	size_t nrows;
+	struct watch_counts c;
+	unsigned foreign_in_a_row;
+	enum watch_end end;
+	bool done;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *watch__state_name(enum watch_state s)
+{
+	return (unsigned)s < WS_COUNT ? state_names[s] : "?";
+}
+
+/* The order of erts_process_state2status (process.c); FREE: the struct is being released. */
+int watch__classify(uint32_t state, enum watch_state *out)
+{
+	if (state & XP_PSFLG_FREE)
+		return -ESRCH;
+	if (state & XP_PSFLG_EXITING)
+		*out = WS_EXITING;
+	else if (state & XP_PSFLG_GC)
+		*out = WS_GC;
+	else if (state & XP_PSFLG_SUSPENDED)
+		*out = WS_SUSPENDED;
+	else if (process__is_running(state))
+		*out = WS_RUNNING;
+	else if (state & (XP_PSFLG_ACTIVE | XP_PSFLG_ACTIVE_SYS | XP_PSFLG_DIRTY_ACTIVE_SYS))
+		*out = WS_RUNNABLE;
+	else
+		*out = WS_WAITING;
+	return 0;
+}
+
+/* "mod:fun/2 (mod.erl:12)" for the resume address, reloading the JIT map (at most once a
+ * second) when it does not know the address yet. */
+static void resume_fn(struct watch *w, uint64_t i, char *buf, size_t len)
+{
+	const struct jit_range *r = w->t->jit ? jitmap__lookup(w->t->jit, i) : NULL;
+	const char *file;
+	uint32_t line;
+	char name[WATCH_FN_LEN - 64];
+
+	if (!r && w->t->addr[XP_ADDR_JIT_DESCRIPTOR].present && now_ns() > w->jit_retry_ns) {
+		struct jitmap *fresh = NULL;
+
+		w->jit_retry_ns = now_ns() + WATCH_JIT_RETRY;
+		if (jitmap__load(w->t->mem, (uint64_t)w->t->addr[XP_ADDR_JIT_DESCRIPTOR].value,
+				 &fresh) == 0) {
+			jitmap__free(w->t->jit);
+			w->t->jit = fresh;
+			r = jitmap__lookup(w->t->jit, i);
+		}
+	}
+	if (!r) {
+		snprintf(buf, len, "[unknown code 0x%" PRIx64 "]", i);
+		return;
+	}
+	jitmap__frame_name(r, name, sizeof(name));
+	if (jitmap__line(w->t->jit, r, i, &file, &line))
+		snprintf(buf, len, "%s (%s:%" PRIu32 ")", name, file, line);
+	else
+		snprintf(buf, len, "%s", name);
+}
+
+static int row_of(struct watch *w, enum watch_state st, const char *fn)
+{
+	size_t i;
+
+	for (i = 0; i < w->nrows; i++) {
+		if (w->rows[i].state == st && strcmp(w->rows[i].fn, fn) == 0)
+			return (int)i;
+	}
+	if (w->nrows == WATCH_MAX_ROWS)
+		return -1;
+	w->rows[w->nrows].state = st;
+	snprintf(w->rows[w->nrows].fn, WATCH_FN_LEN, "%s", fn);
+	return (int)w->nrows++;
+}
+
+/* Credit the previous snapshot's row up to time t. */
+static void credit(struct watch *w, uint64_t t)
+{
+	uint64_t dt, cap = WATCH_GAP_CAP * w->interval_ns;
+
+	if (w->prev_row < 0 || t <= w->prev_ns)
+		return;
+	dt = t - w->prev_ns;
+	w->rows[w->prev_row].ns += dt < cap ? dt : cap;
+}
+
+static void take(struct watch *w, const struct process_snap *s, uint64_t time)
+{
+	char fn[WATCH_FN_LEN];
+	enum watch_state st;
+	int row;
+
+	if (watch__classify(s->state, &st)) {
+		w->end = WATCH_END_PROCESS_EXITED;
+		w->done = true;
+		return;
+	}
+	if (st == WS_RUNNING)
+		snprintf(fn, sizeof(fn), "(on CPU)");
+	else if (s->have_i)
+		resume_fn(w, s->i, fn, sizeof(fn));
+	else
+		snprintf(fn, sizeof(fn), "(resume point unknown)");
+	row = row_of(w, st, fn);
+	credit(w, time);
+	if (row >= 0)
+		w->rows[row].n++;
+	w->prev_row = row;
+	w->prev_ns = time;
+	if (!w->first_ns)
+		w->first_ns = time;
+	w->last_ns = time;
+	w->c.taken++;
+}
+
+static void on_sample(const struct perf_sample *ps, void *ctx)
+{
+	struct watch *w = ctx;
+	struct process_snap s;
+
+	if (w->done)
+		return;
+	if ((int32_t)ps->tid != w->lease.tid) {
+		w->c.other++;
+		return;
+	}
+	/* Preempted outside its wait, or not yet retargeted: the copy is of its own stack. */
+	if (!ps->regs_valid || ps->regs[PERF_R_SP] != w->proc) {
+		w->c.off_target++;
+		return;
+	}
+	if (!ps->stack ||
+	    process__snap_from_bytes(&w->pr, w->proc, ps->stack, ps->stack_size, &s) != 0) {
+		w->c.unreadable++;
+		return;
+	}
+	if (s.v.pid != w->pid_term || !s.have_state) {
+		w->c.not_process++;
+		if (++w->foreign_in_a_row >= WATCH_EXIT_SNAPS) {
+			w->end = WATCH_END_PROCESS_EXITED;
+			w->done = true;
+		}
+		return;
+	}
+	w->foreign_in_a_row = 0;
+	take(w, &s, ps->time);
+}
+
+/* The registered name of a snapshot, "" when none or unreadable. */
+static void reg_name(struct watch *w, const struct process_snap *s, char *buf, size_t len)
+{
+	const struct target_value *o = &w->t->off[XP_OFF_REGPROC_NAME];
+	uint64_t term;
+
+	buf[0] = '\0';
+	if (s->have_reg && s->reg && o->present && w->pr.have_atoms &&
+	    mem__read_u64(w->t->mem, s->reg + (uint64_t)o->value, &term) == 0 &&
+	    atom__text(&w->pr.atoms, term, buf, len) != 0)
+		buf[0] = '\0';
+}
+
+static bool matches(struct watch *w, const struct process_snap *s)
+{
+	char text[64], name[XP_ATOM_MAX_BYTES + 1];
+
+	if (w->o->erlang_pid) {
+		process__pid_text(&w->pr.pids, s->v.pid, text, sizeof(text));
+		return strcmp(text, w->o->erlang_pid) == 0;
+	}
+	reg_name(w, s, name, sizeof(name));
+	return strcmp(name, w->o->name) == 0;
+}
+
+/* P's Process struct, by pid text or registered name, through the process table. */
+static int find_process(struct watch *w, char *err, size_t errlen)
+{
+	uint64_t *procs = NULL;
+	uint32_t *ixs = NULL;
+	struct ptab_stats st;
+	struct process_snap s;
+	struct ptab pt;
+	char why[256];
+	size_t i, n = 0;
+	int rc;
+
+	rc = ptab__locate(w->t, &pt, why, sizeof(why));
+	if (rc) {
+		snprintf(err, errlen, "cannot find the process table: %s", why);
+		return rc == -ENOMEM ? rc : TARGET_EUNSUPPORTED;
+	}
+	if (process__reader(&w->pr, w->t)) {
+		snprintf(err, errlen, "the Process layout of this VM is unknown");
+		return TARGET_EUNSUPPORTED;
+	}
+	if ((rc = ptab__collect(&pt, w->t->mem, &ixs, &procs, &n, &st)))
+		return rc;
+	for (i = 0; i < n && !w->proc; i++) {
+		if (process__read_snap(&w->pr, procs[i], &s) == 0 && matches(w, &s)) {
+			w->proc = procs[i];
+			w->pid_term = s.v.pid;
+			process__pid_text(&w->pr.pids, s.v.pid, w->pid_text, sizeof(w->pid_text));
+			reg_name(w, &s, w->name, sizeof(w->name));
+		}
+	}
+	free(ixs);
+	free(procs);
+	if (!w->proc) {
+		snprintf(err, errlen, "no process %s in VM %d",
+			 w->o->erlang_pid ? w->o->erlang_pid : w->o->name, (int)w->t->pid);
+		return CMD_EUSAGE;
+	}
+	return 0;
+}
+
+static int lease_spy(struct watch *w, char *err, size_t errlen)
+{
+	enum spies_status st = spy_lease__acquire(w->t, w->proc, w->interval_ns, &w->lease);
+
+	if (st == SPIES_OK)
+		return 0;
+	if (st == SPIES_NO_AGENT || st == SPIES_NONE || st == SPIES_BUSY)
+		snprintf(err, errlen,
+			 "watch needs a spy thread of the extrospect agent: %s (load the "
+			 "extrospect application; extrospect:start_spies(2) starts spies)",
+			 spies__status_str(st));
+	else
+		snprintf(err, errlen, "cannot lease a spy: %s", spies__status_str(st));
+	return TARGET_EUNSUPPORTED;
+}
+
+static int open_events(struct watch *w, char *err, size_t errlen)
+{
+	size_t bytes = (process__snap_bytes(&w->pr) + 7) & ~(size_t)7;
+	struct perf_opts po = {
+	    .event = PERF_EV_CTX_SWITCH,
+	    .stack_bytes = (uint32_t)(bytes < WATCH_STACK_MIN ? WATCH_STACK_MIN : bytes),
+	    .mmap_pages = WATCH_PAGES,
+	    .wakeup_events = 16,
+	};
+	pid_t tid = w->lease.tid;
+	int rc = perf_session__open(&w->ps, &tid, 1, &po);
+
+	if (rc == -EACCES || rc == -EPERM) {
+		snprintf(err, errlen,
+			 "perf_event_open on the spy thread refused (%s): run as root, or with "
+			 "CAP_PERFMON and kernel.perf_event_paranoid <= 1",
+			 strerror(-rc));
+		return TARGET_EPERM;
+	}
+	if (rc)
+		snprintf(err, errlen, "perf_event_open on spy tid %d: %s", (int)tid, strerror(-rc));
+	return rc;
+}
+
+static bool vm_alive(const struct watch *w)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)w->t->pid, (int)w->lease.tid);
+	f = fopen(path, "re");
+	if (f)
+		fclose(f);
+	return f != NULL;
+}
+
+/* Poll until an end; renew the lease on the way. */
+static void run(struct watch *w, volatile sig_atomic_t *stop)
+{
+	uint64_t end_ns = w->o->duration_s > 0 ? w->start_ns + (uint64_t)(w->o->duration_s * 1e9)
+					       : UINT64_MAX,
+		 renew_ns = w->start_ns + WATCH_RENEW_NS;
+
+	while (!w->done) {
+		int rc = perf_session__poll(w->ps, WATCH_POLL_MS, on_sample, w);
+		uint64_t now = now_ns();
+
+		if (w->done)
+			break;
+		if (*stop) {
+			w->end = WATCH_END_INTERRUPTED;
+			break;
+		}
+		if (now >= end_ns) {
+			w->end = WATCH_END_DURATION;
+			break;
+		}
+		if (rc < 0 || perf_session__nthreads(w->ps) == 0 || !vm_alive(w)) {
+			w->end = vm_alive(w) ? WATCH_END_LEASE_LOST : WATCH_END_VM_EXITED;
+			break;
+		}
+		if (now >= renew_ns) {
+			if (spy_lease__renew(w->t, &w->lease) != SPIES_OK) {
+				w->end = WATCH_END_LEASE_LOST;
+				break;
+			}
+			renew_ns = now + WATCH_RENEW_NS;
+		}
+	}
+	/* Drain what the kernel copied before the end. */
+	if (w->end != WATCH_END_PROCESS_EXITED)
+		perf_session__poll(w->ps, 0, on_sample, w);
+}
+
+static void report(struct watch *w)
+{
+	struct watch_report_row rows[WATCH_MAX_ROWS];
+	struct watch_report r = {
+	    .pid_text = w->pid_text,
+	    .name = w->name,
+	    .end = end_names[w->end],
+	    .spy_tid = w->lease.tid,
+	    .spy_index = w->lease.index,
+	    .interval_ns = w->interval_ns,
+	    .wall_ns = now_ns() - w->start_ns,
+	    .c = w->c,
+	    .rows = rows,
+	    .nrows = w->nrows,
+	};
+	size_t i;
+
+	/* The last snapshot holds one interval. */
+	if (w->prev_row >= 0)
+		credit(w, w->prev_ns + w->interval_ns);
+	r.c.lost = w->ps ? perf_session__stats(w->ps)->lost : 0;
+	for (i = 0; i < w->nrows; i++)
+		rows[i] = (struct watch_report_row){w->rows[i].state, w->rows[i].fn, w->rows[i].ns,
+						    w->rows[i].n};
+	if (w->o->json)
+		watch__print_json(&r, stdout);
+	else
+		watch__print_text(&r, stdout);
+	fflush(stdout);
+}
+
+int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	       size_t errlen)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	w->o = o;
+	w->t = t;
+	w->prev_row = -1;
+	w->interval_ns = o->interval_ns ? o->interval_ns : 1000000;
+	if (!target__has_agent(t)) {
+		snprintf(err, errlen,
+			 "watch needs the extrospect agent in the VM (%s): load the extrospect "
+			 "application, or `extrospect inject`",
+			 agent__status_str(t->agent ? t->agent->status : AGENT_ABSENT));
+		rc = TARGET_EUNSUPPORTED;
+		goto cleanup;
+	}
+	if ((rc = find_process(w, err, errlen)) || (rc = lease_spy(w, err, errlen)))
+		goto cleanup;
+	if ((rc = open_events(w, err, errlen)))
+		goto release;
+	w->start_ns = now_ns();
+	run(w, stop);
+	report(w);
+	rc = w->end == WATCH_END_VM_EXITED ? TARGET_EGONE : 0;
+release:
+	if (w->end != WATCH_END_VM_EXITED)
+		spy_lease__release(t, &w->lease);
+cleanup:
+	perf_session__free(w->ps);
+	free(w);
+	return rc;
+}

@@ -1,0 +1,63 @@
+/* `extrospect watch`: one Erlang process's wall time by state and function, from spy snapshots
+ * (watch.c), and its report (watch_report.c). Does not own: the spies (spies.c). */
+#ifndef XP_WATCH_H
+#define XP_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* process_info(P, status) terms, with garbage_collecting shortened. */
+enum watch_state {
+	WS_RUNNING = 0,
+	WS_RUNNABLE,
+	WS_WAITING,
+	WS_GC,
+	WS_SUSPENDED,
+	WS_EXITING,
+	WS_COUNT
+};
+
+enum watch_end {
+	WATCH_END_DURATION = 0,
+	WATCH_END_INTERRUPTED,
+	WATCH_END_PROCESS_EXITED,
+	WATCH_END_VM_EXITED,
+	WATCH_END_LEASE_LOST,
+};
+
+struct watch_counts {
+	uint64_t taken;	      /* snapshots of P used */
+	uint64_t off_target;  /* the spy switched out away from P's struct (preempted, parked) */
+	uint64_t unreadable;  /* the copy was short or did not look like a Process */
+	uint64_t not_process; /* the struct no longer held P's pid */
+	uint64_t other;	      /* samples of another thread (none expected) */
+	uint64_t lost;	      /* perf records the kernel dropped */
+};
+
+/* Process.state -> state; -ESRCH when the struct is being freed (P is gone). */
+int watch__classify(uint32_t state, enum watch_state *out);
+const char *watch__state_name(enum watch_state s);
+
+/* What the report prints. rows are (state, function) pairs with their time. */
+struct watch_report_row {
+	enum watch_state state;
+	const char *fn;
+	uint64_t ns, n;
+};
+
+struct watch_report {
+	const char *pid_text, *name, *end;
+	int spy_tid;
+	unsigned spy_index;
+	uint64_t interval_ns, wall_ns;
+	struct watch_counts c;
+	const struct watch_report_row *rows;
+	size_t nrows;
+};
+
+void watch__print_text(const struct watch_report *r, FILE *f);
+void watch__print_json(const struct watch_report *r, FILE *f);
+
+#endif /* XP_WATCH_H */

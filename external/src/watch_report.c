@@ -1,0 +1,147 @@
+/* watch's report: P's wall time by state, then by (state, function), as a table or JSON. Shares
+ * are of the time the snapshots cover. Does not own: taking the snapshots (watch.c). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "watch.h"
+
+static uint64_t covered(const struct watch_report *r, uint64_t by_state[WS_COUNT])
+{
+	uint64_t total = 0;
+	size_t i;
+
+	memset(by_state, 0, WS_COUNT * sizeof(*by_state));
+	for (i = 0; i < r->nrows; i++) {
+		by_state[r->rows[i].state] += r->rows[i].ns;
+		total += r->rows[i].ns;
+	}
+	return total;
+}
+
+static double share(uint64_t part, uint64_t total)
+{
+	return total ? 100.0 * (double)part / (double)total : 0.0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct watch_report_row *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+static uint64_t invalid(const struct watch_report *r)
+{
+	return r->c.unreadable + r->c.not_process;
+}
+
+/* Snapshots the interval asked for over the wall time. */
+static uint64_t asked(const struct watch_report *r)
+{
+	return r->interval_ns ? r->wall_ns / r->interval_ns : 0;
+}
+
+static struct watch_report_row *sorted(const struct watch_report *r)
+{
+	struct watch_report_row *v = malloc((r->nrows ? r->nrows : 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	memcpy(v, r->rows, r->nrows * sizeof(*v));
+	qsort(v, r->nrows, sizeof(*v), by_time);
+	return v;
+}
+
+void watch__print_text(const struct watch_report *r, FILE *f)
+{
+	uint64_t st[WS_COUNT], total = covered(r, st);
+	struct watch_report_row *v = sorted(r);
+	uint64_t a = asked(r);
+	size_t i;
+
+	fprintf(f, "%s%s%s: %.2f s watched, ended: %s\n", r->pid_text, r->name[0] ? " " : "",
+		r->name, (double)r->wall_ns / 1e9, r->end);
+	fprintf(f,
+		"snapshots: %" PRIu64 " taken of %" PRIu64 " asked (every %.3f ms, %.1f %%), "
+		"%" PRIu64 " invalid (%.2f %%), %" PRIu64 " off target, %" PRIu64 " lost; spy "
+		"xp_spy_%u (tid %d)\n\n",
+		r->c.taken, a, (double)r->interval_ns / 1e6, share(r->c.taken, a), invalid(r),
+		share(invalid(r), r->c.taken + invalid(r)), r->c.off_target, r->c.lost,
+		r->spy_index + 1, r->spy_tid);
+	fprintf(f, "%-10s %7s %11s\n", "STATE", "SHARE", "TIME_MS");
+	for (i = 0; i < WS_COUNT; i++) {
+		if (st[i])
+			fprintf(f, "%-10s %6.1f%% %11.1f\n", watch__state_name(i),
+				share(st[i], total), (double)st[i] / 1e6);
+	}
+	fprintf(f, "\n%-10s %7s %11s %9s  %s\n", "STATE", "SHARE", "TIME_MS", "SNAPSHOTS",
+		"FUNCTION (where it resumes)");
+	for (i = 0; v && i < r->nrows; i++)
+		fprintf(f, "%-10s %6.1f%% %11.1f %9" PRIu64 "  %s\n", watch__state_name(v[i].state),
+			share(v[i].ns, total), (double)v[i].ns / 1e6, v[i].n, v[i].fn);
+	free(v);
+}
+
+static void json_counts(const struct watch_report *r, struct json *j)
+{
+	json__key(j, "snapshots");
+	json__object(j);
+	json__kv_int(j, "asked", (int64_t)asked(r));
+	json__kv_int(j, "taken", (int64_t)r->c.taken);
+	json__kv_int(j, "invalid", (int64_t)invalid(r));
+	json__kv_int(j, "unreadable", (int64_t)r->c.unreadable);
+	json__kv_int(j, "not_process", (int64_t)r->c.not_process);
+	json__kv_int(j, "off_target", (int64_t)r->c.off_target);
+	json__kv_int(j, "lost", (int64_t)r->c.lost);
+	json__end_object(j);
+}
+
+void watch__print_json(const struct watch_report *r, FILE *f)
+{
+	uint64_t st[WS_COUNT], total = covered(r, st);
+	struct watch_report_row *v = sorted(r);
+	struct json j;
+	size_t i;
+
+	json__init(&j, f);
+	json__object(&j);
+	json__kv_string(&j, "pid", r->pid_text);
+	json__kv_string(&j, "name", r->name[0] ? r->name : NULL);
+	json__kv_string(&j, "ended", r->end);
+	json__key(&j, "wall_s");
+	json__double(&j, (double)r->wall_ns / 1e9, 3);
+	json__kv_int(&j, "interval_ns", (int64_t)r->interval_ns);
+	json__kv_int(&j, "spy_tid", r->spy_tid);
+	json_counts(r, &j);
+	json__key(&j, "states");
+	json__object(&j);
+	for (i = 0; i < WS_COUNT; i++) {
+		json__key(&j, watch__state_name(i));
+		json__object(&j);
+		json__key(&j, "share");
+		json__double(&j, share(st[i], total) / 100.0, 4);
+		json__key(&j, "ms");
+		json__double(&j, (double)st[i] / 1e6, 3);
+		json__end_object(&j);
+	}
+	json__end_object(&j);
+	json__key(&j, "functions");
+	json__array(&j);
+	for (i = 0; v && i < r->nrows; i++) {
+		json__object(&j);
+		json__kv_string(&j, "state", watch__state_name(v[i].state));
+		json__kv_string(&j, "function", v[i].fn);
+		json__key(&j, "share");
+		json__double(&j, share(v[i].ns, total) / 100.0, 4);
+		json__key(&j, "ms");
+		json__double(&j, (double)v[i].ns / 1e6, 3);
+		json__kv_int(&j, "snapshots", (int64_t)v[i].n);
+		json__end_object(&j);
+	}
+	json__end_array(&j);
+	json__end_object(&j);
+	fputc('\n', f);
+	free(v);
+}
