@@ -129,6 +129,8 @@ static void spy_lower_priority(enum spy_policy policy)
 {
 	struct sched_param sp = {0};
 
+	if (policy == SPY_POLICY_NORMAL)
+		return;
 	if (policy == SPY_POLICY_OTHER || sched_setscheduler(0, SCHED_IDLE, &sp))
 		setpriority(PRIO_PROCESS, 0, 19); /* per thread on Linux */
 }

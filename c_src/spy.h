@@ -9,7 +9,9 @@
 
 #include "extrospect_abi.h"
 
-enum spy_policy { SPY_POLICY_IDLE = 0, SPY_POLICY_OTHER = 1 };
+/* IDLE: SCHED_IDLE; OTHER: SCHED_OTHER at nice 19; NORMAL: the creating thread's policy and
+ * nice value (a normal share: snapshots on time on a busy machine, a little CPU while leased). */
+enum spy_policy { SPY_POLICY_IDLE = 0, SPY_POLICY_OTHER = 1, SPY_POLICY_NORMAL = 2 };
 
 struct spies;
 

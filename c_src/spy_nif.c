@@ -51,6 +51,8 @@ ERL_NIF_TERM spy_nif__start(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 		policy = SPY_POLICY_IDLE;
 	else if (enif_is_identical(argv[1], atom(env, "other")))
 		policy = SPY_POLICY_OTHER;
+	else if (enif_is_identical(argv[1], atom(env, "normal")))
+		policy = SPY_POLICY_NORMAL;
 	else
 		return enif_make_badarg(env);
 	err = spies__start(n, policy, &set);

@@ -109,9 +109,9 @@ terminate(_Reason, #state{probe = Probe, worker = Worker} = State) ->
 %% Start (or stop, for 0) the wanted spies from a short-lived worker, and wait for it: the NIF
 %% joins threads on a dirty scheduler, which takes a few ms.
 apply_spies(#state{spies = N} = State) ->
-    Policy = case application:get_env(extrospect, spy_policy, idle) of
-                 other -> other;
-                 _ -> idle
+    Policy = case application:get_env(extrospect, spy_policy, normal) of
+                 P when P =:= idle; P =:= other -> P;
+                 _ -> normal
              end,
     {Pid, Ref} = spawn_monitor(?MODULE, spy_worker, [N, Policy]),
     Result = receive

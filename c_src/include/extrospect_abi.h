@@ -166,7 +166,7 @@ struct xp_spy_region {
 	uint32_t nslots;       /* spies running (descs valid), <= XP_SPY_MAX */
 	uint64_t slots_addr;   /* the slot array */
 	uint32_t slot_size;    /* sizeof(struct xp_spy_slot) */
-	uint32_t policy;       /* 0 SCHED_IDLE, 1 SCHED_OTHER at nice 19 */
+	uint32_t policy;       /* 0 SCHED_IDLE, 1 SCHED_OTHER at nice 19, 2 as the VM's threads */
 	uint64_t lease_ns;     /* XP_SPY_LEASE_NS as built */
 	uint64_t min_interval; /* XP_SPY_MIN_INTERVAL as built */
 	struct xp_spy_desc desc[XP_SPY_MAX];

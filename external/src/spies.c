@@ -279,6 +279,11 @@ static const char *state_name(uint32_t st)
 	return st < sizeof(names) / sizeof(names[0]) ? names[st] : "?";
 }
 
+static const char *policy_name(uint32_t p)
+{
+	return p == 0 ? "SCHED_IDLE" : p == 1 ? "SCHED_OTHER nice 19" : "SCHED_OTHER as the VM";
+}
+
 void spies__print_text(const struct target *t, FILE *f)
 {
 	struct spies_view *v = malloc(sizeof(*v));
@@ -295,9 +300,8 @@ void spies__print_text(const struct target *t, FILE *f)
 		return;
 	}
 	fprintf(f, "  %u spies (region v%u, %s, slots at 0x%" PRIx64 ", lease %" PRIu64 " ms)\n",
-		v->region.nslots, v->region.version,
-		v->region.policy ? "SCHED_OTHER nice 19" : "SCHED_IDLE", v->region.slots_addr,
-		v->region.lease_ns / 1000000);
+		v->region.nslots, v->region.version, policy_name(v->region.policy),
+		v->region.slots_addr, v->region.lease_ns / 1000000);
 	for (i = 0; i < v->region.nslots; i++) {
 		const struct xp_spy_slot *s = &v->slot[i];
 
@@ -322,7 +326,10 @@ void spies__print_json(const struct target *t, struct json *j)
 	json__kv_string(j, "status", st == SPIES_OK ? "ok" : spies__status_str(st));
 	if (st == SPIES_OK) {
 		json__kv_int(j, "version", v->region.version);
-		json__kv_string(j, "policy", v->region.policy ? "other" : "idle");
+		json__kv_string(j, "policy",
+				v->region.policy == 0	? "idle"
+				: v->region.policy == 1 ? "other"
+							: "normal");
 		json__kv_addr(j, "slots", v->region.slots_addr);
 		json__kv_int(j, "lease_ms", (int64_t)(v->region.lease_ns / 1000000));
 		json__key(j, "threads");

@@ -2,10 +2,10 @@
  * from a spy's snapshots. Finds P's Process struct through the process table, leases a spy and
  * points it at the struct (spies.c), opens a context-switch perf event on the spy's tid whose
  * user-stack copy is the struct, and turns each snapshot into P's state and, when not running,
- * the function and line it resumes at. Each snapshot holds until the next one (at most ten
- * intervals). Ends on -d, Ctrl-C, P exiting, the VM exiting or the lease lost; always parks the
- * spy it leased when the VM is still there. Does not own: the lease (spies.c), decoding a
- * Process (process.c), the perf ring (perf.c). */
+ * the function and line it resumes at. The time between two snapshots is split between them. Ends
+ * on -d, Ctrl-C, P exiting, the VM exiting or the lease lost; always parks the spy it leased when
+ * the VM is still there. Does not own: the lease (spies.c), decoding a Process (process.c), the
+ * perf ring (perf.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -177,15 +177,22 @@ static int row_of(struct watch *w, enum watch_state st, const char *fn)
 	return (int)w->nrows++;
 }
 
-/* Credit the previous snapshot's row up to time t. */
-static void credit(struct watch *w, uint64_t t)
+/* Split the time since the previous snapshot evenly between it and the new one (row): where
+ * in the gap the state changed is unknown, and the spy is late more often right after P starts
+ * running (a busy core), which holding the previous state until the next snapshot would credit
+ * to waiting. A gap counts at most WATCH_GAP_CAP intervals. */
+static void credit(struct watch *w, uint64_t t, int row)
 {
 	uint64_t dt, cap = WATCH_GAP_CAP * w->interval_ns;
 
 	if (w->prev_row < 0 || t <= w->prev_ns)
 		return;
 	dt = t - w->prev_ns;
-	w->rows[w->prev_row].ns += dt < cap ? dt : cap;
+	if (dt > cap)
+		dt = cap;
+	w->rows[w->prev_row].ns += dt / 2;
+	if (row >= 0)
+		w->rows[row].ns += dt - dt / 2;
 }
 
 static void take(struct watch *w, const struct process_snap *s, uint64_t time)
@@ -206,7 +213,7 @@ static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 	else
 		snprintf(fn, sizeof(fn), "(resume point unknown)");
 	row = row_of(w, st, fn);
-	credit(w, time);
+	credit(w, time, row);
 	if (row >= 0)
 		w->rows[row].n++;
 	w->prev_row = row;
@@ -423,9 +430,6 @@ static void report(struct watch *w)
 	};
 	size_t i;
 
-	/* The last snapshot holds one interval. */
-	if (w->prev_row >= 0)
-		credit(w, w->prev_ns + w->interval_ns);
 	r.c.lost = w->ps ? perf_session__stats(w->ps)->lost : 0;
 	for (i = 0; i < w->nrows; i++)
 		rows[i] = (struct watch_report_row){w->rows[i].state, w->rows[i].fn, w->rows[i].ns,

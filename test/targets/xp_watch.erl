@@ -1,0 +1,95 @@
+%% Ground truth for `extrospect watch`: xp_watch_target alternates, again and again, ~10 ms
+%% waiting in a receive (wait/0) and ~10 ms running (spin/1), and times both; a writer process
+%% puts the running totals in DIR/watch.stats (key=value, written whole by rename) about every
+%% 100 ms, so the harness takes the ratio over its watch window:
+%%   wait_us  wall time around the receive (waiting, then runnable until scheduled)
+%%   run_us   wall time around the spin (running; includes time the OS ran something else)
+%% xp_watch_victim waits in a receive until asked to exit. A trigger process polls DIR for files
+%% the harness creates (never a sleep on the harness side): kill_victim (the victim exits),
+%% stop_spies (extrospect:stop_spies/0), unload (extrospect_nif deleted and purged).
+%% Started by test/e2e/lib.sh: erl ... -run xp_watch start READYFILE agent|noagent HARNESS_PID
+-module(xp_watch).
+
+-export([start/1, wait/0, spin/1, victim/0]).
+
+-define(WAIT_MS, 10).
+-define(RUN_US, 10000).
+-define(WRITE_EVERY_MS, 100).
+-define(POLL_MS, 50).
+
+start([ReadyFile | _] = Args) ->
+    Dir = filename:dirname(ReadyFile),
+    xp_ready:boot(Args, fun() -> workload(Dir) end).
+
+workload(Dir) ->
+    Writer = spawn(fun() -> writer(filename:join(Dir, "watch.stats")) end),
+    register(xp_watch_target, spawn(fun() -> loop(Writer, 0, 0, now_ms()) end)),
+    register(xp_watch_victim, spawn(?MODULE, victim, [])),
+    spawn(fun() -> triggers(Dir, []) end),
+    xp_ready:write(filename:join(Dir, "watch.pids"),
+                   [{target, pid_to_list(whereis(xp_watch_target))},
+                    {victim, pid_to_list(whereis(xp_watch_victim))}]).
+
+now_ms() ->
+    erlang:monotonic_time(millisecond).
+
+now_us() ->
+    erlang:monotonic_time(microsecond).
+
+loop(Writer, Wait, Run, LastWrite) ->
+    T0 = now_us(),
+    wait(),
+    T1 = now_us(),
+    spin(T1 + ?RUN_US),
+    T2 = now_us(),
+    W = Wait + T1 - T0,
+    R = Run + T2 - T1,
+    case now_ms() - LastWrite >= ?WRITE_EVERY_MS of
+        true ->
+            Writer ! {totals, W, R},
+            loop(Writer, W, R, now_ms());
+        false ->
+            loop(Writer, W, R, LastWrite)
+    end.
+
+%% Waiting: the resume point watch reports is in this function.
+wait() ->
+    receive
+        never -> ok
+    after ?WAIT_MS -> ok
+    end.
+
+spin(Until) ->
+    case now_us() >= Until of
+        true -> ok;
+        false -> spin(Until)
+    end.
+
+writer(File) ->
+    receive
+        {totals, W, R} ->
+            xp_ready:write(File, [{wait_us, W}, {run_us, R}]),
+            writer(File)
+    end.
+
+victim() ->
+    receive
+        exit -> ok
+    end.
+
+triggers(Dir, Done) ->
+    receive after ?POLL_MS -> ok end,
+    New = [T || T <- [kill_victim, stop_spies, unload], not lists:member(T, Done),
+                filelib:is_regular(filename:join(Dir, atom_to_list(T)))],
+    [trigger(T) || T <- New],
+    triggers(Dir, New ++ Done).
+
+trigger(kill_victim) ->
+    xp_watch_victim ! exit;
+trigger(stop_spies) ->
+    extrospect:stop_spies();
+%% The library unloaded under running spies: its unload callback must join them.
+trigger(unload) ->
+    code:purge(extrospect_nif),
+    code:delete(extrospect_nif),
+    code:purge(extrospect_nif).
