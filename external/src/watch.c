@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "jitmap.h"
@@ -363,16 +364,48 @@ static int open_events(struct watch *w, char *err, size_t errlen)
 	return rc;
 }
 
-static bool vm_alive(const struct watch *w)
+/* A thread that exists and is not a zombie (a killed VM stays one until its parent reaps it). */
+static bool task_alive(pid_t pid, pid_t tid)
 {
-	char path[64];
+	char path[64], buf[512];
+	const char *paren;
+	size_t n;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)w->t->pid, (int)w->lease.tid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	f = fopen(path, "re");
-	if (f)
-		fclose(f);
-	return f != NULL;
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+/* The spy thread is gone: stopped by the agent (the region, read again, is consistent without
+ * it, or the block was retired by an unload while the VM lives on), or the whole VM is dying
+ * (its threads go first, the leader last). Watched for up to half a second. */
+static enum watch_end why_spy_gone(struct watch *w)
+{
+	struct spies_view *v = malloc(sizeof(*v));
+	enum watch_end end = WATCH_END_LEASE_LOST;
+	int i;
+
+	for (i = 0; i < 10 && v; i++) {
+		enum spies_status st;
+
+		if (!task_alive(w->t->pid, w->t->pid)) {
+			end = WATCH_END_VM_EXITED;
+			break;
+		}
+		st = spies__read(w->t, v);
+		if (st == SPIES_OK || st == SPIES_NONE)
+			break;
+		usleep(50000);
+	}
+	free(v);
+	return end;
 }
 
 /* Poll until an end; renew the lease on the way. */
@@ -396,8 +429,9 @@ static void run(struct watch *w, volatile sig_atomic_t *stop)
 			w->end = WATCH_END_DURATION;
 			break;
 		}
-		if (rc < 0 || perf_session__nthreads(w->ps) == 0 || !vm_alive(w)) {
-			w->end = vm_alive(w) ? WATCH_END_LEASE_LOST : WATCH_END_VM_EXITED;
+		if (rc < 0 || perf_session__nthreads(w->ps) == 0 ||
+		    !task_alive(w->t->pid, w->lease.tid)) {
+			w->end = why_spy_gone(w);
 			break;
 		}
 		if (now >= renew_ns) {

@@ -10,7 +10,7 @@
 #              (the agent revokes the lease: parked, generation bumped, within 3 s),
 #              extrospect:stop_spies/0 under a lease ("spy lost")
 #   unload     extrospect_nif purged under a retargeted spy: the VM lives, the watch ends
-#   vmexit     the VM exits under a watch: exit 7
+#   vmexit     the VM is killed under a watch: exit 7
 #   errors     no agent (exit 6), an agent with {spies, 0} (exit 6), each with its reason
 #   strace     the sampler's only write into the VM is process_vm_writev into the first 32 bytes
 #              of a published slot; no ptrace, no signal to the VM, no /proc/PID/mem
@@ -26,6 +26,10 @@ WATCH_TOL=${WATCH_TOL:-0.10} # share points: 10 (see README, "watch": accuracy)
 
 xp_require_sampler
 [[ $(id -u) -eq 0 ]] || xp_skip "perf_event_open on another process's thread with kernel samples needs root here"
+
+# The watch outputs outlive the VM's work dir (vmexit).
+WDIR=$(mktemp -d "${TMPDIR:-/tmp}/xp-watch-XXXXXX")
+xp_defer "rm -rf '$WDIR'"
 
 info_json() { xp_sampler info --json "$XP_VM_PID"; }
 
@@ -52,18 +56,20 @@ stat_get() { sed -n "s/^$1=//p" "$XP_VM_DIR/watch.stats"; }
 
 # Runs watch in the background: sets WPID; output in $XP_VM_DIR/w.json, status in w.rc.
 watch_bg() {
+	rm -f "$WDIR/w.rc" "$WDIR/w.json"
 	(
 		set +e
 		timeout --kill-after=5 60 "$XP_SAMPLER" watch --json "$@" "$XP_VM_PID" \
-			>"$XP_VM_DIR/w.json" 2>"$XP_VM_DIR/w.err"
-		echo $? >"$XP_VM_DIR/w.rc"
+			>"$WDIR/w.json" 2>"$WDIR/w.err"
+		echo $? >"$WDIR/w.rc"
 	) &
 	WPID=$!
 }
 
+# Not in a command substitution: only this shell can wait for WPID. Sets WRC.
 watch_wait() {
 	wait "$WPID" 2>/dev/null || true
-	cat "$XP_VM_DIR/w.rc"
+	WRC=$(cat "$WDIR/w.rc")
 }
 
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
@@ -110,15 +116,17 @@ case_lifecycle() {
 	watch_bg --name xp_watch_victim
 	wait_spy retargeted
 	touch "$XP_VM_DIR/kill_victim"
-	xp_expect "P exits: status" 0 "$(watch_wait)"
-	xp_expect "P exits: ended" "process exited" "$(jq -r .ended "$XP_VM_DIR/w.json")"
+	watch_wait
+	xp_expect "P exits: status" 0 "$WRC"
+	xp_expect "P exits: ended" "process exited" "$(jq -r .ended "$WDIR/w.json")"
 	wait_spy parked && xp_pass "P exits: spy parked"
 
 	watch_bg --name xp_watch_target
 	wait_spy retargeted
 	kill -INT "$(pgrep -P "$(pgrep -P "$WPID" timeout)" -x extrospect || pgrep -P "$WPID" -x extrospect)"
-	xp_expect "SIGINT: status" 0 "$(watch_wait)"
-	xp_expect "SIGINT: ended" interrupted "$(jq -r .ended "$XP_VM_DIR/w.json")"
+	watch_wait
+	xp_expect "SIGINT: status" 0 "$WRC"
+	xp_expect "SIGINT: ended" interrupted "$(jq -r .ended "$WDIR/w.json")"
 	wait_spy parked && xp_pass "SIGINT: spy parked"
 
 	watch_bg --name xp_watch_target
@@ -126,7 +134,7 @@ case_lifecycle() {
 	gen0=$(info_json | jq -r '[.spies.threads[] | select(.state == "retargeted")][0].generation')
 	t0=$(date +%s%N)
 	pkill -KILL -P "$(pgrep -P "$WPID" timeout)" -x extrospect
-	watch_wait >/dev/null
+	watch_wait
 	wait_spy parked && xp_pass "SIGKILL: the agent parked the spy after $((($(date +%s%N) - t0) / 1000000)) ms"
 	(($(date +%s%N) - t0 <= 3000000000)) && xp_pass "SIGKILL: within 3 s" ||
 		xp_fail "SIGKILL: parked only after $((($(date +%s%N) - t0) / 1000000)) ms"
@@ -137,8 +145,9 @@ case_lifecycle() {
 	watch_bg --name xp_watch_target
 	wait_spy retargeted
 	touch "$XP_VM_DIR/stop_spies"
-	xp_expect "stop_spies: status" 0 "$(watch_wait)"
-	s=$(jq -r .ended "$XP_VM_DIR/w.json")
+	watch_wait
+	xp_expect "stop_spies: status" 0 "$WRC"
+	s=$(jq -r .ended "$WDIR/w.json")
 	[[ "$s" == "spy lost"* ]] && xp_pass "stop_spies: ended: $s" || xp_fail "stop_spies: ended: $s"
 	xp_expect "stop_spies: spies left" "" "$(spy_states)"
 }
@@ -148,19 +157,24 @@ case_unload() {
 	watch_bg --name xp_watch_target
 	wait_spy retargeted
 	touch "$XP_VM_DIR/unload"
-	xp_expect "unload: status" 0 "$(watch_wait)"
-	s=$(jq -r .ended "$XP_VM_DIR/w.json")
+	watch_wait
+	xp_expect "unload: status" 0 "$WRC"
+	s=$(jq -r .ended "$WDIR/w.json")
 	[[ "$s" == "spy lost"* ]] && xp_pass "unload: ended: $s" || xp_fail "unload: ended: $s"
 	xp_alive "$XP_VM_PID" && xp_pass "unload: the VM lives" || xp_fail "unload: the VM died"
 	[[ "$(grep -c 'xp_spy_' /proc/"$XP_VM_PID"/task/*/comm 2>/dev/null | awk -F: '{ s += $2 } END { print s + 0 }')" == 0 ]] &&
 		xp_pass "unload: no spy thread left" || xp_fail "unload: spy threads outlived the library"
 }
 
+# The VM dies at once (SIGKILL from the harness, which started it): a crash, an OOM kill. A
+# graceful halt stops the application first, and the watch ends with "spy lost", status 0.
 case_vmexit() {
 	watch_bg --name xp_watch_target
 	wait_spy retargeted
+	kill -KILL "$XP_VM_PID"
+	watch_wait
+	xp_expect "VM exits: status" 7 "$WRC"
 	xp_stop_vm "$XP_VM_PID"
-	xp_expect "VM exits: status" 7 "$(watch_wait)"
 }
 
 case_errors() {
@@ -189,17 +203,23 @@ case_strace() {
 	grep -q process_vm_writev "$trace" && xp_pass "process_vm_writev calls: $(grep -c process_vm_writev "$trace")" ||
 		xp_fail "no process_vm_writev in the trace"
 	# process_vm_writev(PID, [{iov_base=..., iov_len=L}], 1, [{iov_base=0xADDR, iov_len=L}], 1, 0)
-	bad=$(grep -E 'process_vm_writev\(' "$trace" | awk -v pid="$XP_VM_PID" -v slots="$slots" -v n="$n" '
-		{
-			if (!match($0, /process_vm_writev\([0-9]+/)) { print; next }
-			p = substr($0, RSTART + 18, RLENGTH - 18)
-			if (!match($0, /\], 1, \[\{iov_base=0x[0-9a-f]+, iov_len=[0-9]+/)) { print; next }
-			s = substr($0, RSTART, RLENGTH)
-			split(s, f, /0x|, iov_len=/)
-			a = strtonum("0x" f[2]); len = f[3] + 0; base = strtonum(slots)
-			off = a - base
-			if (p != pid || off < 0 || off >= n * 128 || (off % 128) + len > 32) print
-		}')
+	bad=
+	while read -r line; do
+		local p a len off
+		p=$(grep -oE 'process_vm_writev\([0-9]+' <<<"$line" | grep -oE '[0-9]+$') || p=
+		a=$(grep -oE '\], 1, \[\{iov_base=0x[0-9a-f]+, iov_len=[0-9]+' <<<"$line") || a=
+		if [[ -z "$p" || -z "$a" ]]; then
+			bad+="unparsed: $line; "
+			continue
+		fi
+		len=${a##*iov_len=}
+		a=${a#*iov_base=0x}
+		a=${a%%,*}
+		off=$((16#$a - slots))
+		if [[ "$p" != "$XP_VM_PID" ]] || ((off < 0 || off >= n * 128 || off % 128 + len > 32)); then
+			bad+="$line; "
+		fi
+	done < <(grep -E 'process_vm_writev\(' "$trace")
 	[[ -z "$bad" ]] && xp_pass "every process_vm_writev is into the first 32 bytes of a published slot" ||
 		xp_fail "writes outside the slots: $bad"
 	! grep -qE '^[0-9]+ +ptrace\(' "$trace" && xp_pass "no ptrace" || xp_fail "ptrace called"
