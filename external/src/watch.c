@@ -225,28 +225,33 @@ static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 	w->c.taken++;
 }
 
-static void on_sample(const struct perf_sample *ps, void *ctx)
+/* A word of the copy at one of the target's resolved offsets; false when outside the copy. */
+static bool copy_word(const struct watch *w, const struct perf_sample *ps, enum xp_off_id id,
+		      size_t width, void *out)
 {
-	struct watch *w = ctx;
-	struct process_snap s;
+	const struct target_value *o = &w->t->off[id];
 
-	if (w->done)
-		return;
-	if ((int32_t)ps->tid != w->lease.tid) {
-		w->c.other++;
-		return;
-	}
-	/* Preempted outside its wait, or not yet retargeted: the copy is of its own stack. */
-	if (!ps->regs_valid || ps->regs[PERF_R_SP] != w->proc) {
-		w->c.off_target++;
-		return;
-	}
-	if (!ps->stack ||
-	    process__snap_from_bytes(&w->pr, w->proc, ps->stack, ps->stack_size, &s) != 0) {
+	if (!o->present || o->value < 0 || (uint64_t)o->value + width > ps->stack_size)
+		return false;
+	memcpy(out, ps->stack + o->value, width);
+	return true;
+}
+
+/* One copy of P's struct: P's pid first (else the struct was freed and maybe reused), its state
+ * (FREE: being released), then the whole snapshot; an exiting process whose heap fields are
+ * already torn down still counts as exiting. */
+static void snapshot(struct watch *w, const struct perf_sample *ps)
+{
+	struct process_snap s;
+	uint64_t pid = 0;
+	uint32_t state = 0;
+
+	if (!copy_word(w, ps, XP_OFF_P_ID, 8, &pid) ||
+	    !copy_word(w, ps, XP_OFF_P_STATE, 4, &state)) {
 		w->c.unreadable++;
 		return;
 	}
-	if (s.v.pid != w->pid_term || !s.have_state) {
+	if (pid != w->pid_term) {
 		w->c.not_process++;
 		if (++w->foreign_in_a_row >= WATCH_EXIT_SNAPS) {
 			w->end = WATCH_END_PROCESS_EXITED;
@@ -255,7 +260,40 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 		return;
 	}
 	w->foreign_in_a_row = 0;
-	take(w, &s, ps->time);
+	if (state & XP_PSFLG_FREE) {
+		w->end = WATCH_END_PROCESS_EXITED;
+		w->done = true;
+		return;
+	}
+	if (process__snap_from_bytes(&w->pr, w->proc, ps->stack, ps->stack_size, &s) == 0) {
+		take(w, &s, ps->time);
+		return;
+	}
+	if (state & XP_PSFLG_EXITING) {
+		memset(&s, 0, sizeof(s));
+		s.state = state;
+		take(w, &s, ps->time);
+		return;
+	}
+	w->c.unreadable++;
+}
+
+static void on_sample(const struct perf_sample *ps, void *ctx)
+{
+	struct watch *w = ctx;
+
+	if (w->done)
+		return;
+	if ((int32_t)ps->tid != w->lease.tid) {
+		w->c.other++;
+		return;
+	}
+	/* Preempted outside its wait, or not yet retargeted: the copy is of its own stack. */
+	if (!ps->regs_valid || ps->regs[PERF_R_SP] != w->proc || !ps->stack) {
+		w->c.off_target++;
+		return;
+	}
+	snapshot(w, ps);
 }
 
 /* The registered name of a snapshot, "" when none or unreadable. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2015 # "COND && xp_pass || xp_fail": xp_pass always succeeds
 # ctest e2e.watch.OTP.CASE: `extrospect watch` against the xp_watch target (test/targets) on
 # OTP 25|27|29 with the agent's spy threads. CASE:
 #   truth      xp_watch_target waits ~10 ms in a receive and runs ~10 ms, timing both: the
@@ -223,7 +224,7 @@ case_strace() {
 	[[ -z "$bad" ]] && xp_pass "every process_vm_writev is into the first 32 bytes of a published slot" ||
 		xp_fail "writes outside the slots: $bad"
 	! grep -qE '^[0-9]+ +ptrace\(' "$trace" && xp_pass "no ptrace" || xp_fail "ptrace called"
-	! grep -qE "(kill|tgkill|tkill)\($XP_VM_PID[,)]" "$trace" && xp_pass "no signal to the VM" ||
+	! grep -qE "(kill|tgkill|tkill)\(${XP_VM_PID}[,)]" "$trace" && xp_pass "no signal to the VM" ||
 		xp_fail "signalled the VM"
 	! grep -qE 'openat\(.*"/proc/[0-9]+/mem"' "$trace" && xp_pass "no /proc/PID/mem" ||
 		xp_fail "opened /proc/PID/mem"
