@@ -11,14 +11,15 @@
 %% Unverified values are logged with their reasons. A fresh load of the NIF library (code
 %% reload) makes the NIF notify us and we recalibrate.
 %% The agent also keeps the wanted number of spy threads ({spies, N} in the application
-%% environment, extrospect:start_spies/1): started at init, again in a freshly loaded library
-%% (the old one joined its own on unload), stopped when the agent terminates.
+%% environment, extrospect:start_spies/1): every calibration run ends by making the library's
+%% spies that many (a freshly loaded library has none: the old one joined its own on unload),
+%% extrospect:start_spies/1 applies at once, and the agent stops them when it terminates.
 -module(extrospect_agent).
 -behaviour(gen_server).
 
 -export([start_link/0]).
 -export([init/1, handle_continue/2, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
--export([calibrate_worker/1, probe_loop/0, sched_probe/1, dirty_probe/2, spy_worker/2]).
+-export([calibrate_worker/3, probe_loop/0, sched_probe/1, dirty_probe/2, spy_worker/2]).
 
 -define(PROBE_NAME, extrospect_probe).
 -define(PROBE_MFA, {?MODULE, probe_loop, 0}).
@@ -54,7 +55,7 @@ init([]) ->
     end.
 
 handle_continue(calibrate, State) ->
-    {noreply, apply_spies(request_run(State))}.
+    {noreply, request_run(State)}.
 
 handle_call(recalibrate, From, #state{worker = undefined} = State) ->
     {noreply, request_run(State#state{waiters = [From]})};
@@ -67,7 +68,9 @@ handle_call(status, _From, #state{} = S) ->
      S};
 handle_call({spies, N}, _From, State) when is_integer(N), N >= 0, N =< 16 ->
     S = apply_spies(State#state{spies = N}),
-    {reply, S#state.spy_result, S};
+    %% A calibration run under way ends by setting the count it was started with: run again.
+    Pending = S#state.pending orelse S#state.worker =/= undefined,
+    {reply, S#state.spy_result, S#state{pending = Pending}};
 handle_call(_Other, _From, State) ->
     {reply, {error, unknown_call}, State}.
 
@@ -76,7 +79,7 @@ handle_cast(_Msg, State) ->
 
 %% A freshly loaded (or upgraded) NIF library: calibrate it.
 handle_info({extrospect_nif, loaded}, State) ->
-    {noreply, apply_spies(request_run(State))};
+    {noreply, request_run(State)};
 handle_info({'DOWN', Ref, process, Pid, Reason}, #state{worker = {Pid, Ref}} = State) ->
     {Result, Us} = case Reason of
                        {xp_calibrated, R, T} -> {R, T};
@@ -109,11 +112,7 @@ terminate(_Reason, #state{probe = Probe, worker = Worker} = State) ->
 %% Start (or stop, for 0) the wanted spies from a short-lived worker, and wait for it: the NIF
 %% joins threads on a dirty scheduler, which takes a few ms.
 apply_spies(#state{spies = N} = State) ->
-    Policy = case application:get_env(extrospect, spy_policy, normal) of
-                 P when P =:= idle; P =:= other -> P;
-                 _ -> normal
-             end,
-    {Pid, Ref} = spawn_monitor(?MODULE, spy_worker, [N, Policy]),
+    {Pid, Ref} = spawn_monitor(?MODULE, spy_worker, [N, spy_policy()]),
     Result = receive
                  {'DOWN', Ref, process, Pid, {xp_spies, R}} -> R;
                  {'DOWN', Ref, process, Pid, Other} -> {error, Other}
@@ -124,20 +123,38 @@ apply_spies(#state{spies = N} = State) ->
     Result =:= ok orelse logger:warning("extrospect: spies ~b: ~p", [N, Result]),
     State#state{spy_result = Result}.
 
-spy_worker(N, Policy) ->
-    Gen = erlang:unique_integer([positive, monotonic]),
-    Result = try
-                 case N of
-                     0 -> nif(spy_stop, [Gen]);
-                     _ -> nif(spy_start, [N, Policy, Gen])
-                 end
-             catch exit:Why -> {error, Why};
-                   error:Why -> {error, Why}
-             end,
-    exit({xp_spies, Result}).
+spy_policy() ->
+    case application:get_env(extrospect, spy_policy, normal) of
+        P when P =:= idle; P =:= other -> P;
+        _ -> normal
+    end.
 
-request_run(#state{worker = undefined, probe = Probe} = State) ->
-    Worker = spawn_monitor(?MODULE, calibrate_worker, [Probe]),
+spy_worker(N, Policy) ->
+    exit({xp_spies, set_spies(N, Policy)}).
+
+set_spies(N, Policy) ->
+    Gen = erlang:unique_integer([positive, monotonic]),
+    try
+        case N of
+            0 -> nif(spy_stop, [Gen]);
+            _ -> nif(spy_start, [N, Policy, Gen])
+        end
+    catch exit:Why -> {error, Why};
+          error:Why -> {error, Why}
+    end.
+
+%% After a calibration run: the library's spies, as many as wanted (none in a fresh library).
+ensure_spies(N, Policy) ->
+    Have = try length(nif(spy_info, [])) catch _:_ -> unknown end,
+    case Have of
+        N -> ok;
+        unknown -> ok;
+        _ -> Result = set_spies(N, Policy),
+             Result =:= ok orelse logger:warning("extrospect: spies ~b: ~p", [N, Result])
+    end.
+
+request_run(#state{worker = undefined, probe = Probe, spies = N} = State) ->
+    Worker = spawn_monitor(?MODULE, calibrate_worker, [Probe, N, spy_policy()]),
     State#state{worker = Worker};
 request_run(State) ->
     State#state{pending = true}.
@@ -233,7 +250,7 @@ probe_stages(Probe, Addr) ->
 
 %% ---- calibration (in a worker process) --------------------------------------------------------
 
-calibrate_worker(Probe) ->
+calibrate_worker(Probe, Spies, Policy) ->
     T0 = erlang:monotonic_time(microsecond),
     Result = try run_steps(Probe)
              catch
@@ -246,6 +263,7 @@ calibrate_worker(Probe) ->
                      {error, {Class, Reason}}
              end,
     Us = erlang:monotonic_time(microsecond) - T0,
+    ensure_spies(Spies, Policy),
     Result =:= ok andalso report(Us),
     exit({xp_calibrated, Result, Us}).
 
