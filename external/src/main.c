@@ -2,7 +2,8 @@
  *
  * Exit codes (also in --help and README.md):
  *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
- *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
+ *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent; watch: no agent or
+ *   no free spy thread),
  *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject),
  *   10 perf-map refused to replace a map it did not write. */
 #include <errno.h>
