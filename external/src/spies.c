@@ -53,7 +53,7 @@ static enum spies_status read_block(const struct target *t, struct xp_agent_bloc
 	return SPIES_BLOCK_GONE;
 }
 
-static enum spies_status check_region(const struct xp_spy_region *r)
+enum spies_status spies__check_region(const struct xp_spy_region *r)
 {
 	unsigned i;
 
@@ -90,7 +90,7 @@ static enum spies_status check_mapping(const struct target *t, const struct xp_s
 }
 
 /* /proc/PID/task/TID/comm is "xp_spy_N" for spy i (N = i + 1). */
-static bool tid_is_spy(pid_t pid, int32_t tid, unsigned i)
+bool spies__tid_is_spy(pid_t pid, int32_t tid, unsigned i)
 {
 	char path[64], comm[32] = "", want[16];
 	FILE *f;
@@ -115,7 +115,7 @@ static enum spies_status read_slots(const struct target *t, struct spies_view *v
 	if (mem__read(t->mem, r->slots_addr, v->slot, (size_t)r->nslots * r->slot_size))
 		return SPIES_BLOCK_GONE;
 	for (i = 0; i < r->nslots; i++) {
-		if (!tid_is_spy(t->pid, r->desc[i].tid, i))
+		if (!spies__tid_is_spy(t->pid, r->desc[i].tid, i))
 			return SPIES_BAD_TID;
 		v->slot_ok[i] =
 		    v->slot[i].tid == r->desc[i].tid && v->slot[i].state <= XP_SPY_STOPPED;
@@ -139,7 +139,7 @@ enum spies_status spies__read(const struct target *t, struct spies_view *out)
 		out->block_addr = t->agent->addr;
 		out->block_generation = b->generation;
 		out->region = b->spy;
-		st = check_region(&out->region);
+		st = spies__check_region(&out->region);
 	}
 	free(b);
 	if (st == SPIES_OK)
@@ -164,8 +164,7 @@ static enum spies_status slot_write(const struct target *t, uint64_t slot, size_
 	return SPIES_OK;
 }
 
-/* Is spy l->index still the one we leased, per a fresh view? */
-static enum spies_status still_ours(const struct spies_view *v, const struct spy_lease *l)
+enum spies_status spy_lease__still_ours(const struct spies_view *v, const struct spy_lease *l)
 {
 	const struct xp_spy_slot *s = &v->slot[l->index];
 
@@ -244,7 +243,7 @@ static enum spies_status checked_write(const struct target *t, struct spy_lease 
 		return SPIES_BLOCK_GONE;
 	st = spies__read(t, v);
 	if (st == SPIES_OK)
-		st = still_ours(v, l);
+		st = spy_lease__still_ours(v, l);
 	if (st == SPIES_OK)
 		st = slot_write(t, l->slot, off, &value, sizeof(value));
 	free(v);

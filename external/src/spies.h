@@ -59,6 +59,15 @@ enum spies_status spy_lease__renew(const struct target *t, struct spy_lease *l);
 /* Park the spy again, if it is still ours (validated first). */
 enum spies_status spy_lease__release(const struct target *t, struct spy_lease *l);
 
+/* The checks, exposed for unit tests. The region as published: version, counts, slot size and
+ * alignment, each slot's address recomputed. */
+enum spies_status spies__check_region(const struct xp_spy_region *r);
+/* /proc/PID/task/TID/comm is "xp_spy_<index + 1>". */
+bool spies__tid_is_spy(pid_t pid, int32_t tid, unsigned index);
+/* Is the spy of l still ours in v: same tid and slot, slot consistent, and the generation,
+ * target and owner we wrote? SPIES_OK or SPIES_LEASE_LOST. */
+enum spies_status spy_lease__still_ours(const struct spies_view *v, const struct spy_lease *l);
+
 /* info: the region and the slots, text and JSON ("spies" key). */
 void spies__print_text(const struct target *t, FILE *f);
 void spies__print_json(const struct target *t, struct json *j);
