@@ -209,7 +209,8 @@ enum {
 	OPT_CODE_PATH,
 	OPT_PERF_DATA,
 	OPT_KEEP_PRIORITY,
-	OPT_NO_BPF
+	OPT_NO_BPF,
+	OPT_METHOD
 };
 
 static const struct option longopts[] = {
@@ -231,6 +232,7 @@ static const struct option longopts[] = {
     {"verbose", no_argument, NULL, 'v'},
     {"keep-priority", no_argument, NULL, OPT_KEEP_PRIORITY},
     {"no-bpf", no_argument, NULL, OPT_NO_BPF},
+    {"method", required_argument, NULL, OPT_METHOD},
     {"lines", no_argument, NULL, OPT_LINES},
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
@@ -253,7 +255,7 @@ static bool samples(enum cli_command cmd)
 static bool watch_allows(int c)
 {
 	return c == 'h' || c == 'F' || c == 'd' || c == 'v' || c == OPT_JSON ||
-	       c == OPT_ERLANG_PID || c == OPT_NAME;
+	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD;
 }
 
 /* Which options each command accepts. */
@@ -441,6 +443,11 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case OPT_PERF_DATA:
 		o->perf_data = arg;
 		return 0;
+	case OPT_METHOD:
+		if (strcmp(arg, "spy") && strcmp(arg, "poll"))
+			break;
+		o->watch_poll = strcmp(arg, "poll") == 0;
+		return 0;
 	case 'o':
 		o->output = arg;
 		return 0;
@@ -503,6 +510,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
 		 : c == OPT_NODE       ? "--node (like name@host)"
+		 : c == OPT_METHOD     ? "--method (spy or poll)"
 				       : "--format (svg, speedscope or collapsed)");
 	return -EINVAL;
 }

@@ -51,6 +51,9 @@ const char watch__usage[] =
     "                        machine fewer are taken (the summary says how many)\n"
     "  -d, --duration SECS   stop after SECS seconds (default: until Ctrl-C or P exits)\n"
     "  --json                print one JSON object (keys in README.md)\n"
+    "  --method spy|poll     spy (default), or poll: the sampler reads P's struct itself every\n"
+    "                        interval with process_vm_readv (no agent needed; a comparison,\n"
+    "                        bench/watch_methods: reads are late whenever the sampler is)\n"
     "\n"
     "Needs the agent with spies (the extrospect application starts {spies, 2}; see\n"
     "extrospect:start_spies/1), and perf_event_open on the spy thread (root, or CAP_PERFMON with\n"
@@ -485,6 +488,49 @@ static void run(struct watch *w, volatile sig_atomic_t *stop)
 		perf_session__poll(w->ps, 0, on_sample, w);
 }
 
+/* --method poll: the sampler reads P's struct itself every interval (process_vm_readv), for the
+ * comparison in bench/watch_methods; the same decoding and accounting as the spy's copies. */
+static void run_poll(struct watch *w, volatile sig_atomic_t *stop)
+{
+	size_t n = (process__snap_bytes(&w->pr) + 7) & ~(size_t)7;
+	uint64_t end_ns = w->o->duration_s > 0 ? w->start_ns + (uint64_t)(w->o->duration_s * 1e9)
+					       : UINT64_MAX,
+		 next = w->start_ns;
+	struct perf_sample ps = {.regs_valid = true};
+	uint8_t *buf = malloc(n);
+
+	ps.regs[PERF_R_SP] = w->proc;
+	ps.stack = buf;
+	ps.stack_size = n;
+	while (buf && !w->done) {
+		struct timespec ts;
+		uint64_t now = now_ns();
+		int rc;
+
+		if (*stop || now >= end_ns) {
+			w->end = *stop ? WATCH_END_INTERRUPTED : WATCH_END_DURATION;
+			break;
+		}
+		rc = mem__read(w->t->mem, w->proc, buf, n);
+		if (rc == -ESRCH) {
+			w->end = WATCH_END_VM_EXITED;
+			break;
+		}
+		ps.time = now_ns();
+		if (rc)
+			w->c.unreadable++;
+		else
+			on_sample(&ps, w);
+		next += w->interval_ns;
+		if (next < now)
+			next = now;
+		ts.tv_sec = (time_t)(next / 1000000000ull);
+		ts.tv_nsec = (long)(next % 1000000000ull);
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
+	free(buf);
+}
+
 static void report(struct watch *w)
 {
 	struct watch_report_row rows[WATCH_MAX_ROWS];
@@ -492,6 +538,7 @@ static void report(struct watch *w)
 	    .pid_text = w->pid_text,
 	    .name = w->name,
 	    .end = end_names[w->end],
+	    .method = w->o->watch_poll ? "poll" : "spy",
 	    .spy_tid = w->lease.tid,
 	    .spy_index = w->lease.index,
 	    .interval_ns = w->interval_ns,
@@ -525,7 +572,7 @@ int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	w->t = t;
 	w->prev_row = -1;
 	w->interval_ns = o->interval_ns ? o->interval_ns : 1000000;
-	if (!target__has_agent(t)) {
+	if (!o->watch_poll && !target__has_agent(t)) {
 		snprintf(err, errlen,
 			 "watch needs the extrospect agent in the VM (%s): load the extrospect "
 			 "application, or `extrospect inject`",
@@ -533,7 +580,16 @@ int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 		rc = TARGET_EUNSUPPORTED;
 		goto cleanup;
 	}
-	if ((rc = find_process(w, err, errlen)) || (rc = lease_spy(w, err, errlen)))
+	if ((rc = find_process(w, err, errlen)))
+		goto cleanup;
+	if (o->watch_poll) {
+		w->start_ns = now_ns();
+		run_poll(w, stop);
+		report(w);
+		rc = w->end == WATCH_END_VM_EXITED ? TARGET_EGONE : 0;
+		goto cleanup;
+	}
+	if ((rc = lease_spy(w, err, errlen)))
 		goto cleanup;
 	if ((rc = open_events(w, err, errlen)))
 		goto release;

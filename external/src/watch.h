@@ -48,7 +48,7 @@ struct watch_report_row {
 };
 
 struct watch_report {
-	const char *pid_text, *name, *end;
+	const char *pid_text, *name, *end, *method;
 	int spy_tid;
 	unsigned spy_index;
 	uint64_t interval_ns, wall_ns;

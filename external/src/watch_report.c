@@ -65,11 +65,13 @@ void watch__print_text(const struct watch_report *r, FILE *f)
 		r->name, (double)r->wall_ns / 1e9, r->end);
 	fprintf(f,
 		"snapshots: %" PRIu64 " taken of %" PRIu64 " asked (every %.3f ms, %.1f %%), "
-		"%" PRIu64 " invalid (%.2f %%), %" PRIu64 " off target, %" PRIu64 " lost; spy "
-		"xp_spy_%u (tid %d)\n\n",
+		"%" PRIu64 " invalid (%.2f %%), %" PRIu64 " off target, %" PRIu64 " lost; ",
 		r->c.taken, a, (double)r->interval_ns / 1e6, share(r->c.taken, a), invalid(r),
-		share(invalid(r), r->c.taken + invalid(r)), r->c.off_target, r->c.lost,
-		r->spy_index + 1, r->spy_tid);
+		share(invalid(r), r->c.taken + invalid(r)), r->c.off_target, r->c.lost);
+	if (strcmp(r->method, "spy") == 0)
+		fprintf(f, "spy xp_spy_%u (tid %d)\n\n", r->spy_index + 1, r->spy_tid);
+	else
+		fprintf(f, "method %s\n\n", r->method);
 	fprintf(f, "%-10s %7s %11s\n", "STATE", "SHARE", "TIME_MS");
 	for (i = 0; i < WS_COUNT; i++) {
 		if (st[i])
@@ -110,6 +112,7 @@ void watch__print_json(const struct watch_report *r, FILE *f)
 	json__kv_string(&j, "pid", r->pid_text);
 	json__kv_string(&j, "name", r->name[0] ? r->name : NULL);
 	json__kv_string(&j, "ended", r->end);
+	json__kv_string(&j, "method", r->method);
 	json__key(&j, "wall_s");
 	json__double(&j, (double)r->wall_ns / 1e9, 3);
 	json__kv_int(&j, "interval_ns", (int64_t)r->interval_ns);

@@ -6,7 +6,9 @@
 %%   run_us   wall time around the spin (running; includes time the OS ran something else)
 %% xp_watch_victim waits in a receive until asked to exit. A trigger process polls DIR for files
 %% the harness creates (never a sleep on the harness side): kill_victim (the victim exits),
-%% stop_spies (extrospect:stop_spies/0), unload (extrospect_nif deleted and purged).
+%% stop_spies (extrospect:stop_spies/0), unload (extrospect_nif deleted and purged), and,
+%% any number of times, poll (bench/watch_methods: process_info(xp_watch_target, status) every
+%% millisecond for the seconds the file holds, the counts written to DIR/poll.out).
 %% Started by test/e2e/lib.sh: erl ... -run xp_watch start READYFILE agent|noagent HARNESS_PID
 -module(xp_watch).
 
@@ -79,10 +81,35 @@ victim() ->
 
 triggers(Dir, Done) ->
     receive after ?POLL_MS -> ok end,
+    Poll = filename:join(Dir, "poll"),
+    case file:read_file(Poll) of
+        {ok, Secs} ->
+            ok = file:delete(Poll),
+            poll_inside(Dir, binary_to_integer(string:trim(Secs)));
+        {error, _} ->
+            ok
+    end,
     New = [T || T <- [kill_victim, stop_spies, unload], not lists:member(T, Done),
                 filelib:is_regular(filename:join(Dir, atom_to_list(T)))],
     [trigger(T) || T <- New],
     triggers(Dir, New ++ Done).
+
+%% In-VM polling, the way an application could watch itself: one status per millisecond.
+poll_inside(Dir, Secs) ->
+    Until = now_ms() + 1000 * Secs,
+    Counts = poll_loop(Until, #{}),
+    xp_ready:write(filename:join(Dir, "poll.out"),
+                   [{K, V} || {K, V} <- lists:sort(maps:to_list(Counts))]).
+
+poll_loop(Until, Acc) ->
+    case now_ms() >= Until of
+        true ->
+            Acc;
+        false ->
+            {status, S} = erlang:process_info(whereis(xp_watch_target), status),
+            receive after 1 -> ok end,
+            poll_loop(Until, maps:update_with(S, fun(N) -> N + 1 end, 1, Acc))
+    end.
 
 trigger(kill_victim) ->
     xp_watch_victim ! exit;
