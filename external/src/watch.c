@@ -94,6 +94,9 @@ struct watch {
 	struct perf_session *ps;
 	uint64_t interval_ns, start_ns, first_ns, last_ns, prev_ns, jit_retry_ns;
 	int prev_row;
+	enum watch_state prev_state;
+	uint64_t runq_start; /* the current runnable episode's estimated start, 0 outside one */
+	uint64_t runq_hist[WATCH_HIST_BUCKETS];
 	struct watch_row rows[WATCH_MAX_ROWS];
 	size_t nrows;
 	struct watch_counts c;
@@ -199,6 +202,27 @@ static void credit(struct watch *w, uint64_t t, int row)
 		w->rows[row].ns += dt - dt / 2;
 }
 
+/* Runnable episodes (queued for a scheduler): each starts and ends halfway between the
+ * snapshots around its edges, so a duration is known to about one interval, and an episode
+ * shorter than the gap between two snapshots may go unseen. Log2 buckets of microseconds. */
+static void runq_track(struct watch *w, enum watch_state st, uint64_t time)
+{
+	uint64_t mid = w->prev_ns ? w->prev_ns + (time - w->prev_ns) / 2 : time, us;
+	unsigned b = 0;
+
+	if (st == WS_RUNNABLE && !w->runq_start) {
+		w->runq_start = mid;
+		return;
+	}
+	if (st == WS_RUNNABLE || !w->runq_start)
+		return;
+	us = (mid - w->runq_start) / 1000;
+	while (b + 1 < WATCH_HIST_BUCKETS && us >= (2ull << b))
+		b++;
+	w->runq_hist[b]++;
+	w->runq_start = 0;
+}
+
 static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 {
 	char fn[WATCH_FN_LEN];
@@ -217,6 +241,7 @@ static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 	else
 		snprintf(fn, sizeof(fn), "(resume point unknown)");
 	row = row_of(w, st, fn);
+	runq_track(w, st, time);
 	credit(w, time, row);
 	if (row >= 0)
 		w->rows[row].n++;
@@ -550,6 +575,7 @@ static void report(struct watch *w)
 	size_t i;
 
 	r.c.lost = w->ps ? perf_session__stats(w->ps)->lost : 0;
+	memcpy(r.runq_hist, w->runq_hist, sizeof(r.runq_hist));
 	for (i = 0; i < w->nrows; i++)
 		rows[i] = (struct watch_report_row){w->rows[i].state, w->rows[i].fn, w->rows[i].ns,
 						    w->rows[i].n};

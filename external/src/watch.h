@@ -36,6 +36,8 @@ struct watch_counts {
 	uint64_t lost;	      /* perf records the kernel dropped */
 };
 
+#define WATCH_HIST_BUCKETS 24 /* runnable episodes: [0, 2) us, [2, 4) us, ... */
+
 /* Process.state -> state; -ESRCH when the struct is being freed (P is gone). */
 int watch__classify(uint32_t state, enum watch_state *out);
 const char *watch__state_name(enum watch_state s);
@@ -55,6 +57,7 @@ struct watch_report {
 	struct watch_counts c;
 	const struct watch_report_row *rows;
 	size_t nrows;
+	uint64_t runq_hist[WATCH_HIST_BUCKETS]; /* runnable episodes by duration, log2 us */
 };
 
 void watch__print_text(const struct watch_report *r, FILE *f);

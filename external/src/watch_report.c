@@ -54,6 +54,31 @@ static struct watch_report_row *sorted(const struct watch_report *r)
 	return v;
 }
 
+/* The runnable-episode histogram: "[lo, hi) us  count" rows, and the median's bucket. */
+static void runq_text(const struct watch_report *r, FILE *f)
+{
+	uint64_t n = 0, seen = 0;
+	unsigned b;
+
+	for (b = 0; b < WATCH_HIST_BUCKETS; b++)
+		n += r->runq_hist[b];
+	if (!n)
+		return;
+	fprintf(f, "\nrunnable episodes (queued for a scheduler; +- one interval): %" PRIu64 "\n",
+		n);
+	for (b = 0; b < WATCH_HIST_BUCKETS; b++) {
+		uint64_t lo = b ? 1ull << b : 0, hi = 2ull << b;
+
+		if (!r->runq_hist[b])
+			continue;
+		seen += r->runq_hist[b];
+		fprintf(f, "  %8" PRIu64 " - %-8" PRIu64 " us %6" PRIu64 "%s\n", lo, hi,
+			r->runq_hist[b],
+			seen - r->runq_hist[b] < (n + 1) / 2 && seen >= (n + 1) / 2 ? "  <- median"
+										    : "");
+	}
+}
+
 void watch__print_text(const struct watch_report *r, FILE *f)
 {
 	uint64_t st[WS_COUNT], total = covered(r, st);
@@ -84,6 +109,7 @@ void watch__print_text(const struct watch_report *r, FILE *f)
 		fprintf(f, "%-10s %6.1f%% %11.1f %9" PRIu64 "  %s\n", watch__state_name(v[i].state),
 			share(v[i].ns, total), (double)v[i].ns / 1e6, v[i].n, v[i].fn);
 	free(v);
+	runq_text(r, f);
 }
 
 static void json_counts(const struct watch_report *r, struct json *j)
@@ -130,6 +156,18 @@ void watch__print_json(const struct watch_report *r, FILE *f)
 		json__end_object(&j);
 	}
 	json__end_object(&j);
+	json__key(&j, "runnable_episodes_us"); /* [[lo, hi, count], ...], log2 buckets */
+	json__array(&j);
+	for (i = 0; i < WATCH_HIST_BUCKETS; i++) {
+		if (!r->runq_hist[i])
+			continue;
+		json__array(&j);
+		json__uint(&j, i ? 1ull << i : 0);
+		json__uint(&j, 2ull << i);
+		json__uint(&j, r->runq_hist[i]);
+		json__end_array(&j);
+	}
+	json__end_array(&j);
 	json__key(&j, "functions");
 	json__array(&j);
 	for (i = 0; v && i < r->nrows; i++) {
