@@ -24,7 +24,9 @@ start([ReadyFile | _] = Args) ->
     xp_ready:boot(Args, fun() -> workload(Dir) end).
 
 workload(Dir) ->
-    Writer = spawn(fun() -> writer(filename:join(Dir, "watch.stats")) end),
+    Stats = filename:join(Dir, "watch.stats"),
+    xp_ready:write(Stats, [{wait_us, 0}, {run_us, 0}]), % there before the ready file
+    Writer = spawn(fun() -> writer(Stats) end),
     register(xp_watch_target, spawn(fun() -> loop(Writer, 0, 0, now_ms()) end)),
     register(xp_watch_victim, spawn(?MODULE, victim, [])),
     spawn(fun() -> triggers(Dir, []) end),
