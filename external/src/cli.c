@@ -255,7 +255,8 @@ static bool samples(enum cli_command cmd)
 static bool watch_allows(int c)
 {
 	return c == 'h' || c == 'F' || c == 'd' || c == 'v' || c == OPT_JSON ||
-	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD;
+	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD || c == 'o' ||
+	       c == OPT_FORMAT;
 }
 
 /* Which options each command accepts. */
@@ -594,7 +595,7 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
 	}
-	if (o->command == CLI_RECORD && !format_given)
+	if ((o->command == CLI_RECORD || (o->command == CLI_WATCH && o->output)) && !format_given)
 		o->format = format_from_name(o->output);
 	return CLI_RUN;
 }

@@ -51,6 +51,8 @@ const char watch__usage[] =
     "                        machine fewer are taken (the summary says how many)\n"
     "  -d, --duration SECS   stop after SECS seconds (default: until Ctrl-C or P exits)\n"
     "  --json                print one JSON object (keys in README.md)\n"
+    "  -o, --output FILE     also write the time as a flame graph whose roots are the states\n"
+    "  --format svg|speedscope|collapsed  default: from FILE's extension, as record\n"
     "  --method spy|poll     spy (default), or poll: the sampler reads P's struct itself every\n"
     "                        interval with process_vm_readv (no agent needed; a comparison,\n"
     "                        bench/watch_methods: reads are late whenever the sampler is)\n"
@@ -63,7 +65,8 @@ const char watch__usage[] =
     "Examples:\n"
     "  extrospect watch --name my_server -d 10 4242\n"
     "  extrospect watch --erlang-pid '<0.811.0>' --rate 250us -d 5 4242\n"
-    "  extrospect watch --name my_server -d 10 --json 4242 | jq .states\n";
+    "  extrospect watch --name my_server -d 10 --json 4242 | jq .states\n"
+    "  extrospect watch --name my_server -d 30 -o server.svg 4242\n";
 
 static const char *const state_names[WS_COUNT] = {
     [WS_RUNNING] = "running", [WS_RUNNABLE] = "runnable",   [WS_WAITING] = "waiting",
@@ -584,6 +587,8 @@ static void report(struct watch *w)
 	else
 		watch__print_text(&r, stdout);
 	fflush(stdout);
+	if (w->o->output && watch__write_graph(&r, w->o->output, (int)w->o->format))
+		fprintf(stderr, "extrospect: cannot write %s\n", w->o->output);
 }
 
 int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,

@@ -61,6 +61,9 @@ struct watch_report {
 };
 
 void watch__print_text(const struct watch_report *r, FILE *f);
+/* The same time as a flame graph whose roots are the states: "<pid> name" -> state -> function,
+ * weighted in microseconds. format: enum cli_format. 0 or -errno. */
+int watch__write_graph(const struct watch_report *r, const char *path, int format);
 void watch__print_json(const struct watch_report *r, FILE *f);
 
 #endif /* XP_WATCH_H */

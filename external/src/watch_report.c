@@ -1,11 +1,17 @@
 /* watch's report: P's wall time by state, then by (state, function), as a table or JSON. Shares
  * are of the time the snapshots cover. Does not own: taking the snapshots (watch.c). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregate.h"
+#include "cli.h"
 #include "json.h"
+#include "report/report.h"
 #include "watch.h"
+
+#define XP_GROUP_LEN 320
 
 static uint64_t covered(const struct watch_report *r, uint64_t by_state[WS_COUNT])
 {
@@ -185,4 +191,58 @@ void watch__print_json(const struct watch_report *r, FILE *f)
 	json__end_object(&j);
 	fputc('\n', f);
 	free(v);
+}
+
+static int fill_agg(const struct watch_report *r, struct agg *a)
+{
+	char group[XP_GROUP_LEN];
+	uint32_t g, fr[2];
+	size_t i;
+	int rc;
+
+	snprintf(group, sizeof(group), "%s%s%s", r->pid_text, r->name[0] ? " " : "", r->name);
+	if ((rc = agg__group(a, group, &g)))
+		return rc;
+	for (i = 0; i < r->nrows; i++) {
+		const struct watch_report_row *w = &r->rows[i];
+
+		if (w->ns < 1000)
+			continue;
+		if ((rc = agg__frame(a, watch__state_name(w->state), FRAME_LABEL, &fr[0])) ||
+		    (rc = agg__frame(a, w->fn, w->state == WS_RUNNING ? FRAME_LABEL : FRAME_ERLANG,
+				     &fr[1])) ||
+		    (rc = agg__add(a, g, fr, 2, w->ns / 1000)))
+			return rc;
+	}
+	return 0;
+}
+
+int watch__write_graph(const struct watch_report *r, const char *path, int format)
+{
+	struct agg *a = NULL;
+	FILE *f = NULL;
+	char title[128];
+	int rc;
+
+	if ((rc = agg__new(&a)) || (rc = fill_agg(r, a)))
+		goto cleanup;
+	f = fopen(path, "we");
+	if (!f) {
+		rc = -errno;
+		goto cleanup;
+	}
+	snprintf(title, sizeof(title), "extrospect watch %s: wall time (us) by state", r->pid_text);
+	if (format == CLI_FMT_SVG)
+		rc = report__svg(a, f, title);
+	else if (format == CLI_FMT_SPEEDSCOPE)
+		rc = report__speedscope(a, f, title);
+	else
+		rc = report__collapsed(a, f);
+	if (!rc)
+		rc = report__finish(f);
+cleanup:
+	if (f && fclose(f) && !rc)
+		rc = -EIO;
+	agg__free(a);
+	return rc;
 }

@@ -5,8 +5,8 @@
 #   truth      xp_watch_target waits ~10 ms in a receive and runs ~10 ms, timing both: the
 #              running and waiting(+runnable) shares must be within WATCH_TOL points of the
 #              target's own times over the window; at most 1 % invalid snapshots; the waiting
-#              time is at xp_watch:wait/0; --erlang-pid on the parked victim: all waiting at
-#              xp_watch:victim/0; every spy parked again afterwards
+#              time is at xp_watch:wait/0, also in the -o flame graph; --erlang-pid on the
+#              parked victim: all waiting at xp_watch:victim/0; every spy parked again afterwards
 #   lifecycle  P exits (ended "process exited"), SIGINT ("interrupted"), SIGKILL of the sampler
 #              (the agent revokes the lease: parked, generation bumped, within 3 s),
 #              extrospect:stop_spies/0 under a lease ("spy lost")
@@ -80,7 +80,8 @@ case_truth() {
 	xp_expect "spies at start" "parked parked" "$(spy_states)"
 	w0=$(stat_get wait_us) r0=$(stat_get run_us)
 	rc=0
-	xp_sampler watch --json --name xp_watch_target -d 4 "$XP_VM_PID" >"$XP_VM_DIR/t.json" || rc=$?
+	xp_sampler watch --json --name xp_watch_target -d 4 -o "$WDIR/t.folded" "$XP_VM_PID" \
+		>"$XP_VM_DIR/t.json" || rc=$?
 	w1=$(stat_get wait_us) r1=$(stat_get run_us)
 	xp_expect "watch exit status" 0 "$rc"
 	truth=$(awk -v w=$((w1 - w0)) -v r=$((r1 - r0)) 'BEGIN { printf "%.4f", r / (w + r) }')
@@ -103,6 +104,9 @@ case_truth() {
 	[[ "$top" == "xp_watch:wait/0 ("*"xp_watch.erl:"* ]] && xp_pass "waits at $top" ||
 		xp_fail "top waiting function: $top"
 	xp_expect "ended" duration "$(jq -r .ended "$XP_VM_DIR/t.json")"
+	grep -qE '^<[0-9.]+> xp_watch_target;waiting;xp_watch:wait/0 \(.*xp_watch.erl:[0-9]+\) [0-9]+$' "$WDIR/t.folded" &&
+		grep -qE '^<[0-9.]+> xp_watch_target;running;\(on CPU\) [0-9]+$' "$WDIR/t.folded" &&
+		xp_pass "-o: a flame graph rooted at the states" || xp_fail "-o: $(cat "$WDIR/t.folded")"
 	wait_spy parked && xp_pass "spies parked after watch"
 	xp_sampler watch --json --erlang-pid "$(sed -n 's/^victim=//p' "$XP_VM_DIR/watch.pids")" \
 		-d 1 "$XP_VM_PID" >"$XP_VM_DIR/v.json"
