@@ -1,9 +1,10 @@
 %% Ground truth for `extrospect watch`: xp_watch_target alternates, again and again, ~10 ms
-%% waiting in a receive (wait/0) and ~10 ms running (spin/1), and times both; a writer process
+%% waiting in a receive (wait/0) and ~10 ms running (spin/2), and times both; a writer process
 %% puts the running totals in DIR/watch.stats (key=value, written whole by rename) about every
 %% 100 ms, so the harness takes the ratio over its watch window:
 %%   wait_us  wall time around the receive (waiting, then runnable until scheduled)
 %%   run_us   wall time around the spin (running; includes time the OS ran something else)
+%%   spins    iterations of the spin loop (per run_us: the target's speed, for slowdown)
 %% xp_watch_victim waits in a receive until asked to exit. A trigger process polls DIR for files
 %% the harness creates (never a sleep on the harness side): kill_victim (the victim exits),
 %% stop_spies (extrospect:stop_spies/0), unload (extrospect_nif deleted and purged), and,
@@ -12,7 +13,7 @@
 %% Started by test/e2e/lib.sh: erl ... -run xp_watch start READYFILE agent|noagent HARNESS_PID
 -module(xp_watch).
 
--export([start/1, wait/0, spin/1, victim/0]).
+-export([start/1, wait/0, spin/2, victim/0]).
 
 -define(WAIT_MS, 10).
 -define(RUN_US, 10000).
@@ -25,9 +26,9 @@ start([ReadyFile | _] = Args) ->
 
 workload(Dir) ->
     Stats = filename:join(Dir, "watch.stats"),
-    xp_ready:write(Stats, [{wait_us, 0}, {run_us, 0}]), % there before the ready file
+    xp_ready:write(Stats, [{wait_us, 0}, {run_us, 0}, {spins, 0}]), % before the ready file
     Writer = spawn(fun() -> writer(Stats) end),
-    register(xp_watch_target, spawn(fun() -> loop(Writer, 0, 0, now_ms()) end)),
+    register(xp_watch_target, spawn(fun() -> loop(Writer, {0, 0, 0}, now_ms()) end)),
     register(xp_watch_victim, spawn(?MODULE, victim, [])),
     spawn(fun() -> triggers(Dir, []) end),
     xp_ready:write(filename:join(Dir, "watch.pids"),
@@ -40,20 +41,19 @@ now_ms() ->
 now_us() ->
     erlang:monotonic_time(microsecond).
 
-loop(Writer, Wait, Run, LastWrite) ->
+loop(Writer, {Wait, Run, Spins}, LastWrite) ->
     T0 = now_us(),
     wait(),
     T1 = now_us(),
-    spin(T1 + ?RUN_US),
+    N = spin(T1 + ?RUN_US, 0),
     T2 = now_us(),
-    W = Wait + T1 - T0,
-    R = Run + T2 - T1,
+    Totals = {Wait + T1 - T0, Run + T2 - T1, Spins + N},
     case now_ms() - LastWrite >= ?WRITE_EVERY_MS of
         true ->
-            Writer ! {totals, W, R},
-            loop(Writer, W, R, now_ms());
+            Writer ! {totals, Totals},
+            loop(Writer, Totals, now_ms());
         false ->
-            loop(Writer, W, R, LastWrite)
+            loop(Writer, Totals, LastWrite)
     end.
 
 %% Waiting: the resume point watch reports is in this function.
@@ -63,16 +63,16 @@ wait() ->
     after ?WAIT_MS -> ok
     end.
 
-spin(Until) ->
+spin(Until, N) ->
     case now_us() >= Until of
-        true -> ok;
-        false -> spin(Until)
+        true -> N;
+        false -> spin(Until, N + 1)
     end.
 
 writer(File) ->
     receive
-        {totals, W, R} ->
-            xp_ready:write(File, [{wait_us, W}, {run_us, R}]),
+        {totals, {W, R, S}} ->
+            xp_ready:write(File, [{wait_us, W}, {run_us, R}, {spins, S}]),
             writer(File)
     end.
 
