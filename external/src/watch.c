@@ -23,15 +23,17 @@
 #include "spies.h"
 #include "watch.h"
 
-#define WATCH_MAX_ROWS	 512
-#define WATCH_FN_LEN	 256
-#define WATCH_POLL_MS	 50
-#define WATCH_RENEW_NS	 (XP_SPY_LEASE_NS / 5)
-#define WATCH_GAP_CAP	 10 /* a snapshot holds for at most this many intervals */
-#define WATCH_JIT_RETRY	 1000000000ull
-#define WATCH_PAGES	 128
-#define WATCH_STACK_MIN	 256
-#define WATCH_EXIT_SNAPS 3 /* snapshots without P's pid before it counts as exited */
+#define WATCH_MAX_ROWS	  512
+#define WATCH_FN_LEN	  256
+#define WATCH_POLL_MS	  50
+#define WATCH_RENEW_NS	  (XP_SPY_LEASE_NS / 5)
+#define WATCH_GAP_CAP	  10 /* a snapshot holds for at most this many intervals */
+#define WATCH_JIT_RETRY	  1000000000ull
+#define WATCH_PAGES	  128
+#define WATCH_STACK_MIN	  256
+#define WATCH_EXIT_SNAPS  3 /* snapshots without P's pid before it counts as exited */
+#define WATCH_STACK_TRIES 5 /* reads of the stack under one resume point */
+#define WATCH_STACK_LEN	  1024
 
 const char watch__usage[] =
     "Usage: extrospect watch [OPTIONS] (--erlang-pid P | --name NAME) PID\n"
@@ -84,6 +86,8 @@ static const char *const end_names[] = {
 struct watch_row {
 	enum watch_state state;
 	char fn[WATCH_FN_LEN];
+	char *stack; /* callers under the resume point, NULL until read */
+	unsigned stack_tries;
 	uint64_t ns, n;
 };
 
@@ -91,6 +95,7 @@ struct watch {
 	const struct cli_opts *o;
 	struct target *t;
 	struct process_reader pr;
+	struct watch_stacks *stacks;
 	uint64_t proc, pid_term;
 	char pid_text[64], name[XP_ATOM_MAX_BYTES + 1];
 	struct spy_lease lease;
@@ -226,6 +231,18 @@ static void runq_track(struct watch *w, enum watch_state st, uint64_t time)
 	w->runq_start = 0;
 }
 
+/* Read the stack under a resume point once (a few tries while P keeps moving). */
+static void stack_under(struct watch *w, struct watch_row *r, uint64_t i)
+{
+	char buf[WATCH_STACK_LEN];
+
+	if (r->stack || !w->stacks || r->stack_tries >= WATCH_STACK_TRIES)
+		return;
+	r->stack_tries++;
+	if (watch_stack__read(w->stacks, w->proc, i, buf, sizeof(buf)) == 0)
+		r->stack = strdup(buf);
+}
+
 static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 {
 	char fn[WATCH_FN_LEN];
@@ -244,6 +261,8 @@ static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 	else
 		snprintf(fn, sizeof(fn), "(resume point unknown)");
 	row = row_of(w, st, fn);
+	if (row >= 0 && st != WS_RUNNING && s->have_i)
+		stack_under(w, &w->rows[row], s->i);
 	runq_track(w, st, time);
 	credit(w, time, row);
 	if (row >= 0)
@@ -580,8 +599,9 @@ static void report(struct watch *w)
 	r.c.lost = w->ps ? perf_session__stats(w->ps)->lost : 0;
 	memcpy(r.runq_hist, w->runq_hist, sizeof(r.runq_hist));
 	for (i = 0; i < w->nrows; i++)
-		rows[i] = (struct watch_report_row){w->rows[i].state, w->rows[i].fn, w->rows[i].ns,
-						    w->rows[i].n};
+		rows[i] = (struct watch_report_row){w->rows[i].state, w->rows[i].fn,
+						    w->rows[i].stack ? w->rows[i].stack : "",
+						    w->rows[i].ns, w->rows[i].n};
 	if (w->o->json)
 		watch__print_json(&r, stdout);
 	else
@@ -613,6 +633,8 @@ int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	}
 	if ((rc = find_process(w, err, errlen)))
 		goto cleanup;
+	if (t->jit)
+		watch_stack__new(&w->stacks, t, &w->pr); /* without: no stacks, still the states */
 	if (o->watch_poll) {
 		w->start_ns = now_ns();
 		run_poll(w, stop);
@@ -633,6 +655,9 @@ release:
 		spy_lease__release(t, &w->lease);
 cleanup:
 	perf_session__free(w->ps);
+	watch_stack__free(w->stacks);
+	for (size_t i = 0; i < w->nrows; i++)
+		free(w->rows[i].stack);
 	free(w);
 	return rc;
 }

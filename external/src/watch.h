@@ -42,10 +42,21 @@ struct watch_counts {
 int watch__classify(uint32_t state, enum watch_state *out);
 const char *watch__state_name(enum watch_state s);
 
+/* The stack under a resume point (watch_stack.c). */
+struct watch_stacks;
+struct target;
+struct process_reader;
+int watch_stack__new(struct watch_stacks **out, struct target *t, const struct process_reader *pr);
+/* P's callers, innermost first, "a/1 <- b/2", when P is still parked at resume address i and
+ * did not move while its stack was read: 0, -EAGAIN (moved, running, elsewhere), -ENOMEM. */
+int watch_stack__read(struct watch_stacks *s, uint64_t proc, uint64_t i, char *buf, size_t len);
+void watch_stack__free(struct watch_stacks *s);
+
 /* What the report prints. rows are (state, function) pairs with their time. */
 struct watch_report_row {
 	enum watch_state state;
 	const char *fn;
+	const char *stack; /* callers, "" when not read */
 	uint64_t ns, n;
 };
 

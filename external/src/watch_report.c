@@ -111,9 +111,12 @@ void watch__print_text(const struct watch_report *r, FILE *f)
 	}
 	fprintf(f, "\n%-10s %7s %11s %9s  %s\n", "STATE", "SHARE", "TIME_MS", "SNAPSHOTS",
 		"FUNCTION (where it resumes)");
-	for (i = 0; v && i < r->nrows; i++)
+	for (i = 0; v && i < r->nrows; i++) {
 		fprintf(f, "%-10s %6.1f%% %11.1f %9" PRIu64 "  %s\n", watch__state_name(v[i].state),
 			share(v[i].ns, total), (double)v[i].ns / 1e6, v[i].n, v[i].fn);
+		if (v[i].stack[0])
+			fprintf(f, "%43s called from %s\n", "", v[i].stack);
+	}
 	free(v);
 	runq_text(r, f);
 }
@@ -180,6 +183,7 @@ void watch__print_json(const struct watch_report *r, FILE *f)
 		json__object(&j);
 		json__kv_string(&j, "state", watch__state_name(v[i].state));
 		json__kv_string(&j, "function", v[i].fn);
+		json__kv_string(&j, "called_from", v[i].stack[0] ? v[i].stack : NULL);
 		json__key(&j, "share");
 		json__double(&j, share(v[i].ns, total) / 100.0, 4);
 		json__key(&j, "ms");
