@@ -23,17 +23,18 @@
 #include "spies.h"
 #include "watch.h"
 
-#define WATCH_MAX_ROWS	  512
-#define WATCH_FN_LEN	  256
-#define WATCH_POLL_MS	  50
-#define WATCH_RENEW_NS	  (XP_SPY_LEASE_NS / 5)
-#define WATCH_GAP_CAP	  10 /* a snapshot holds for at most this many intervals */
-#define WATCH_JIT_RETRY	  1000000000ull
-#define WATCH_PAGES	  128
-#define WATCH_STACK_MIN	  256
-#define WATCH_EXIT_SNAPS  3 /* snapshots without P's pid before it counts as exited */
-#define WATCH_STACK_TRIES 5 /* reads of the stack under one resume point */
-#define WATCH_STACK_LEN	  1024
+#define WATCH_MAX_ROWS	    512
+#define WATCH_FN_LEN	    256
+#define WATCH_POLL_MS	    50
+#define WATCH_RENEW_NS	    (XP_SPY_LEASE_NS / 5)
+#define WATCH_GAP_CAP	    10 /* a snapshot holds for at most this many intervals */
+#define WATCH_JIT_RETRY	    1000000000ull
+#define WATCH_PAGES	    128
+#define WATCH_STACK_MIN	    256
+#define WATCH_EXIT_SNAPS    3	       /* snapshots without P's pid before it counts as exited */
+#define WATCH_STACK_TRIES   20	       /* reads of the stack under one resume point */
+#define WATCH_STACK_SPACING 3000000ull /* ns between two: snapshots come in batches */
+#define WATCH_STACK_LEN	    1024
 
 const char watch__usage[] =
     "Usage: extrospect watch [OPTIONS] (--erlang-pid P | --name NAME) PID\n"
@@ -88,6 +89,7 @@ struct watch_row {
 	char fn[WATCH_FN_LEN];
 	char *stack; /* callers under the resume point, NULL until read */
 	unsigned stack_tries;
+	uint64_t stack_tried_ns;
 	uint64_t ns, n;
 };
 
@@ -231,13 +233,19 @@ static void runq_track(struct watch *w, enum watch_state st, uint64_t time)
 	w->runq_start = 0;
 }
 
-/* Read the stack under a resume point once (a few tries while P keeps moving). */
+/* Read the stack under a resume point once: P must still be there when it is read, a few
+ * milliseconds after the snapshot (they arrive in batches), so tries are spaced in time. */
 static void stack_under(struct watch *w, struct watch_row *r, uint64_t i)
 {
 	char buf[WATCH_STACK_LEN];
+	uint64_t now;
 
 	if (r->stack || !w->stacks || r->stack_tries >= WATCH_STACK_TRIES)
 		return;
+	now = now_ns();
+	if (now - r->stack_tried_ns < WATCH_STACK_SPACING)
+		return;
+	r->stack_tried_ns = now;
 	r->stack_tries++;
 	if (watch_stack__read(w->stacks, w->proc, i, buf, sizeof(buf)) == 0)
 		r->stack = strdup(buf);
