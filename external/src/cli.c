@@ -344,7 +344,7 @@ static int parse_number(const char *s, double lo, double hi, double *out)
 }
 
 /* watch --rate: an interval with a unit ("1ms", "250us", "0.5s"), or a number of snapshots per
- * second. Between 20 us and 1 s (the agent's clamp). */
+ * second. Between 100 us and 1 s (the agent's clamp). */
 static int parse_interval(const char *s, uint64_t *ns)
 {
 	static const struct {
@@ -369,7 +369,7 @@ static int parse_interval(const char *s, uint64_t *ns)
 		return -EINVAL;
 	else
 		v *= scale;
-	if (v < 20e3 || v > 1e9)
+	if (v < 100e3 || v > 1e9)
 		return -EINVAL;
 	*ns = (uint64_t)v;
 	return 0;
@@ -503,7 +503,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	}
 	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
 		 c == 'F' && o->command == CLI_WATCH
-		     ? "--rate (an interval from 20us to 1s, like 1ms, or snapshots per second)"
+		     ? "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)"
 		 : c == 'F'	       ? "-F/--rate"
 		 : c == 'd'	       ? "-d/--duration"
 		 : c == 'n'	       ? "-n/--limit"
