@@ -99,6 +99,7 @@ struct watch {
 	struct target *t;
 	struct process_reader pr;
 	struct watch_stacks *stacks;
+	struct watch_cpu *cpu; /* NULL: running time stays "(on CPU)" */
 	uint64_t proc, pid_term;
 	char pid_text[64], name[XP_ATOM_MAX_BYTES + 1];
 	struct spy_lease lease;
@@ -513,8 +514,11 @@ static void run(struct watch *w, volatile sig_atomic_t *stop)
 		 renew_ns = w->start_ns + WATCH_RENEW_NS;
 
 	while (!w->done) {
-		int rc = perf_session__poll(w->ps, WATCH_POLL_MS, on_sample, w);
-		uint64_t now = now_ns();
+		int rc = perf_session__poll(w->ps, w->cpu ? 0 : WATCH_POLL_MS, on_sample, w);
+		uint64_t now;
+
+		watch_cpu__poll(w->cpu, WATCH_POLL_MS); /* the VM's exit is the spy's to notice */
+		now = now_ns();
 
 		if (w->done)
 			break;
@@ -587,9 +591,38 @@ static void run_poll(struct watch *w, volatile sig_atomic_t *stop)
 	free(buf);
 }
 
+#define WATCH_CPU_FNS 32
+
+/* The running row, split by P's on-CPU functions in proportion to their scheduler samples. */
+static size_t split_running(const struct watch *w, const struct watch_row *run,
+			    struct watch_report_row *out, size_t room)
+{
+	struct watch_cpu_fn fns[WATCH_CPU_FNS];
+	uint64_t total, ns = 0, n = 0;
+	size_t k, nf = watch_cpu__functions(w->cpu, fns, WATCH_CPU_FNS, &total);
+
+	if (!total || room < nf + 1)
+		return 0;
+	for (k = 0; k < nf; k++) {
+		out[k] = (struct watch_report_row){WS_RUNNING, fns[k].name, "",
+						   run->ns * fns[k].samples / total,
+						   run->n * fns[k].samples / total};
+		ns += out[k].ns;
+		n += out[k].n;
+	}
+	if (nf == WATCH_CPU_FNS) /* the functions past the first WATCH_CPU_FNS */
+		out[k++] = (struct watch_report_row){WS_RUNNING, "(on CPU: other functions)", "",
+						     run->ns - ns, run->n - n};
+	else if (nf) { /* the rounding, to the first */
+		out[0].ns += run->ns - ns;
+		out[0].n += run->n - n;
+	}
+	return k;
+}
+
 static void report(struct watch *w)
 {
-	struct watch_report_row rows[WATCH_MAX_ROWS];
+	struct watch_report_row rows[WATCH_MAX_ROWS + WATCH_CPU_FNS + 1];
 	struct watch_report r = {
 	    .pid_text = w->pid_text,
 	    .name = w->name,
@@ -601,16 +634,23 @@ static void report(struct watch *w)
 	    .wall_ns = now_ns() - w->start_ns,
 	    .c = w->c,
 	    .rows = rows,
-	    .nrows = w->nrows,
 	};
-	size_t i;
+	size_t i, n = 0, k;
 
 	r.c.lost = w->ps ? perf_session__stats(w->ps)->lost : 0;
 	memcpy(r.runq_hist, w->runq_hist, sizeof(r.runq_hist));
-	for (i = 0; i < w->nrows; i++)
-		rows[i] = (struct watch_report_row){w->rows[i].state, w->rows[i].fn,
-						    w->rows[i].stack ? w->rows[i].stack : "",
-						    w->rows[i].ns, w->rows[i].n};
+	for (i = 0; i < w->nrows; i++) {
+		const struct watch_row *x = &w->rows[i];
+
+		if (x->state == WS_RUNNING &&
+		    (k = split_running(w, x, rows + n, WATCH_CPU_FNS + 1 + (w->nrows - i)))) {
+			n += k;
+			continue;
+		}
+		rows[n++] = (struct watch_report_row){x->state, x->fn, x->stack ? x->stack : "",
+						      x->ns, x->n};
+	}
+	r.nrows = n;
 	if (w->o->json)
 		watch__print_json(&r, stdout);
 	else
@@ -618,6 +658,19 @@ static void report(struct watch *w)
 	fflush(stdout);
 	if (w->o->output && watch__write_graph(&r, w->o->output, (int)w->o->format))
 		fprintf(stderr, "extrospect: cannot write %s\n", w->o->output);
+}
+
+/* The scheduler sampler for on-CPU functions; without it (no perf on the schedulers, no JIT
+ * map), running time stays one "(on CPU)" row. */
+static void start_cpu(struct watch *w)
+{
+	char e[256] = "";
+
+	if (w->o->watch_poll || !w->t->jit)
+		return;
+	if (watch_cpu__new(&w->cpu, w->t, w->pid_text, e, sizeof(e)))
+		fprintf(stderr, "extrospect: watch: running time not split by function: %s\n",
+			e[0] ? e : "the scheduler sampler did not start");
 }
 
 int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
@@ -655,6 +708,7 @@ int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 		goto cleanup;
 	if ((rc = open_events(w, err, errlen)))
 		goto release;
+	start_cpu(w);
 	w->start_ns = now_ns();
 	run(w, stop);
 	report(w);
@@ -664,6 +718,7 @@ release:
 		spy_lease__release(t, &w->lease);
 cleanup:
 	perf_session__free(w->ps);
+	watch_cpu__free(w->cpu);
 	watch_stack__free(w->stacks);
 	for (size_t i = 0; i < w->nrows; i++)
 		free(w->rows[i].stack);

@@ -52,6 +52,21 @@ int watch_stack__new(struct watch_stacks **out, struct target *t, const struct p
 int watch_stack__read(struct watch_stacks *s, uint64_t proc, uint64_t i, char *buf, size_t len);
 void watch_stack__free(struct watch_stacks *s);
 
+/* P's on-CPU functions from scheduler samples (watch_cpu.c). */
+struct watch_cpu;
+struct watch_cpu_fn {
+	const char *name; /* innermost Erlang function */
+	uint64_t samples;
+};
+int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_text, char *err,
+		   size_t errlen);
+/* Poll the sampler (up to timeout_ms). NULL is a no-op. */
+int watch_cpu__poll(struct watch_cpu *c, int timeout_ms);
+/* The max functions with the most samples, most first; *total counts all of P's samples. */
+size_t watch_cpu__functions(const struct watch_cpu *c, struct watch_cpu_fn *out, size_t max,
+			    uint64_t *total);
+void watch_cpu__free(struct watch_cpu *c);
+
 /* What the report prints. rows are (state, function) pairs with their time. */
 struct watch_report_row {
 	enum watch_state state;

@@ -110,7 +110,7 @@ void watch__print_text(const struct watch_report *r, FILE *f)
 				share(st[i], total), (double)st[i] / 1e6);
 	}
 	fprintf(f, "\n%-10s %7s %11s %9s  %s\n", "STATE", "SHARE", "TIME_MS", "SNAPSHOTS",
-		"FUNCTION (where it resumes)");
+		"FUNCTION (running: where it runs; else: where it resumes)");
 	for (i = 0; v && i < r->nrows; i++) {
 		fprintf(f, "%-10s %6.1f%% %11.1f %9" PRIu64 "  %s\n", watch__state_name(v[i].state),
 			share(v[i].ns, total), (double)v[i].ns / 1e6, v[i].n, v[i].fn);

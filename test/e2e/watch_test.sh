@@ -5,7 +5,8 @@
 #   truth      xp_watch_target waits ~10 ms in a receive and runs ~10 ms, timing both: the
 #              running and waiting(+runnable) shares must be within WATCH_TOL points of the
 #              target's own times over the window; at most 1 % invalid snapshots; the waiting
-#              time is at xp_watch:wait/0 called from xp_watch:loop/3, also in the -o flame
+#              time is at xp_watch:wait/0 called from xp_watch:loop/3, the running time in
+#              xp_watch:now_us/0 or spin/2 (scheduler samples), also in the -o flame
 #              graph; --erlang-pid on the parked victim: all waiting at xp_watch:victim/0;
 #              every spy parked again afterwards
 #   lifecycle  P exits (ended "process exited"), SIGINT ("interrupted"), SIGKILL of the sampler
@@ -104,11 +105,14 @@ case_truth() {
 	top=$(jq -r '[.functions[] | select(.state == "waiting")][0].function' "$XP_VM_DIR/t.json")
 	[[ "$top" == "xp_watch:wait/0 ("*"xp_watch.erl:"* ]] && xp_pass "waits at $top" ||
 		xp_fail "top waiting function: $top"
+	top=$(jq -r '[.functions[] | select(.state == "running")][0].function' "$XP_VM_DIR/t.json")
+	[[ "$top" == "xp_watch:now_us/0" || "$top" == "xp_watch:spin/2" ]] &&
+		xp_pass "runs in $top (scheduler samples)" || xp_fail "top running function: $top"
 	xp_expect "the stack under it" "xp_watch:loop/3" \
 		"$(jq -r '[.functions[] | select(.state == "waiting")][0].called_from' "$XP_VM_DIR/t.json")"
 	xp_expect "ended" duration "$(jq -r .ended "$XP_VM_DIR/t.json")"
 	grep -qE '^<[0-9.]+> xp_watch_target;waiting;xp_watch:wait/0 \(.*xp_watch.erl:[0-9]+\) [0-9]+$' "$WDIR/t.folded" &&
-		grep -qE '^<[0-9.]+> xp_watch_target;running;\(on CPU\) [0-9]+$' "$WDIR/t.folded" &&
+		grep -qE '^<[0-9.]+> xp_watch_target;running;xp_watch:(now_us/0|spin/2) [0-9]+$' "$WDIR/t.folded" &&
 		xp_pass "-o: a flame graph rooted at the states" || xp_fail "-o: $(cat "$WDIR/t.folded")"
 	wait_spy parked && xp_pass "spies parked after watch"
 	xp_sampler watch --json --erlang-pid "$(sed -n 's/^victim=//p' "$XP_VM_DIR/watch.pids")" \
