@@ -4,8 +4,10 @@
  * user-stack copy is the struct, and turns each snapshot into P's state and, when not running,
  * the function and line it resumes at. The time between two snapshots is split between them. Ends
  * on -d, Ctrl-C, P exiting, the VM exiting or the lease lost; always parks the spy it leased when
- * the VM is still there. Does not own: the lease (spies.c), decoding a Process (process.c), the
- * perf ring (perf.c). */
+ * the VM is still there. Does not own: finding P (watch_find.c), the stacks under resume points
+ * (watch_stack.c), on-CPU functions (watch_cpu.c), --method poll (watch_poll.c), the report
+ * (watch_report.c), the lease (spies.c), decoding a Process (process.c), the perf ring (perf.c).
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -21,10 +23,8 @@
 #include "process.h"
 #include "ptab.h"
 #include "spies.h"
-#include "watch.h"
+#include "watch_int.h"
 
-#define WATCH_MAX_ROWS	    512
-#define WATCH_FN_LEN	    256
 #define WATCH_POLL_MS	    50
 #define WATCH_RENEW_NS	    (XP_SPY_LEASE_NS / 5)
 #define WATCH_GAP_CAP	    10 /* a snapshot holds for at most this many intervals */
@@ -77,7 +77,7 @@ static const char *const state_names[WS_COUNT] = {
     [WS_GC] = "gc",	      [WS_SUSPENDED] = "suspended", [WS_EXITING] = "exiting",
 };
 
-static const char *const end_names[] = {
+const char *const watch__end_names[] = {
     [WATCH_END_DURATION] = "duration",
     [WATCH_END_INTERRUPTED] = "interrupted",
     [WATCH_END_PROCESS_EXITED] = "process exited",
@@ -85,39 +85,7 @@ static const char *const end_names[] = {
     [WATCH_END_LEASE_LOST] = "spy lost (agent stopped its spies, unloaded, or revoked the lease)",
 };
 
-struct watch_row {
-	enum watch_state state;
-	char fn[WATCH_FN_LEN];
-	char *stack; /* callers under the resume point, NULL until read */
-	unsigned stack_tries;
-	uint64_t stack_tried_ns;
-	uint64_t ns, n;
-};
-
-struct watch {
-	const struct cli_opts *o;
-	struct target *t;
-	struct process_reader pr;
-	struct watch_stacks *stacks;
-	struct watch_cpu *cpu; /* NULL: running time stays "(on CPU)" */
-	uint64_t proc, pid_term;
-	char pid_text[64], name[XP_ATOM_MAX_BYTES + 1];
-	struct spy_lease lease;
-	struct perf_session *ps;
-	uint64_t interval_ns, start_ns, first_ns, last_ns, prev_ns, jit_retry_ns;
-	int prev_row;
-	enum watch_state prev_state;
-	uint64_t runq_start; /* the current runnable episode's estimated start, 0 outside one */
-	uint64_t runq_hist[WATCH_HIST_BUCKETS];
-	struct watch_row rows[WATCH_MAX_ROWS];
-	size_t nrows;
-	struct watch_counts c;
-	unsigned foreign_in_a_row;
-	enum watch_end end;
-	bool done;
-};
-
-static uint64_t now_ns(void)
+uint64_t watch__now_ns(void)
 {
 	struct timespec ts;
 
@@ -159,10 +127,10 @@ static void resume_fn(struct watch *w, uint64_t i, char *buf, size_t len)
 	uint32_t line;
 	char name[WATCH_FN_LEN - 64];
 
-	if (!r && w->t->addr[XP_ADDR_JIT_DESCRIPTOR].present && now_ns() > w->jit_retry_ns) {
+	if (!r && w->t->addr[XP_ADDR_JIT_DESCRIPTOR].present && watch__now_ns() > w->jit_retry_ns) {
 		struct jitmap *fresh = NULL;
 
-		w->jit_retry_ns = now_ns() + WATCH_JIT_RETRY;
+		w->jit_retry_ns = watch__now_ns() + WATCH_JIT_RETRY;
 		if (jitmap__load(w->t->mem, (uint64_t)w->t->addr[XP_ADDR_JIT_DESCRIPTOR].value,
 				 &fresh) == 0) {
 			jitmap__free(w->t->jit);
@@ -244,7 +212,7 @@ static void stack_under(struct watch *w, struct watch_row *r, uint64_t i)
 
 	if (r->stack || !w->stacks || r->stack_tries >= WATCH_STACK_TRIES)
 		return;
-	now = now_ns();
+	now = watch__now_ns();
 	if (now - r->stack_tried_ns < WATCH_STACK_SPACING)
 		return;
 	r->stack_tried_ns = now;
@@ -338,7 +306,7 @@ static void snapshot(struct watch *w, const struct perf_sample *ps)
 	w->c.unreadable++;
 }
 
-static void on_sample(const struct perf_sample *ps, void *ctx)
+void watch__on_sample(const struct perf_sample *ps, void *ctx)
 {
 	struct watch *w = ctx;
 
@@ -354,72 +322,6 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 		return;
 	}
 	snapshot(w, ps);
-}
-
-/* The registered name of a snapshot, "" when none or unreadable. */
-static void reg_name(struct watch *w, const struct process_snap *s, char *buf, size_t len)
-{
-	const struct target_value *o = &w->t->off[XP_OFF_REGPROC_NAME];
-	uint64_t term;
-
-	buf[0] = '\0';
-	if (s->have_reg && s->reg && o->present && w->pr.have_atoms &&
-	    mem__read_u64(w->t->mem, s->reg + (uint64_t)o->value, &term) == 0 &&
-	    atom__text(&w->pr.atoms, term, buf, len) != 0)
-		buf[0] = '\0';
-}
-
-static bool matches(struct watch *w, const struct process_snap *s)
-{
-	char text[64], name[XP_ATOM_MAX_BYTES + 1];
-
-	if (w->o->erlang_pid) {
-		process__pid_text(&w->pr.pids, s->v.pid, text, sizeof(text));
-		return strcmp(text, w->o->erlang_pid) == 0;
-	}
-	reg_name(w, s, name, sizeof(name));
-	return strcmp(name, w->o->name) == 0;
-}
-
-/* P's Process struct, by pid text or registered name, through the process table. */
-static int find_process(struct watch *w, char *err, size_t errlen)
-{
-	uint64_t *procs = NULL;
-	uint32_t *ixs = NULL;
-	struct ptab_stats st;
-	struct process_snap s;
-	struct ptab pt;
-	char why[256];
-	size_t i, n = 0;
-	int rc;
-
-	rc = ptab__locate(w->t, &pt, why, sizeof(why));
-	if (rc) {
-		snprintf(err, errlen, "cannot find the process table: %s", why);
-		return rc == -ENOMEM ? rc : TARGET_EUNSUPPORTED;
-	}
-	if (process__reader(&w->pr, w->t)) {
-		snprintf(err, errlen, "the Process layout of this VM is unknown");
-		return TARGET_EUNSUPPORTED;
-	}
-	if ((rc = ptab__collect(&pt, w->t->mem, &ixs, &procs, &n, &st)))
-		return rc;
-	for (i = 0; i < n && !w->proc; i++) {
-		if (process__read_snap(&w->pr, procs[i], &s) == 0 && matches(w, &s)) {
-			w->proc = procs[i];
-			w->pid_term = s.v.pid;
-			process__pid_text(&w->pr.pids, s.v.pid, w->pid_text, sizeof(w->pid_text));
-			reg_name(w, &s, w->name, sizeof(w->name));
-		}
-	}
-	free(ixs);
-	free(procs);
-	if (!w->proc) {
-		snprintf(err, errlen, "no process %s in VM %d",
-			 w->o->erlang_pid ? w->o->erlang_pid : w->o->name, (int)w->t->pid);
-		return CMD_EUSAGE;
-	}
-	return 0;
 }
 
 static int lease_spy(struct watch *w, char *err, size_t errlen)
@@ -514,11 +416,11 @@ static void run(struct watch *w, volatile sig_atomic_t *stop)
 		 renew_ns = w->start_ns + WATCH_RENEW_NS;
 
 	while (!w->done) {
-		int rc = perf_session__poll(w->ps, w->cpu ? 0 : WATCH_POLL_MS, on_sample, w);
+		int rc = perf_session__poll(w->ps, w->cpu ? 0 : WATCH_POLL_MS, watch__on_sample, w);
 		uint64_t now;
 
 		watch_cpu__poll(w->cpu, WATCH_POLL_MS); /* the VM's exit is the spy's to notice */
-		now = now_ns();
+		now = watch__now_ns();
 
 		if (w->done)
 			break;
@@ -545,119 +447,7 @@ static void run(struct watch *w, volatile sig_atomic_t *stop)
 	}
 	/* Drain what the kernel copied before the end. */
 	if (w->end != WATCH_END_PROCESS_EXITED)
-		perf_session__poll(w->ps, 0, on_sample, w);
-}
-
-/* --method poll: the sampler reads P's struct itself every interval (process_vm_readv), for the
- * comparison in bench/watch_methods; the same decoding and accounting as the spy's copies. */
-static void run_poll(struct watch *w, volatile sig_atomic_t *stop)
-{
-	size_t n = (process__snap_bytes(&w->pr) + 7) & ~(size_t)7;
-	uint64_t end_ns = w->o->duration_s > 0 ? w->start_ns + (uint64_t)(w->o->duration_s * 1e9)
-					       : UINT64_MAX,
-		 next = w->start_ns;
-	struct perf_sample ps = {.regs_valid = true};
-	uint8_t *buf = malloc(n);
-
-	ps.regs[PERF_R_SP] = w->proc;
-	ps.stack = buf;
-	ps.stack_size = n;
-	while (buf && !w->done) {
-		struct timespec ts;
-		uint64_t now = now_ns();
-		int rc;
-
-		if (*stop || now >= end_ns) {
-			w->end = *stop ? WATCH_END_INTERRUPTED : WATCH_END_DURATION;
-			break;
-		}
-		rc = mem__read(w->t->mem, w->proc, buf, n);
-		if (rc == -ESRCH) {
-			w->end = WATCH_END_VM_EXITED;
-			break;
-		}
-		ps.time = now_ns();
-		if (rc)
-			w->c.unreadable++;
-		else
-			on_sample(&ps, w);
-		next += w->interval_ns;
-		if (next < now)
-			next = now;
-		ts.tv_sec = (time_t)(next / 1000000000ull);
-		ts.tv_nsec = (long)(next % 1000000000ull);
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-	}
-	free(buf);
-}
-
-#define WATCH_CPU_FNS 32
-
-/* The running row, split by P's on-CPU functions in proportion to their scheduler samples. */
-static size_t split_running(const struct watch *w, const struct watch_row *run,
-			    struct watch_report_row *out, size_t room)
-{
-	struct watch_cpu_fn fns[WATCH_CPU_FNS];
-	uint64_t total, ns = 0, n = 0;
-	size_t k, nf = watch_cpu__functions(w->cpu, fns, WATCH_CPU_FNS, &total);
-
-	if (!total || room < nf + 1)
-		return 0;
-	for (k = 0; k < nf; k++) {
-		out[k] = (struct watch_report_row){WS_RUNNING, fns[k].name, "",
-						   run->ns * fns[k].samples / total,
-						   run->n * fns[k].samples / total};
-		ns += out[k].ns;
-		n += out[k].n;
-	}
-	if (nf == WATCH_CPU_FNS) /* the functions past the first WATCH_CPU_FNS */
-		out[k++] = (struct watch_report_row){WS_RUNNING, "(on CPU: other functions)", "",
-						     run->ns - ns, run->n - n};
-	else if (nf) { /* the rounding, to the first */
-		out[0].ns += run->ns - ns;
-		out[0].n += run->n - n;
-	}
-	return k;
-}
-
-static void report(struct watch *w)
-{
-	struct watch_report_row rows[WATCH_MAX_ROWS + WATCH_CPU_FNS + 1];
-	struct watch_report r = {
-	    .pid_text = w->pid_text,
-	    .name = w->name,
-	    .end = end_names[w->end],
-	    .method = w->o->watch_poll ? "poll" : "spy",
-	    .spy_tid = w->lease.tid,
-	    .spy_index = w->lease.index,
-	    .interval_ns = w->interval_ns,
-	    .wall_ns = now_ns() - w->start_ns,
-	    .c = w->c,
-	    .rows = rows,
-	};
-	size_t i, n = 0, k;
-
-	r.c.lost = w->ps ? perf_session__stats(w->ps)->lost : 0;
-	memcpy(r.runq_hist, w->runq_hist, sizeof(r.runq_hist));
-	for (i = 0; i < w->nrows; i++) {
-		const struct watch_row *x = &w->rows[i];
-
-		if (x->state == WS_RUNNING &&
-		    (k = split_running(w, x, rows + n, WATCH_CPU_FNS + 1 + (w->nrows - i)))) {
-			n += k;
-			continue;
-		}
-		rows[n++] = (struct watch_report_row){x->state, x->fn, x->stack ? x->stack : "",
-						      x->ns, x->n};
-	}
-	r.nrows = n;
-	if (w->o->json)
-		watch__print_json(&r, stdout);
-	else
-		watch__print_text(&r, stdout);
-	fflush(stdout);
-	if (w->o->output && watch__write_graph(&r, w->o->output, (int)w->o->format))
-		fprintf(stderr, "extrospect: cannot write %s\n", w->o->output);
+		perf_session__poll(w->ps, 0, watch__on_sample, w);
 }
 
 /* The scheduler sampler for on-CPU functions; without it (no perf on the schedulers, no JIT
@@ -693,14 +483,14 @@ int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 		rc = TARGET_EUNSUPPORTED;
 		goto cleanup;
 	}
-	if ((rc = find_process(w, err, errlen)))
+	if ((rc = watch__find_process(w, err, errlen)))
 		goto cleanup;
 	if (t->jit)
 		watch_stack__new(&w->stacks, t, &w->pr); /* without: no stacks, still the states */
 	if (o->watch_poll) {
-		w->start_ns = now_ns();
-		run_poll(w, stop);
-		report(w);
+		w->start_ns = watch__now_ns();
+		watch__run_poll(w, stop);
+		watch__report(w);
 		rc = w->end == WATCH_END_VM_EXITED ? TARGET_EGONE : 0;
 		goto cleanup;
 	}
@@ -709,9 +499,9 @@ int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	if ((rc = open_events(w, err, errlen)))
 		goto release;
 	start_cpu(w);
-	w->start_ns = now_ns();
+	w->start_ns = watch__now_ns();
 	run(w, stop);
-	report(w);
+	watch__report(w);
 	rc = w->end == WATCH_END_VM_EXITED ? TARGET_EGONE : 0;
 release:
 	if (w->end != WATCH_END_VM_EXITED)

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "json.h"
 #include "report/report.h"
-#include "watch.h"
+#include "watch_int.h"
 
 #define XP_GROUP_LEN 320
 
@@ -249,4 +249,71 @@ cleanup:
 		rc = -EIO;
 	agg__free(a);
 	return rc;
+}
+
+/* The running row, split by P's on-CPU functions in proportion to their scheduler samples. */
+static size_t split_running(const struct watch *w, const struct watch_row *run,
+			    struct watch_report_row *out, size_t room)
+{
+	struct watch_cpu_fn fns[WATCH_CPU_FNS];
+	uint64_t total, ns = 0, n = 0;
+	size_t k, nf = watch_cpu__functions(w->cpu, fns, WATCH_CPU_FNS, &total);
+
+	if (!total || room < nf + 1)
+		return 0;
+	for (k = 0; k < nf; k++) {
+		out[k] = (struct watch_report_row){WS_RUNNING, fns[k].name, "",
+						   run->ns * fns[k].samples / total,
+						   run->n * fns[k].samples / total};
+		ns += out[k].ns;
+		n += out[k].n;
+	}
+	if (nf == WATCH_CPU_FNS) /* the functions past the first WATCH_CPU_FNS */
+		out[k++] = (struct watch_report_row){WS_RUNNING, "(on CPU: other functions)", "",
+						     run->ns - ns, run->n - n};
+	else if (nf) { /* the rounding, to the first */
+		out[0].ns += run->ns - ns;
+		out[0].n += run->n - n;
+	}
+	return k;
+}
+
+void watch__report(struct watch *w)
+{
+	struct watch_report_row rows[WATCH_MAX_ROWS + WATCH_CPU_FNS + 1];
+	struct watch_report r = {
+	    .pid_text = w->pid_text,
+	    .name = w->name,
+	    .end = watch__end_names[w->end],
+	    .method = w->o->watch_poll ? "poll" : "spy",
+	    .spy_tid = w->lease.tid,
+	    .spy_index = w->lease.index,
+	    .interval_ns = w->interval_ns,
+	    .wall_ns = watch__now_ns() - w->start_ns,
+	    .c = w->c,
+	    .rows = rows,
+	};
+	size_t i, n = 0, k;
+
+	r.c.lost = w->ps ? perf_session__stats(w->ps)->lost : 0;
+	memcpy(r.runq_hist, w->runq_hist, sizeof(r.runq_hist));
+	for (i = 0; i < w->nrows; i++) {
+		const struct watch_row *x = &w->rows[i];
+
+		if (x->state == WS_RUNNING &&
+		    (k = split_running(w, x, rows + n, WATCH_CPU_FNS + 1 + (w->nrows - i)))) {
+			n += k;
+			continue;
+		}
+		rows[n++] = (struct watch_report_row){x->state, x->fn, x->stack ? x->stack : "",
+						      x->ns, x->n};
+	}
+	r.nrows = n;
+	if (w->o->json)
+		watch__print_json(&r, stdout);
+	else
+		watch__print_text(&r, stdout);
+	fflush(stdout);
+	if (w->o->output && watch__write_graph(&r, w->o->output, (int)w->o->format))
+		fprintf(stderr, "extrospect: cannot write %s\n", w->o->output);
 }

@@ -5,7 +5,8 @@
 %%   wait_us  wall time around the receive (waiting, then runnable until scheduled)
 %%   run_us   wall time around the spin (running; includes time the OS ran something else)
 %%   spins    iterations of the spin loop (per run_us: the target's speed, for slowdown)
-%% xp_watch_victim waits in a receive until asked to exit. A trigger process polls DIR for files
+%% xp_watch_victim waits in a receive until asked to exit. xp_watch_gc builds and drops a large
+%% list again and again (its heap grows and is collected: watch must follow it through both). A trigger process polls DIR for files
 %% the harness creates (never a sleep on the harness side): kill_victim (the victim exits),
 %% stop_spies (extrospect:stop_spies/0), unload (extrospect_nif deleted and purged), and,
 %% any number of times, poll (bench/watch_methods: process_info(xp_watch_target, status) every
@@ -13,7 +14,7 @@
 %% Started by test/e2e/lib.sh: erl ... -run xp_watch start READYFILE agent|noagent HARNESS_PID
 -module(xp_watch).
 
--export([start/1, wait/0, spin/2, victim/0]).
+-export([start/1, wait/0, spin/2, victim/0, garbage/1]).
 
 -define(WAIT_MS, 10).
 -define(RUN_US, 10000).
@@ -30,6 +31,7 @@ workload(Dir) ->
     Writer = spawn(fun() -> writer(Stats) end),
     register(xp_watch_target, spawn(fun() -> loop(Writer, {0, 0, 0}, now_ms()) end)),
     register(xp_watch_victim, spawn(?MODULE, victim, [])),
+    register(xp_watch_gc, spawn(?MODULE, garbage, [0])),
     spawn(fun() -> triggers(Dir, []) end),
     xp_ready:write(filename:join(Dir, "watch.pids"),
                    [{target, pid_to_list(whereis(xp_watch_target))},
@@ -75,6 +77,11 @@ writer(File) ->
             xp_ready:write(File, [{wait_us, W}, {run_us, R}, {spins, S}]),
             writer(File)
     end.
+
+garbage(N) ->
+    L = lists:seq(1, 100000 + N rem 50000),
+    receive after 5 -> ok end,
+    garbage(N + length(L) rem 7).
 
 victim() ->
     receive
