@@ -297,13 +297,15 @@ static void snapshot(struct watch *w, const struct perf_sample *ps)
 		take(w, &s, ps->time);
 		return;
 	}
-	if (state & XP_PSFLG_EXITING) {
-		memset(&s, 0, sizeof(s));
-		s.state = state;
-		take(w, &s, ps->time);
-		return;
-	}
-	w->c.unreadable++;
+	/* P's pid is there but its heap fields disagree: a garbage collection moving the heap
+	 * (or a delayed one on a fragment), an exit tearing it down. The state word still says
+	 * what P is doing; the resume address is kept when it is in the copy. */
+	memset(&s, 0, sizeof(s));
+	s.state = state;
+	s.have_state = true;
+	s.have_i = copy_word(w, ps, XP_OFF_P_I, 8, &s.i);
+	w->c.heap_in_flux++;
+	take(w, &s, ps->time);
 }
 
 void watch__on_sample(const struct perf_sample *ps, void *ctx)

@@ -28,12 +28,13 @@ enum watch_end {
 };
 
 struct watch_counts {
-	uint64_t taken;	      /* snapshots of P used */
-	uint64_t off_target;  /* the spy switched out away from P's struct (preempted, parked) */
-	uint64_t unreadable;  /* the copy was short or did not look like a Process */
-	uint64_t not_process; /* the struct no longer held P's pid */
-	uint64_t other;	      /* samples of another thread (none expected) */
-	uint64_t lost;	      /* perf records the kernel dropped */
+	uint64_t taken;	       /* snapshots of P used */
+	uint64_t off_target;   /* the spy switched out away from P's struct (preempted, parked) */
+	uint64_t unreadable;   /* the copy was too short to hold P's pid and state */
+	uint64_t heap_in_flux; /* P's, but its heap fields inconsistent (GC, exit): state only */
+	uint64_t not_process;  /* the struct no longer held P's pid */
+	uint64_t other;	       /* samples of another thread (none expected) */
+	uint64_t lost;	       /* perf records the kernel dropped */
 };
 
 #define WATCH_HIST_BUCKETS 24 /* runnable episodes: [0, 2) us, [2, 4) us, ... */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "ptab.h"
@@ -33,6 +34,21 @@ static bool matches(struct watch *w, const struct process_snap *s)
 	return strcmp(name, w->o->name) == 0;
 }
 
+/* A process in a garbage collection moves its heap, and its heap fields disagree meanwhile:
+ * read it again a little later (at most ~50 ms), as a busy collector can take that long. */
+static int read_settled(struct watch *w, uint64_t addr, struct process_snap *s)
+{
+	int rc, tries;
+
+	for (tries = 0; tries < 25; tries++) {
+		rc = process__read_snap(&w->pr, addr, s);
+		if (rc != -EINVAL)
+			return rc;
+		usleep(2000);
+	}
+	return rc;
+}
+
 /* P's Process struct, by pid text or registered name, through the process table. */
 int watch__find_process(struct watch *w, char *err, size_t errlen)
 {
@@ -57,7 +73,7 @@ int watch__find_process(struct watch *w, char *err, size_t errlen)
 	if ((rc = ptab__collect(&pt, w->t->mem, &ixs, &procs, &n, &st)))
 		return rc;
 	for (i = 0; i < n && !w->proc; i++) {
-		if (process__read_snap(&w->pr, procs[i], &s) == 0 && matches(w, &s)) {
+		if (read_settled(w, procs[i], &s) == 0 && matches(w, &s)) {
 			w->proc = procs[i];
 			w->pid_term = s.v.pid;
 			process__pid_text(&w->pr.pids, s.v.pid, w->pid_text, sizeof(w->pid_text));

@@ -131,6 +131,7 @@ static void json_counts(const struct watch_report *r, struct json *j)
 	json__kv_int(j, "unreadable", (int64_t)r->c.unreadable);
 	json__kv_int(j, "not_process", (int64_t)r->c.not_process);
 	json__kv_int(j, "off_target", (int64_t)r->c.off_target);
+	json__kv_int(j, "heap_in_flux", (int64_t)r->c.heap_in_flux);
 	json__kv_int(j, "lost", (int64_t)r->c.lost);
 	json__end_object(j);
 }

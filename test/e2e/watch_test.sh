@@ -8,6 +8,7 @@
 #              time is at xp_watch:wait/0 called from xp_watch:loop/3, the running time in
 #              xp_watch:now_us/0 or spin/2 (scheduler samples), also in the -o flame
 #              graph; --erlang-pid on the parked victim: all waiting at xp_watch:victim/0;
+#              xp_watch_gc through its collections: some gc time, no invalid snapshot;
 #              every spy parked again afterwards
 #   lifecycle  P exits (ended "process exited"), SIGINT ("interrupted"), SIGKILL of the sampler
 #              (the agent revokes the lease: parked, generation bumped, within 3 s),
@@ -118,6 +119,12 @@ case_truth() {
 	xp_sampler watch --json --erlang-pid "$(sed -n 's/^victim=//p' "$XP_VM_DIR/watch.pids")" \
 		-d 1 "$XP_VM_PID" >"$XP_VM_DIR/v.json"
 	xp_expect "victim waiting share" 1 "$(jq -r .states.waiting.share "$XP_VM_DIR/v.json")"
+	# Through its garbage collections: its heap moves and grows, its struct stays.
+	xp_sampler watch --json --name xp_watch_gc -d 2 "$XP_VM_PID" >"$XP_VM_DIR/g.json"
+	jq -e '.states.gc.share > 0 and .snapshots.invalid == 0 and .ended == "duration"' \
+		"$XP_VM_DIR/g.json" >/dev/null &&
+		xp_pass "xp_watch_gc: gc $(jq .states.gc.share "$XP_VM_DIR/g.json"), $(jq .snapshots.heap_in_flux "$XP_VM_DIR/g.json") snapshots mid-GC, none invalid" ||
+		xp_fail "xp_watch_gc: $(jq -c '[.states, .snapshots]' "$XP_VM_DIR/g.json")"
 	top=$(jq -r '.functions[0].function' "$XP_VM_DIR/v.json")
 	[[ "$top" == "xp_watch:victim/0"* ]] && xp_pass "victim waits at $top" ||
 		xp_fail "victim waits at $top"
