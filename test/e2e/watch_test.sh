@@ -10,7 +10,8 @@
 #              graph; --erlang-pid on the parked victim: all waiting at xp_watch:victim/0;
 #              xp_watch_gc through its collections: some gc time, no invalid snapshot;
 #              every spy parked again afterwards
-#   lifecycle  P exits (ended "process exited"), SIGINT ("interrupted"), SIGKILL of the sampler
+#   lifecycle  P suspended for 1 s of 2 (suspended share ~0.5), P exits (ended "process
+#              exited"), SIGINT ("interrupted"), SIGKILL of the sampler
 #              (the agent revokes the lease: parked, generation bumped, within 3 s),
 #              extrospect:stop_spies/0 under a lease ("spy lost")
 #   unload     extrospect_nif purged under a retargeted spy: the VM lives, the watch ends
@@ -132,6 +133,16 @@ case_truth() {
 
 case_lifecycle() {
 	local gen0 gen1 t0 s
+	# Suspended for 1 s of a 2 s watch (erlang:suspend_process/1 in the VM).
+	watch_bg --name xp_watch_victim -d 2
+	wait_spy retargeted
+	touch "$XP_VM_DIR/suspend_victim"
+	watch_wait
+	s=$(jq -r .states.suspended.share "$WDIR/w.json")
+	near "$s" 0.5 0.25 && xp_pass "suspended share $s (1 s of 2)" ||
+		xp_fail "suspended share $s, expected about 0.5: $(jq -c .states "$WDIR/w.json")"
+	wait_spy parked
+
 	watch_bg --name xp_watch_victim
 	wait_spy retargeted
 	touch "$XP_VM_DIR/kill_victim"

@@ -8,7 +8,8 @@
 %% xp_watch_victim waits in a receive until asked to exit. xp_watch_gc builds and drops a large
 %% list again and again (its heap grows and is collected: watch must follow it through both). A trigger process polls DIR for files
 %% the harness creates (never a sleep on the harness side): kill_victim (the victim exits),
-%% stop_spies (extrospect:stop_spies/0), unload (extrospect_nif deleted and purged), and,
+%% stop_spies (extrospect:stop_spies/0), unload (extrospect_nif deleted and purged),
+%% suspend_victim (erlang:suspend_process/1 on the victim for one second, then resumed), and,
 %% any number of times, poll (bench/watch_methods: process_info(xp_watch_target, status) every
 %% millisecond for the seconds the file holds, the counts written to DIR/poll.out).
 %% Started by test/e2e/lib.sh: erl ... -run xp_watch start READYFILE agent|noagent HARNESS_PID
@@ -98,7 +99,7 @@ triggers(Dir, Done) ->
         {error, _} ->
             ok
     end,
-    New = [T || T <- [kill_victim, stop_spies, unload], not lists:member(T, Done),
+    New = [T || T <- [kill_victim, stop_spies, unload, suspend_victim], not lists:member(T, Done),
                 filelib:is_regular(filename:join(Dir, atom_to_list(T)))],
     [trigger(T) || T <- New],
     triggers(Dir, New ++ Done).
@@ -122,6 +123,13 @@ poll_loop(Until, Acc) ->
 
 trigger(kill_victim) ->
     xp_watch_victim ! exit;
+%% Only the suspender may resume: one process does both.
+trigger(suspend_victim) ->
+    V = whereis(xp_watch_victim),
+    spawn(fun() ->
+                  true = erlang:suspend_process(V),
+                  receive after 1000 -> true = erlang:resume_process(V) end
+          end);
 trigger(stop_spies) ->
     extrospect:stop_spies();
 %% The library unloaded under running spies: its unload callback must join them.
