@@ -184,9 +184,12 @@ static int spies_wait_started(struct spies *set)
 	return 0;
 }
 
+/* The thread starts with every signal blocked (it inherits the creator's mask, blocked here
+ * for the call): no handler ever runs on a spy, not even before spy_main blocks them itself. */
 static int spy_create(struct spies *set, unsigned i)
 {
 	struct spy *s = &set->spy[i];
+	sigset_t all, old;
 	pthread_attr_t attr;
 	int err;
 
@@ -197,7 +200,10 @@ static int spy_create(struct spies *set, unsigned i)
 	if (pthread_attr_init(&attr))
 		return -ENOMEM;
 	pthread_attr_setstacksize(&attr, SPY_STACK_BYTES);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	err = pthread_create(&s->thread, &attr, spy_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (err)
 		return -EAGAIN;
