@@ -41,6 +41,9 @@ enum nif_id {
 	NIF_CALIB_SCAN,
 	NIF_CALIB_FINISH,
 	NIF_INFO,
+	NIF_SPY_START,
+	NIF_SPY_STOP,
+	NIF_SPY_INFO,
 	NIF_COUNT
 };
 
@@ -125,7 +128,19 @@ struct agent {
 	uint64_t max_normal_ns;	    /* longest normal-scheduler call, updated atomically */
 	uint64_t max_ns[NIF_COUNT]; /* longest call per NIF (dirty ones too) */
 	uint64_t calls;
+	struct spies *spies; /* spy.c; swapped under lock, stopped by whoever swapped it out */
 };
+
+/* extrospect_nif.c, for the NIFs defined elsewhere (spy_nif.c): per-call timing, and
+ * republishing the block (caller holds a->lock; 0 or -ESTALE when a newer instance published). */
+void agent__timed(struct agent *a, enum nif_id id, uint64_t t0);
+uint64_t agent__now_ns(void);
+int agent__publish(struct agent *a, uint64_t generation);
+
+/* spy_nif.c */
+ERL_NIF_TERM spy_nif__start(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM spy_nif__stop(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM spy_nif__info(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 
 /* calib.c: recording evidence (on a->calib: caller holds agent->lock). */
 void calib__reset(struct calib *c);

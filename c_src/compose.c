@@ -7,6 +7,7 @@
 
 #include "agent.h"
 #include "compose.h"
+#include "spy.h"
 
 static void compose_offset(const struct agent *a, enum xp_off_id id, struct xp_value *v)
 {
@@ -128,5 +129,5 @@ void compose__block(const struct agent *a, struct xp_agent_block *b, uint64_t ge
 		compose_offset(a, (enum xp_off_id)i, &b->offsets[i]);
 	compose_addrs(a, b);
 	compose_sched(a, b);
-	b->spy.version = 0;
+	spies__region(a->spies, &b->spy);
 }

@@ -14,6 +14,7 @@
 #include "compose.h"
 #include "info.h"
 #include "perfmap_nif.h"
+#include "spy.h"
 
 #define MAX_DIRTY_SLEEP_US 50000u
 #define MAX_FIX_COUNTS	   16
@@ -43,6 +44,16 @@ static void timed(struct agent *a, enum nif_id id, uint64_t t0)
 	raise_max(&a->max_ns[id], d);
 	if (enif_thread_type() == ERL_NIF_THR_NORMAL_SCHEDULER)
 		raise_max(&a->max_normal_ns, d);
+}
+
+void agent__timed(struct agent *a, enum nif_id id, uint64_t t0)
+{
+	timed(a, id, t0);
+}
+
+uint64_t agent__now_ns(void)
+{
+	return now_ns();
 }
 
 static ERL_NIF_TERM error_tuple(ErlNifEnv *env, int err)
@@ -167,6 +178,11 @@ static int publish(struct agent *a, uint64_t generation)
 	return 0;
 }
 
+int agent__publish(struct agent *a, uint64_t generation)
+{
+	return publish(a, generation);
+}
+
 static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info)
 {
 	uint64_t gen = 0;
@@ -210,6 +226,7 @@ static void unload(ErlNifEnv *env, void *priv)
 	if (!a)
 		return;
 	block__retire(a->published_generation);
+	spies__stop(a->spies); /* no spy may outlive this library's code */
 	agent_free(a);
 }
 
@@ -443,6 +460,9 @@ static ErlNifFunc nif_funcs[] = {
     {"calib_finish", 1, nif_calib_finish, 0},
     {"info", 0, nif_info, 0},
     {"write_perf_map", 1, perfmap_nif__write, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"spy_start", 3, spy_nif__start, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"spy_stop", 1, spy_nif__stop, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"spy_info", 0, spy_nif__info, 0},
 };
 
 ERL_NIF_INIT(extrospect_nif, nif_funcs, load, NULL, upgrade, unload)

@@ -159,6 +159,21 @@ static ERL_NIF_TERM checks(ErlNifEnv *env, const struct xp_agent_block *b)
 	return make_map(env, &m);
 }
 
+/* The published spy region's header (the slots themselves: extrospect:spies/0). */
+static ERL_NIF_TERM spies_map(ErlNifEnv *env, const struct xp_agent_block *b)
+{
+	struct kv m = {0};
+
+	put(&m, env, "version", enif_make_uint(env, b->spy.version));
+	put(&m, env, "count", enif_make_uint(env, b->spy.nslots));
+	put(&m, env, "slots", enif_make_uint64(env, b->spy.slots_addr));
+	put(&m, env, "policy",
+	    enif_make_atom(env, b->spy.policy == 0   ? "idle"
+				: b->spy.policy == 1 ? "other"
+						     : "normal"));
+	return make_map(env, &m);
+}
+
 static ERL_NIF_TERM block_map(ErlNifEnv *env, const struct xp_agent_block *b)
 {
 	struct kv m = {0};
@@ -193,6 +208,9 @@ static const char *const nif_names[NIF_COUNT] = {
     [NIF_CALIB_SCAN] = "calib_scan",
     [NIF_CALIB_FINISH] = "calib_finish",
     [NIF_INFO] = "info",
+    [NIF_SPY_START] = "spy_start",
+    [NIF_SPY_STOP] = "spy_stop",
+    [NIF_SPY_INFO] = "spy_info",
 };
 
 static ERL_NIF_TERM us(ErlNifEnv *env, uint64_t ns)
@@ -261,6 +279,7 @@ ERL_NIF_TERM info__make(ErlNifEnv *env, struct agent *a)
 	put(&m, env, "schedulers", schedulers(env, b));
 	put(&m, env, "checks", checks(env, b));
 	put(&m, env, "block", block_map(env, b));
+	put(&m, env, "spies", spies_map(env, b));
 	put(&m, env, "probe", probe_map(env, b));
 	put(&m, env, "timing", timing_map(env, a));
 	put(&m, env, "max_normal_nif_us",

@@ -5,9 +5,11 @@
 %% recalibrate/0 reruns the calibration and republishes; status/0 reports the agent's state.
 %% write_perf_map/0,1 writes /tmp/perf-PID.map (perf's symbol map for JIT code) from inside the
 %% VM, as `extrospect perf-map PID` does from outside.
+%% start_spies/1, stop_spies/0 and spies/0 manage the spy threads `extrospect watch` leases.
 -module(extrospect).
 
 -export([info/0, recalibrate/0, status/0, write_perf_map/0, write_perf_map/1]).
+-export([start_spies/1, stop_spies/0, spies/0]).
 
 -spec info() -> map().
 info() ->
@@ -45,3 +47,24 @@ write_perf_map() ->
 write_perf_map(Opts) when is_map(Opts) ->
     Dir = unicode:characters_to_binary(maps:get(dir, Opts, "/tmp")),
     extrospect_nif:write_perf_map(Dir).
+
+%% @doc Run N spy threads (1..16), replacing the running ones: parked threads that
+%% `extrospect watch` leases to take snapshots of one process (README, "watch"). A parked spy
+%% wakes every 100 ms and does nothing else. The application starts {spies, N} of them
+%% (default 2; 0 for none). {spy_policy, normal | idle | other}: the VM's own priority (default:
+%% snapshots on time on a busy machine, a few microseconds of CPU per snapshot while leased),
+%% SCHED_IDLE, or nice 19; the last two starve when the cores are busy, and then under-count
+%% the time the watched process runs (README, "watch").
+-spec start_spies(1..16) -> ok | {error, term()}.
+start_spies(N) when is_integer(N), N >= 1, N =< 16 ->
+    gen_server:call(extrospect_agent, {spies, N}, 60000).
+
+%% @doc Stop and join every spy thread; a sampler that leased one sees it gone.
+-spec stop_spies() -> ok | {error, term()}.
+stop_spies() ->
+    gen_server:call(extrospect_agent, {spies, 0}, 60000).
+
+%% @doc The spies' slots: tid, state (parked | retargeted | ...), target, interval, lease.
+-spec spies() -> [map()].
+spies() ->
+    extrospect_nif:spy_info().

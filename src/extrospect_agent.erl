@@ -10,12 +10,16 @@
 %%   5. calib_finish: compose and publish the agent block.
 %% Unverified values are logged with their reasons. A fresh load of the NIF library (code
 %% reload) makes the NIF notify us and we recalibrate.
+%% The agent also keeps the wanted number of spy threads ({spies, N} in the application
+%% environment, extrospect:start_spies/1): every calibration run ends by making the library's
+%% spies that many (a freshly loaded library has none: the old one joined its own on unload),
+%% extrospect:start_spies/1 applies at once, and the agent stops them when it terminates.
 -module(extrospect_agent).
 -behaviour(gen_server).
 
 -export([start_link/0]).
 -export([init/1, handle_continue/2, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
--export([calibrate_worker/1, probe_loop/0, sched_probe/1, dirty_probe/2]).
+-export([calibrate_worker/3, probe_loop/0, sched_probe/1, dirty_probe/2, spy_worker/2]).
 
 -define(PROBE_NAME, extrospect_probe).
 -define(PROBE_MFA, {?MODULE, probe_loop, 0}).
@@ -33,7 +37,9 @@
                 next_waiters = [] :: [gen_server:from()],
                 result = not_run :: term(),
                 runs = 0 :: non_neg_integer(),
-                last_us = 0 :: non_neg_integer()}).
+                last_us = 0 :: non_neg_integer(),
+                spies = 0 :: 0..16,
+                spy_result = ok :: term()}).
 
 start_link() ->
     gen_server:start_link({local, ?MODULE}, ?MODULE, [], []).
@@ -42,7 +48,8 @@ init([]) ->
     process_flag(trap_exit, true),
     case code:ensure_loaded(extrospect_nif) of
         {module, extrospect_nif} ->
-            {ok, #state{probe = start_probe()}, {continue, calibrate}};
+            Spies = application:get_env(extrospect, spies, 2),
+            {ok, #state{probe = start_probe(), spies = Spies}, {continue, calibrate}};
         {error, Reason} ->
             {stop, {extrospect_nif, Reason}}
     end.
@@ -56,8 +63,14 @@ handle_call(recalibrate, From, #state{next_waiters = Next} = State) ->
     {noreply, State#state{pending = true, next_waiters = [From | Next]}};
 handle_call(status, _From, #state{} = S) ->
     {reply, #{probe => S#state.probe, result => S#state.result, runs => S#state.runs,
-              running => S#state.worker =/= undefined, last_calibration_us => S#state.last_us},
+              running => S#state.worker =/= undefined, last_calibration_us => S#state.last_us,
+              spies => S#state.spies, spy_result => S#state.spy_result},
      S};
+handle_call({spies, N}, _From, State) when is_integer(N), N >= 0, N =< 16 ->
+    S = apply_spies(State#state{spies = N}),
+    %% A calibration run under way ends by setting the count it was started with: run again.
+    Pending = S#state.pending orelse S#state.worker =/= undefined,
+    {reply, S#state.spy_result, S#state{pending = Pending}};
 handle_call(_Other, _From, State) ->
     {reply, {error, unknown_call}, State}.
 
@@ -86,15 +99,62 @@ handle_info({'EXIT', Probe, Reason}, #state{probe = Probe} = State) ->
 handle_info(_Msg, State) ->
     {noreply, State}.
 
-terminate(_Reason, #state{probe = Probe, worker = Worker}) ->
+terminate(_Reason, #state{probe = Probe, worker = Worker} = State) ->
     case Worker of
         {W, _} -> exit(W, kill);
         undefined -> ok
     end,
+    State#state.spies > 0 andalso apply_spies(State#state{spies = 0}),
     stop_probe(Probe).
 
-request_run(#state{worker = undefined, probe = Probe} = State) ->
-    Worker = spawn_monitor(?MODULE, calibrate_worker, [Probe]),
+%% ---- spies -------------------------------------------------------------------------------------
+
+%% Start (or stop, for 0) the wanted spies from a short-lived worker, and wait for it: the NIF
+%% joins threads on a dirty scheduler, which takes a few ms.
+apply_spies(#state{spies = N} = State) ->
+    {Pid, Ref} = spawn_monitor(?MODULE, spy_worker, [N, spy_policy()]),
+    Result = receive
+                 {'DOWN', Ref, process, Pid, {xp_spies, R}} -> R;
+                 {'DOWN', Ref, process, Pid, Other} -> {error, Other}
+             after ?CALL_TIMEOUT ->
+                     exit(Pid, kill),
+                     {error, timeout}
+             end,
+    Result =:= ok orelse logger:warning("extrospect: spies ~b: ~p", [N, Result]),
+    State#state{spy_result = Result}.
+
+spy_policy() ->
+    case application:get_env(extrospect, spy_policy, normal) of
+        P when P =:= idle; P =:= other -> P;
+        _ -> normal
+    end.
+
+spy_worker(N, Policy) ->
+    exit({xp_spies, set_spies(N, Policy)}).
+
+set_spies(N, Policy) ->
+    Gen = erlang:unique_integer([positive, monotonic]),
+    try
+        case N of
+            0 -> nif(spy_stop, [Gen]);
+            _ -> nif(spy_start, [N, Policy, Gen])
+        end
+    catch exit:Why -> {error, Why};
+          error:Why -> {error, Why}
+    end.
+
+%% After a calibration run: the library's spies, as many as wanted (none in a fresh library).
+ensure_spies(N, Policy) ->
+    Have = try length(nif(spy_info, [])) catch _:_ -> unknown end,
+    case Have of
+        N -> ok;
+        unknown -> ok;
+        _ -> Result = set_spies(N, Policy),
+             Result =:= ok orelse logger:warning("extrospect: spies ~b: ~p", [N, Result])
+    end.
+
+request_run(#state{worker = undefined, probe = Probe, spies = N} = State) ->
+    Worker = spawn_monitor(?MODULE, calibrate_worker, [Probe, N, spy_policy()]),
     State#state{worker = Worker};
 request_run(State) ->
     State#state{pending = true}.
@@ -190,7 +250,7 @@ probe_stages(Probe, Addr) ->
 
 %% ---- calibration (in a worker process) --------------------------------------------------------
 
-calibrate_worker(Probe) ->
+calibrate_worker(Probe, Spies, Policy) ->
     T0 = erlang:monotonic_time(microsecond),
     Result = try run_steps(Probe)
              catch
@@ -203,6 +263,7 @@ calibrate_worker(Probe) ->
                      {error, {Class, Reason}}
              end,
     Us = erlang:monotonic_time(microsecond) - T0,
+    ensure_spies(Spies, Policy),
     Result =:= ok andalso report(Us),
     exit({xp_calibrated, Result, Us}).
 

@@ -6,7 +6,8 @@
 -module(extrospect_nif).
 
 -export([self_proc/0, calib_begin/0, calib_self/1, calib_dirty_cpu/2, calib_dirty_io/2,
-         calib_probe/4, calib_scan/1, calib_finish/1, info/0, write_perf_map/1]).
+         calib_probe/4, calib_scan/1, calib_finish/1, info/0, write_perf_map/1,
+         spy_start/3, spy_stop/1, spy_info/0]).
 -export([load_info/0, nif_path/0]).
 
 -on_load(init/0).
@@ -68,3 +69,9 @@ calib_finish(_Args) -> erlang:nif_error(nif_not_loaded).
 info() -> erlang:nif_error(nif_not_loaded).
 %% Write DIR/perf-PID.map from the JIT list (dirty I/O scheduler); see extrospect:write_perf_map/1.
 write_perf_map(_Dir) -> erlang:nif_error(nif_not_loaded).
+%% Start N spy threads (policy idle | other), replacing any; republishes the block (dirty I/O).
+spy_start(_N, _Policy, _Generation) -> erlang:nif_error(nif_not_loaded).
+%% Stop and join every spy; republishes the block (dirty I/O).
+spy_stop(_Generation) -> erlang:nif_error(nif_not_loaded).
+%% The spies' slots, as maps.
+spy_info() -> erlang:nif_error(nif_not_loaded).

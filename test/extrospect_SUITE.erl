@@ -36,7 +36,7 @@ start_stop(_Config) ->
 info_map(_Config) ->
     I = extrospect:info(),
     Keys = [addresses, block, calibrated, checks, erts_version, flavor, frame_layout,
-            max_normal_nif_us, offsets, os_pid, otp_release, probe, schedulers,
+            max_normal_nif_us, offsets, os_pid, otp_release, probe, schedulers, spies,
             system_version, table_row, timing, word_size],
     ?assertEqual(Keys, lists:sort(maps:keys(I))),
     ?assertEqual(erlang:system_info(otp_release), maps:get(otp_release, I)),
@@ -45,6 +45,7 @@ info_map(_Config) ->
     ?assertEqual(ra_or_fp(), maps:get(frame_layout, I)),
     ?assert(maps:get(max_normal_nif_us, I) < 1000),
     #{block := #{magic_ok := true, abi_version := 1, size := 27496}} = I,
+    #{spies := #{version := 1, count := 2}} = I,
     ok.
 
 calibration(_Config) ->

@@ -17,6 +17,9 @@ agent_test_() ->
               {"addresses", fun addresses/0},
               {"block header", fun block/0},
               {"normal-scheduler time budget", fun budget/0},
+              {"spies: two parked, named threads of this VM", fun spies_default/0},
+              {"spies: parked ones cost ~10 wakeups a second", fun spies_idle_cost/0},
+              {"spies: start_spies/1 and stop_spies/0", fun spies_restart/0},
               {timeout, 600, {"100 unload/reload cycles", fun reload_cycles/0}},
               {timeout, 120, {"application restart", fun app_restart/0}}]
      end}.
@@ -180,6 +183,8 @@ reload_cycles() ->
     ?debugFmt("100 reloads: erlang:memory(total) ~w bytes, RSS ~w KiB", [M1 - M0, R1 - R0]),
     ?assert(M1 - M0 < 2 * 1024 * 1024),
     ?assert(R1 - R0 < 16 * 1024),
+    %% Each unload joined its instance's spies; the agent started two in the new one.
+    ?assertEqual(2, length(spy_threads())),
     offsets(),
     checks().
 
@@ -214,9 +219,63 @@ app_restart() ->
          ok = application:stop(extrospect),
          {ok, _} = application:ensure_all_started(extrospect),
          ok = extrospect:recalibrate(),
-         ?assertMatch(#{calibrated := true, block := #{magic_ok := true}}, extrospect:info())
+         ?assertMatch(#{calibrated := true, block := #{magic_ok := true}}, extrospect:info()),
+         ?assertEqual(2, length(spy_threads()))
      end || _ <- lists:seq(1, 5)],
     checks().
+
+%% {Tid, Comm} of this VM's threads named xp_spy_N.
+spy_threads() ->
+    Dir = "/proc/self/task",
+    {ok, Tids} = file:list_dir(Dir),
+    lists:sort([{list_to_integer(T), Comm}
+                || T <- Tids,
+                   {ok, C} <- [file:read_file(filename:join([Dir, T, "comm"]))],
+                   Comm <- [string:trim(binary_to_list(C))],
+                   lists:prefix("xp_spy_", Comm)]).
+
+%% The application's {spies, 2}: parked, never retargeted, each a thread of this VM named after
+%% its slot, and the block's spy region says the same (extrospect:info/0 is the NIF's copy).
+spies_default() ->
+    Spies = extrospect:spies(),
+    ?assertEqual(2, length(Spies)),
+    Threads = spy_threads(),
+    [begin
+         ?assertMatch(#{state := parked, target := 0, loops := 0, owner := 0}, S),
+         ?assertEqual({I, {Tid, "xp_spy_" ++ integer_to_list(I + 1)}},
+                      {I, lists:keyfind(Tid, 1, Threads)})
+     end || #{index := I, tid := Tid} = S <- Spies],
+    ?assertMatch(#{spies := #{version := 1, count := 2}}, extrospect:info()).
+
+%% A parked spy wakes every 100 ms to look at its slot, and does nothing else.
+spies_idle_cost() ->
+    Before = [{T, switches(T)} || {T, _} <- spy_threads()],
+    receive after 1000 -> ok end,
+    [begin
+         N = switches(T) - N0,
+         ?debugFmt("parked spy ~b: ~b context switches in 1 s", [T, N]),
+         ?assert(N =< 15)
+     end || {T, N0} <- Before].
+
+switches(Tid) ->
+    {ok, B} = file:read_file("/proc/self/task/" ++ integer_to_list(Tid) ++ "/status"),
+    [V] = [list_to_integer(string:trim(binary_to_list(Rest)))
+           || Line <- binary:split(B, <<"\n">>, [global]),
+              <<"voluntary_ctxt_switches:", Rest/binary>> <- [Line]],
+    V.
+
+spies_restart() ->
+    ok = extrospect:start_spies(4),
+    ?assertEqual(4, length(extrospect:spies())),
+    ?assertEqual(4, length(spy_threads())),
+    T0 = erlang:monotonic_time(microsecond),
+    ok = extrospect:stop_spies(),
+    ?debugFmt("stop_spies: ~b us", [erlang:monotonic_time(microsecond) - T0]),
+    ?assertEqual([], extrospect:spies()),
+    ?assertEqual([], spy_threads()),
+    ?assertMatch(#{spies := #{version := 0, count := 0}}, extrospect:info()),
+    ok = extrospect:start_spies(2),
+    ?assertEqual(2, length(spy_threads())).
 
 %% extrospect:write_perf_map/1 into a scratch directory (independent of the agent_test_ setup:
 %% the NIF loads on first call). The file: perf's "START SIZE name" lines after our marker, mode

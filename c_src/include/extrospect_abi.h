@@ -116,12 +116,66 @@ struct xp_sched {
 };
 #define XP_MAX_SCHED 1024
 
-/* Reserved for the spy-thread capability: versioned so readers can ignore what they do not know. */
-struct xp_spy_region {
-	uint32_t version; /* 0: no spy threads */
-	uint32_t nslots;
-	uint64_t reserved[126];
+/* Spy threads (c_src/spy.c). A spy is an agent thread that loops: load rsp from its slot's
+ * target, block in a futex wait (arguments in registers, the timespec in the slot, never on the
+ * stack), restore its own rsp. A perf context-switch event on its tid with PERF_SAMPLE_STACK_USER
+ * then copies the memory at target at every loop, timestamped by the kernel. While retargeted it
+ * touches no memory below rsp and every signal is blocked, so target may be any value.
+ *
+ * The slots live in the agent's memory at spy.slots_addr; the sampler reads them and writes ONLY
+ * the first XP_SPY_WRITABLE bytes of a slot it leased (process_vm_writev), after checking the
+ * region version, the slot's address against the published array, its tid and generation. */
+#define XP_SPY_REGION_VERSION 1u
+#define XP_SPY_MAX	      16
+/* ns: shorter requests are raised to this. A loop costs ~30 us of CPU (futex wake-up and perf
+ * copy, measured on a virtual machine): a spy never takes much more than a quarter of a core. */
+#define XP_SPY_MIN_INTERVAL 100000ull
+#define XP_SPY_MAX_INTERVAL 1000000000ull /* ns: longer requests are lowered to this */
+#define XP_SPY_LEASE_NS	    1000000000ull /* a lease not renewed for this long is revoked */
+
+enum xp_spy_state {
+	XP_SPY_STARTING = 0,
+	XP_SPY_PARKED,	   /* target 0: sleeps on its own stack, polls the slot every 100 ms */
+	XP_SPY_RETARGETED, /* loops at target every interval_ns */
+	XP_SPY_STOPPED,	   /* its thread has exited (stop_spies, unload) */
 };
+
+struct xp_spy_slot {
+	/* Written by the sampler that leased the spy (in one process_vm_writev, target last). */
+	uint64_t interval_ns; /* requested loop interval; clamped to [MIN, MAX]_INTERVAL */
+	uint64_t lease;	      /* renewal counter: any change renews the lease */
+	uint64_t owner;	      /* the leasing sampler's OS pid (informative) */
+	uint64_t target;      /* the address the spy loads as rsp; 0 parks it */
+	/* Written by the agent only. */
+	uint64_t generation; /* bumped whenever the agent parks the spy itself (lease revoked) */
+	uint64_t lease_expiry_ns; /* agent CLOCK_MONOTONIC when the lease runs out; 0 when parked */
+	uint32_t state;		  /* enum xp_spy_state */
+	int32_t tid;		  /* the spy's OS thread id */
+	uint64_t loops;		  /* loops made at a target since start */
+	uint64_t sleep_ts[2];	  /* the futex timeout (struct timespec), read by the kernel */
+	uint64_t reserved[6];
+};
+#define XP_SPY_WRITABLE 32 /* bytes of a slot the sampler may write: interval_ns .. target */
+
+struct xp_spy_desc {
+	int32_t tid;	/* 0: slot unused */
+	uint32_t index; /* its position in the slot array */
+	uint64_t slot;	/* the slot's address: slots_addr + index * slot_size */
+};
+
+struct xp_spy_region {
+	uint32_t version;      /* 0: no spy threads; XP_SPY_REGION_VERSION */
+	uint32_t nslots;       /* spies running (descs valid), <= XP_SPY_MAX */
+	uint64_t slots_addr;   /* the slot array */
+	uint32_t slot_size;    /* sizeof(struct xp_spy_slot) */
+	uint32_t policy;       /* 0 SCHED_IDLE, 1 SCHED_OTHER at nice 19, 2 as the VM's threads */
+	uint64_t lease_ns;     /* XP_SPY_LEASE_NS as built */
+	uint64_t min_interval; /* XP_SPY_MIN_INTERVAL as built */
+	struct xp_spy_desc desc[XP_SPY_MAX];
+	uint64_t reserved[127 - 5 - 2 * XP_SPY_MAX]; /* the v0 region's 1016 bytes */
+};
+_Static_assert(sizeof(struct xp_spy_slot) == 128, "spy slot size is part of the ABI");
+_Static_assert(sizeof(struct xp_spy_region) == 127 * 8, "spy region keeps its reserved size");
 
 enum xp_flavor { XP_FLAVOR_UNKNOWN = 0, XP_FLAVOR_JIT = 1, XP_FLAVOR_EMU = 2 };
 enum xp_frame_layout { XP_LAYOUT_RA = 0, XP_LAYOUT_FP = 1, XP_LAYOUT_UNKNOWN = 255 };

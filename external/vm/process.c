@@ -306,19 +306,18 @@ static size_t snap_len(const struct process_reader *r)
 	return n < SNAP_MAX_BYTES ? n : SNAP_MAX_BYTES;
 }
 
-int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *s)
+size_t process__snap_bytes(const struct process_reader *r)
 {
-	uint8_t buf[SNAP_MAX_BYTES];
+	return snap_len(r);
+}
+
+int process__snap_from_bytes(const struct process_reader *r, uint64_t addr, const uint8_t *buf,
+			     size_t n, struct process_snap *s)
+{
 	struct process_view *p = &s->v;
-	size_t n = snap_len(r);
-	int err;
 
 	memset(s, 0, sizeof(*s));
 	p->addr = addr;
-	if (!addr || (addr & 7))
-		return -EINVAL;
-	if ((err = mem__read(r->mem, addr, buf, n)))
-		return err;
 	if (!snap_field(r, buf, n, XP_OFF_P_ID, 8, &p->pid) ||
 	    !snap_field(r, buf, n, XP_OFF_P_HEAP, 8, &p->heap) ||
 	    !snap_field(r, buf, n, XP_OFF_P_HEND, 8, &p->hend) ||
@@ -338,6 +337,21 @@ int process__read_snap(const struct process_reader *r, uint64_t addr, struct pro
 	s->have_reg = snap_field(r, buf, n, XP_OFF_P_REG, 8, &s->reg);
 	s->have_initial = snap_field(r, buf, n, XP_OFF_P_INITIAL, 24, s->initial);
 	return 0;
+}
+
+int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *s)
+{
+	uint8_t buf[SNAP_MAX_BYTES];
+	size_t n = snap_len(r);
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->v.addr = addr;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if ((err = mem__read(r->mem, addr, buf, n)))
+		return err;
+	return process__snap_from_bytes(r, addr, buf, n, s);
 }
 
 /* The order of erts_process_state2status (B/erl_process.c 25:9162, 27:9205, 29:9305). */

@@ -64,6 +64,11 @@ struct process_snap {
 
 /* 0, -EINVAL when the bytes are not a plausible live process, or a read error. */
 int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *out);
+/* The same from a copy of the Process's first process__snap_bytes(r) bytes made elsewhere (a
+ * spy's snapshot); n may be shorter, then the fields beyond it are absent. */
+int process__snap_from_bytes(const struct process_reader *r, uint64_t addr, const uint8_t *buf,
+			     size_t n, struct process_snap *out);
+size_t process__snap_bytes(const struct process_reader *r);
 /* process_info(P, status) of a state word: "running", "waiting", ... */
 const char *process__status_name(uint32_t state);
 /* Is the process on a scheduler (normal or dirty), so that its stop/i are stale? */

@@ -7,7 +7,8 @@
 # `[a] [b]` alternatives run once bare and once with each. Each must exit as the README says: 0,
 # or the code its `# exit N` comment names, or 2 where the README's blame table says OTP 28+
 # refuses a runtime name. Not run, with the reason printed: `inject` (needs a distributed node:
-# inject_test.sh), `--perf-data` and `perf` lines (need perf's own recording: perfmap_test.sh).
+# inject_test.sh), `--perf-data` and `perf` lines (need perf's own recording: perfmap_test.sh),
+# `watch` (needs its xp_watch target and spies: watch_test.sh).
 # A README example that stops working fails here. Exit 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -70,8 +71,8 @@ xp_start_vm "$otp" "$mode" xp_blame
 n=0
 while IFS= read -r example; do
 	case $example in
-	*" inject "* | *--perf-data*)
-		echo "NOT RUN: $example (covered by inject_test.sh / perfmap_test.sh)"
+	*" inject "* | *--perf-data* | *" watch "*)
+		echo "NOT RUN: $example (covered by inject_test.sh / perfmap_test.sh / watch_test.sh)"
 		continue
 		;;
 	esac

@@ -84,7 +84,8 @@ enum {
 	OPT_PERF_DATA,
 	OPT_KEEP_PRIORITY,
 	OPT_NO_BPF,
-	OPT_USER_ONLY
+	OPT_USER_ONLY,
+	OPT_METHOD
 };
 
 static const struct option longopts[] = {
@@ -107,6 +108,7 @@ static const struct option longopts[] = {
     {"keep-priority", no_argument, NULL, OPT_KEEP_PRIORITY},
     {"no-bpf", no_argument, NULL, OPT_NO_BPF},
     {"user-only", no_argument, NULL, OPT_USER_ONLY},
+    {"method", required_argument, NULL, OPT_METHOD},
     {"lines", no_argument, NULL, OPT_LINES},
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
@@ -120,11 +122,21 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* watch takes its own few options: the sampling group's others mean nothing to it. */
+static bool watch_allows(int c)
+{
+	return c == 'h' || c == 'F' || c == 'd' || c == 'v' || c == OPT_JSON ||
+	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD || c == 'o' ||
+	       c == OPT_FORMAT;
+}
+
 /* Which options each command accepts (its row's CO_* groups). */
 static bool allowed(const struct command *cmd, int c)
 {
 	unsigned need;
 
+	if (cmd->opts & CO_WATCH)
+		return watch_allows(c);
 	switch (c) {
 	case 'h':
 		return true;
@@ -216,6 +228,38 @@ static int parse_number(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* watch --rate: an interval with a unit ("1ms", "250us", "0.5s"), or a number of snapshots per
+ * second. Between 100 us and 1 s (the agent's clamp). */
+static int parse_interval(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	char *end;
+	double v, scale = 0;
+	size_t i;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0)
+		return -EINVAL;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) == 0)
+			scale = units[i].ns;
+	}
+	if (*end == '\0')
+		v = 1e9 / v; /* per second */
+	else if (scale == 0)
+		return -EINVAL;
+	else
+		v *= scale;
+	if (v < 100e3 || v > 1e9)
+		return -EINVAL;
+	*ns = (uint64_t)v;
+	return 0;
+}
+
 static enum cli_format format_from_name(const char *path)
 {
 	size_t n = strlen(path);
@@ -291,7 +335,17 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case 'o':
 		o->output = arg;
 		return 0;
+	case OPT_METHOD:
+		if (strcmp(arg, "spy") && strcmp(arg, "poll"))
+			break;
+		o->watch_poll = strcmp(arg, "poll") == 0;
+		return 0;
 	case 'F':
+		if (o->command && (o->command->opts & CO_WATCH)) {
+			if (parse_interval(arg, &o->interval_ns))
+				break;
+			return 0;
+		}
 		if (parse_number(arg, 1, 100000, &v))
 			break;
 		o->freq_hz = (uint32_t)v;
@@ -336,13 +390,16 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 1; /* format given explicitly */
 	}
 	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
-		 c == 'F'	       ? "-F/--rate"
+		 c == 'F' && o->command && (o->command->opts & CO_WATCH)
+		     ? "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)"
+		 : c == 'F'	       ? "-F/--rate"
 		 : c == 'd'	       ? "-d/--duration"
 		 : c == 'n'	       ? "-n/--limit"
 		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
 		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
 		 : c == OPT_NODE       ? "--node (like name@host)"
+		 : c == OPT_METHOD     ? "--method (spy or poll)"
 				       : "--format (svg, speedscope or collapsed)");
 	return -EINVAL;
 }
@@ -418,11 +475,15 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 			 cmd, argv[optind]);
 		return CLI_USAGE_ERROR;
 	}
+	if ((o->command->opts & CO_WATCH) && !o->erlang_pid == !o->name) {
+		snprintf(err, errlen, "watch: give one of --erlang-pid P or --name NAME");
+		return CLI_USAGE_ERROR;
+	}
 	if ((o->command->opts & CO_OUTPUT) && !o->output) {
 		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
 	}
-	if ((o->command->opts & CO_FORMAT) && !format_given)
+	if ((o->command->opts & CO_FORMAT) && o->output && !format_given)
 		o->format = format_from_name(o->output);
 	return CLI_RUN;
 }

@@ -39,6 +39,8 @@ struct cli_opts {
 	char **functions;      /* blame: the native functions (argv) */
 	size_t nfunctions;
 	const char *node, *cookie, *cookie_file, *code_path; /* inject */
+	uint64_t interval_ns; /* watch: --rate as a snapshot interval */
+	bool watch_poll;      /* watch --method poll: the sampler reads the struct, no spy */
 };
 
 enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };

@@ -39,13 +39,16 @@ int cmd__perfmap_fix_data(const char *path, pid_t pid);
 /* capture_cmd.c */
 int cmd__capture(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		 size_t errlen);
+/* watch.c: one process's wall time from a spy thread's snapshots. */
+int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	       size_t errlen);
 /* inject.c: needs no attached target. Returns a process exit code (main.c's EXIT_*). */
 int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
 
 /* Each command's --help text, in the command's own file; how it combines with the sampling
  * options is in the command table (table.c). */
 extern const char pstack__usage[], blame__usage[], sched__usage[], perfmap__usage[],
-    inject__usage[], record__usage[], top__usage[], capture__usage[];
+    inject__usage[], record__usage[], top__usage[], capture__usage[], watch__usage[];
 /* The sampling options, shared by the sampling commands' --help (commands.c). */
 extern const char cmd__sampling_usage[];
 

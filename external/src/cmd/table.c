@@ -117,6 +117,14 @@ static const struct command commands[] = {
      .help = HELP_SAMPLING_IN,
      .run = cmd__capture,
      .catches_stop = true},
+    {.name = "watch",
+     .synopsis = "watch PID --erlang-pid P  one process's wall time: running, runnable, waiting "
+		 "(where),\n                gc, suspended, exiting, from the agent's spy threads",
+     .opts = CO_WATCH | CO_JSON | CO_DURATION | CO_FORMAT,
+     .limit = 20,
+     .usage = watch__usage,
+     .run = cmd__watch,
+     .catches_stop = true},
 };
 
 const struct command *command__find(const char *name)

@@ -30,6 +30,8 @@ enum command_opts {
 	CO_PERFMAP = 1u << 11,	  /* --follow, --perf-data */
 	CO_NODE = 1u << 12,	  /* --node, --cookie, --cookie-file, --code-path; no PID */
 	CO_FUNCTIONS = 1u << 13,  /* FUNCTION... after the PID */
+	CO_WATCH = 1u << 14,	  /* --method; -F is a snapshot interval; -o FILE optional;
+				   * exactly one of --erlang-pid and --name */
 };
 
 /* How a command's --help text and the sampling options combine. */

@@ -47,8 +47,11 @@ struct perf_session {
 static int perf__check_opts(const struct perf_opts *o, size_t page_size, struct perf_opts *out)
 {
 	*out = *o;
-	if (out->event != PERF_EV_CPU_CLOCK && out->event != PERF_EV_CYCLES)
+	if (out->event != PERF_EV_CPU_CLOCK && out->event != PERF_EV_CYCLES &&
+	    out->event != PERF_EV_CTX_SWITCH)
 		return -EINVAL;
+	if (out->event == PERF_EV_CTX_SWITCH)
+		out->freq_hz = 1;
 	if (out->freq_hz == 0 || out->freq_hz > INT_MAX)
 		return -EINVAL;
 	if (out->stack_bytes == 0 || out->stack_bytes > PERF_MAX_STACK || out->stack_bytes % 8)
@@ -79,6 +82,11 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 	}
 	a.freq = 1;
 	a.sample_freq = s->opts.freq_hz;
+	if (s->opts.event == PERF_EV_CTX_SWITCH) {
+		a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+		a.freq = 0;
+		a.sample_period = 1;
+	}
 	a.sample_type = PERF_SAMPLE_LAYOUT;
 	a.sample_regs_user = s->regs_mask;
 	a.sample_stack_user = s->opts.stack_bytes;
@@ -86,8 +94,10 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 	a.disabled = 1; /* enabled once its ring buffer exists */
 	/* Time in the kernel on a thread's behalf (page faults of a growing heap, syscalls) is
 	 * that thread's: sampled unless asked not to or not permitted (perf_event_paranoid >= 2
-	 * without CAP_PERFMON), then each sample still carries the user-mode registers. */
-	a.exclude_kernel = s->opts.user_only || s->stats.kernel_excluded;
+	 * without CAP_PERFMON), then each sample still carries the user-mode registers. A context
+	 * switch (a spy's snapshot) happens in the kernel. */
+	a.exclude_kernel =
+	    s->opts.event != PERF_EV_CTX_SWITCH && (s->opts.user_only || s->stats.kernel_excluded);
 	a.exclude_hv = 1;
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC; /* comparable with the target's own clock_gettime */

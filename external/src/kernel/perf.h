@@ -32,7 +32,9 @@ enum perf_reg {
 	PERF_R_COUNT
 };
 
-enum perf_event_kind { PERF_EV_CPU_CLOCK = 0, PERF_EV_CYCLES };
+/* PERF_EV_CTX_SWITCH: every context switch of the thread (period 1, freq_hz ignored), kernel
+ * side included: a spy's snapshots (watch.c). */
+enum perf_event_kind { PERF_EV_CPU_CLOCK = 0, PERF_EV_CYCLES, PERF_EV_CTX_SWITCH };
 
 struct perf_opts {
 	enum perf_event_kind event;

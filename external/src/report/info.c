@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "info.h"
+#include "spies.h"
 #include "json.h"
 
 static const char *const sched_type_names[] = {"normal", "dirty_cpu", "dirty_io"};
@@ -213,6 +214,7 @@ void info__print_json(const struct target *t, FILE *f)
 	json_agent(t, &j);
 	json_layout(t, &j);
 	json_checks(t, &j);
+	spies__print_json(t, &j);
 	info__json_mem_failures(t, &j);
 	json__end_object(&j);
 }
@@ -308,4 +310,6 @@ void info__print_text(const struct target *t, FILE *f)
 	text_header(t, f);
 	text_schedulers(t, f);
 	text_tables(t, f);
+	if (target__has_agent(t))
+		spies__print_text(t, f);
 }

@@ -15,4 +15,8 @@ void info__print_json(const struct target *t, FILE *f);
 void info__json_mem_failures(const struct target *t, struct json *j);
 void info__print_mem_failures(const struct target *t, FILE *f);
 
+/* info_spies.c: the agent's spy threads, text and JSON ("spies" key). */
+void spies__print_text(const struct target *t, FILE *f);
+void spies__print_json(const struct target *t, struct json *j);
+
 #endif /* XP_INFO_H */

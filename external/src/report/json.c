@@ -157,6 +157,15 @@ void json__uint(struct json *j, uint64_t v)
 	fprintf(j->f, "%" PRIu64, v);
 }
 
+void json__double(struct json *j, double v, int decimals)
+{
+	sep(j);
+	if (v != v || v > 1e300 || v < -1e300)
+		fputs("null", j->f);
+	else
+		fprintf(j->f, "%.*f", decimals, v);
+}
+
 void json__bool(struct json *j, bool v)
 {
 	sep(j);

@@ -26,6 +26,8 @@ void json__key(struct json *j, const char *key);
 void json__string(struct json *j, const char *s);
 void json__int(struct json *j, int64_t v);
 void json__uint(struct json *j, uint64_t v);
+/* A finite number with that many decimals; NaN and infinities as null. */
+void json__double(struct json *j, double v, int decimals);
 void json__bool(struct json *j, bool v);
 void json__null(struct json *j);
 /* "0x..." or null when v == 0. */
