@@ -19,15 +19,19 @@
 #           *, +/-, band/bor/bsl; length/1; setelement/3, phash2/1, term_to_binary/1,
 #           binary_to_term/1, lists:reverse/2; map update and lookup; ==, < on big terms;
 #           binary construction and matching; a major GC; a dirty BIF) or in plain Erlang, most
-#           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (6),
-#           each phase's share of the VM's samples (exact innermost frame, --include-idle)
-#           within ±XP_CLASS_TOLERANCE (2) points of its share of the scheduler threads' CPU time (user and system, schedstat)
-#           (measured around its calls; the wall-time share printed beside it), and at least
-#           a third of its expected samples when 30 or more are expected; >= 99.5% of
-#           Erlang stacks complete; fewer than 1000 samples is a skip (machine too busy).
-#           class-nobpf: the same with --no-bpf, except that a phase may fall short (never over)
-#           when the phases' shortfall in all is the samples labelled read too late or dropped (within
-#           the tolerance), and those stacks are left out of the 99.5%
+#           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (12),
+#           each phase's share of the VM's samples (exact innermost frame, --include-idle, time
+#           in the kernel included) at most XP_CLASS_TOLERANCE (2) points over its share of the
+#           scheduler threads' CPU time (user and system, schedstat, measured around its calls;
+#           the wall-time share printed beside it), and at most 2 points under it plus the
+#           share labelled [scheduler work for the process] (GCs deferred from the phases'
+#           allocations, kept at the resume point), and at least a third of its expected
+#           samples when 30 or more are expected; the phases' net shortfall at most what the
+#           labels hold (+2): that one, no process, process unknown, read too late, dropped; an
+#           unlabelled caller frame holds none of it; >= 99.5% of Erlang stacks complete; fewer
+#           than 1000 samples is a skip (machine too busy).
+#           class-nobpf: the same with --no-bpf, except that a phase may fall short by any amount
+#           (never over), and stacks read too late are left out of the 99.5%
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
 # A share is left unchecked when the workload ran more than XP_MAX_STRETCH times slower than its
@@ -47,7 +51,7 @@ XP_SHARE_TOLERANCE=${XP_SHARE_TOLERANCE:-3} # percentage points
 XP_RECORD_SECONDS=${XP_RECORD_SECONDS:-4}
 XP_MAX_STRETCH=${XP_MAX_STRETCH:-2}
 XP_CLASS_TOLERANCE=${XP_CLASS_TOLERANCE:-2} # percentage points, per phase of case class
-XP_CLASS_SECONDS=${XP_CLASS_SECONDS:-6}
+XP_CLASS_SECONDS=${XP_CLASS_SECONDS:-12}
 XP_SKIP_REASON=
 DEEP_DEPTH=20
 
@@ -672,8 +676,14 @@ case_capture() {
 # the scheduler's own work is in both totals.
 check_class() {
 	local tag=$1 folded=$2 s0=$3 s1=$4 inner total proc ctotal wtotal phase frames f n sampled
-	local cpu wall verdict ssum=0 csum=0 all_frames='' short=0 late dropped
+	local cpu wall verdict ssum=0 csum=0 all_frames='' short=0 late dropped work pool
 	inner=$XP_VM_DIR/$tag.inner
+	# Work the scheduler did for xp_class where it was parked (garbage collections deferred from
+	# a phase's allocations: heap fragments a BIF left), labelled so: its innermost frame is the
+	# resume point (repeat/3, run_round/5), not the phase whose allocations caused it, which
+	# left no trace. A phase may fall short by up to this pool, and the phases' net shortfall
+	# must be what it and the other labels hold (below).
+	work=$(awk '/ xp_class;/ && /\[scheduler work for the process\]/ { s += $NF } END { print s + 0 }' "$folded")
 	innermost "$folded" xp_class >"$inner"
 	# Every sample the sampler took: those it dropped count against the phases too.
 	total=$(summary_num "$XP_VM_DIR/$tag.err" 's/^extrospect: \([0-9]*\) samples in .*/\1/p')
@@ -687,6 +697,8 @@ check_class() {
 		echo "NOT CHECKED: $tag shares: $XP_SKIP_REASON"
 		return 0
 	fi
+	pool=$(awk -v w="$work" -v t="$total" 'BEGIN { printf "%.2f", 100 * w / t }')
+	echo "FIGURE: OTP $otp $mode $case $tag: $work samples ($pool %) labelled [scheduler work for the process]"
 	for phase in $(stat_get "$s1" phases | tr ',' ' '); do
 		frames=$(stat_get "$s1" "${phase}_frames")
 		all_frames+=$frames,
@@ -701,11 +713,13 @@ check_class() {
 		short=$(awk -v s="$sampled" -v t="$total" -v c="$cpu" -v ct="$ctotal" -v sh="$short" \
 			'BEGIN { printf "%.2f", sh + 100 * c / ct - 100 * s / t }')
 		verdict=$(awk -v s="$sampled" -v t="$total" -v c="$cpu" -v ct="$ctotal" -v w="$wall" \
-			-v wt="$wtotal" -v tol="$XP_CLASS_TOLERANCE" -v late_ok="${CLASS_LATE_OK:-}" 'BEGIN {
+			-v wt="$wtotal" -v tol="$XP_CLASS_TOLERANCE" -v late_ok="${CLASS_LATE_OK:-}" \
+			-v pool="$pool" 'BEGIN {
 			a = 100 * s / t; b = 100 * c / ct; d = a - b; e = t * c / ct
-			# Without the capture a phase may fall short (its late stacks are labelled, and
-			# their total is checked below), never over: no time credited to the wrong one.
-			ok = d <= tol && (late_ok ? 1 : d >= -tol && (e < 30 || s >= e / 3))
+			# Never over: no time credited to the wrong phase. Short by up to the deferred
+			# work (the pool); without the capture, by any amount (its late stacks are
+			# labelled). Both totals are checked below.
+			ok = d <= tol && (late_ok ? 1 : d >= -tol - pool && (e < 30 || s >= e / 3))
 			printf "%s sampled %.1f%% (%d of %d, %.0f expected), measured %.1f%% of CPU (%.1f%% of wall time), diff %+.1f points",
 				ok ? "ok" : "off", a, s, t, e, b, 100 * w / wt, d }')
 		echo "FIGURE: OTP $otp $mode $case $tag $phase: ${verdict#* }"
@@ -719,22 +733,24 @@ check_class() {
 			xp_fail "$tag $phase ($frames): ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 		fi
 	done
-	if [[ -n "${CLASS_LATE_OK:-}" ]]; then
-		# The phases' net shortfall (measured minus sampled, over all phases) must be the
-		# samples labelled as read too late or dropped by the summary (within the tolerance):
-		# time the sampler could not attribute, said so, not lost or misplaced.
-		late=$(awk '/\[Erlang callers unknown: stack read too late/ { s += $NF } END { print s + 0 }' "$folded")
-		dropped=$(summary_num "$XP_VM_DIR/$tag.err" 's/.* \([0-9]*\) dropped$/\1/p')
-		verdict=$(awk -v sh="$short" -v l="$late" -v d="${dropped:-0}" -v t="$total" -v tol="$XP_CLASS_TOLERANCE" \
-			'BEGIN { p = 100 * l / t; q = 100 * d / t
-				printf "%s phases short by %.1f points net, %.1f%% of the samples labelled read too late, %.1f%% dropped (counted by reason)",
-				(sh <= p + q + tol) ? "ok" : "off", sh, p, q }')
-		echo "FIGURE: OTP $otp $mode $case $tag: ${verdict#* }"
-		if [[ "$verdict" == ok* ]]; then
-			xp_pass "$tag: ${verdict#ok } (±$XP_CLASS_TOLERANCE)"
-		else
-			xp_fail "$tag: ${verdict#off } (±$XP_CLASS_TOLERANCE)"
-		fi
+	# The phases' net shortfall (measured minus sampled, over all phases) must be what the
+	# labels hold (within the tolerance): the scheduler's deferred work; a scheduler with no
+	# process (going to sleep when xp_class left for a dirty scheduler, inside a phase's
+	# interval); samples whose process is unknown, read too late, or dropped (counted by
+	# reason): time the sampler did not attribute to a phase and said so. Time a defect moved
+	# to the caller (repeat/3, unlabelled) is in none of them.
+	late=$(awk '/\[Erlang callers unknown: stack read too late/ || /^\[[^];]*(process unknown|no process)/ { s += $NF }
+		END { print s + 0 }' "$folded")
+	dropped=$(summary_num "$XP_VM_DIR/$tag.err" 's/.* \([0-9]*\) dropped$/\1/p')
+	verdict=$(awk -v sh="$short" -v l="$late" -v d="${dropped:-0}" -v t="$total" -v pool="$pool" \
+		-v tol="$XP_CLASS_TOLERANCE" 'BEGIN { p = 100 * l / t; q = 100 * d / t
+			printf "%s phases short by %.1f points net; labelled: %.1f%% scheduler work, %.1f%% no process, process unknown or read too late, %.1f%% dropped (counted by reason)",
+			(sh <= pool + p + q + tol) ? "ok" : "off", sh, pool, p, q }')
+	echo "FIGURE: OTP $otp $mode $case $tag: ${verdict#* }"
+	if [[ "$verdict" == ok* ]]; then
+		xp_pass "$tag: ${verdict#ok } (±$XP_CLASS_TOLERANCE)"
+	else
+		xp_fail "$tag: ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 	fi
 	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $(((ctotal - csum) / 1000)) of $((ctotal / 1000)) ms of CPU; there, xp_class's innermost frames and the other roots:"
 	{
@@ -769,7 +785,9 @@ case_class() {
 	# (case capture compares the two); here they are left out of the count.
 	read -r w c < <(walked_complete "$XP_VM_DIR/$tag.err")
 	late=0
-	[[ -n "$nobpf" ]] && late=$(summary_num "$XP_VM_DIR/$tag.err" 's/^    ended moved on (read late) *\([0-9]*\)$/\1/p')
+	# Both labels of a stack read too late: moved on, and unverifiable.
+	[[ -n "$nobpf" ]] && late=$(awk '/^ *ended (moved on|unverified) \(read late\) *[0-9]+$/ { s += $NF }
+		END { print s + 0 }' "$XP_VM_DIR/$tag.err")
 	# c comes from a percentage with one decimal: it may round past the walks left.
 	((c <= w - ${late:-0})) || c=$((w - ${late:-0}))
 	echo "FIGURE: OTP $otp $mode $case $tag: $c of $w Erlang stacks complete, ${late:-0} read too late"

@@ -420,8 +420,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	if (w.dirty)
 		w.e = p.stop;
-	if (task)
+	if (task) {
 		w.leaf = resume_leaf(s, &p);
+		rec.scheduler_work = true;
+	}
 	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
 	 * c_p->stop, and the two were read together. The CFI-recovered rbp is not it: a fragment
 	 * may use rbp, and a GC moves the stack under it. */

@@ -44,6 +44,7 @@ struct sample_record {
 	uint64_t process;	/* Process address (SAMPLE_ERLANG) */
 	uint64_t read_delay_ns; /* Process fields were read this long after the sample */
 	bool contradicted;	/* a later read disagreed with the sample (skid summary only) */
+	bool scheduler_work; /* the scheduler worked for the process, parked at its resume point */
 };
 
 typedef void (*sample_record_fn)(const struct sample_record *r, void *ctx);

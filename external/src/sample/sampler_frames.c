@@ -247,6 +247,11 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 	    agg__frame(s->agg, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
 		s->frames[n++] = id;
 	nerlang = n;
+	/* Not the process running its code: the scheduler working for it where it is parked (a
+	 * garbage collection deferred from its allocations, signals, system tasks). */
+	if (rec->scheduler_work && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[scheduler work for the process]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
 	if (ur)
 		n = native_frames(s, ur, n);
 	rec->kind = SAMPLE_ERLANG;
