@@ -24,9 +24,9 @@ test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE class
 
 # The attribution class test family (test/e2e/record_test.sh cases class, class-nobpf): 12 runs,
-# about 2 minutes; not yet within its ±2-point target on every phase (README).
+# about 3 minutes; `make test` runs the 6 with the in-kernel capture, this one all 12.
 test-class: build
-	cd $(BUILD) && ctest --output-on-failure -L class
+	cd $(BUILD) && ctest --output-on-failure -R 'e2e\.record\..*\.class'
 
 demo: deps build
 	tools/demo.sh $(BUILD)/extrospect
