@@ -1,0 +1,71 @@
+/* The parts of `extrospect heap`: reading every process's memory from the process table
+ * (heap.c, which owns the command) and printing it as a table or JSON (heap_print.c).
+ * Does not own: the process table (ptab.c), Process fields and their checks (process.c). */
+#ifndef XP_HEAP_H
+#define XP_HEAP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "json.h"
+#include "process.h"
+#include "ptab.h"
+#include "target.h"
+
+/* The columns --sort accepts, in the order the table prints them. */
+enum heap_col {
+	HEAP_COL_TOTAL = 0, /* heap + old heap + fragments (process_info total_heap_size) */
+	HEAP_COL_HEAP,	    /* the young heap, heap_sz (process_info heap_size) */
+	HEAP_COL_OLD,	    /* the old generation's size */
+	HEAP_COL_FRAG,	    /* heap and message fragments, mbuf_sz */
+	HEAP_COL_STACK,	    /* hend - stop (process_info stack_size) */
+	HEAP_COL_BIN,	    /* off-heap binaries referenced: the vheap, young + old */
+	HEAP_COL_MSGQ,	    /* message-queue length (OTP 27+) */
+	HEAP_COL_REDS,	    /* reductions */
+	HEAP_COL_MEMORY,    /* sizeof(Process) + every heap: a lower bound of process_info memory */
+	HEAP_COL_COUNT
+};
+
+/* Why a process in the table is not listed. */
+enum heap_skip {
+	HEAP_SKIP_UNREADABLE = 0, /* the Process could not be read */
+	HEAP_SKIP_INVALID,	  /* not a plausible live Process */
+	HEAP_SKIP_WRONG_SLOT,	  /* its pid does not belong in the slot it was found in */
+	HEAP_SKIP_COUNT
+};
+
+struct heap_row {
+	struct process_snap s;
+	uint64_t order;		      /* pid data: the VM's numbering */
+	uint64_t val[HEAP_COL_COUNT]; /* in bytes for sizes, counts otherwise */
+	uint32_t known;		      /* bit c: val[c] was read and checked */
+};
+
+struct heap_ctx {
+	const struct cli_opts *o;
+	struct target *t;
+	volatile sig_atomic_t *stop;
+	struct process_reader pr;
+	struct ptab ptab;
+	struct ptab_stats st;
+	enum heap_col sort;
+	struct heap_row *rows; /* sorted, rows[0] the largest */
+	size_t n;
+	uint64_t skipped[HEAP_SKIP_COUNT];
+	uint64_t faults[SNAP_MEM_FAULT_COUNT]; /* rows whose memory fields were not all shown */
+	uint64_t running;		       /* listed while on a scheduler: a moving target */
+	uint64_t sum[HEAP_COL_COUNT];
+	double ms;
+};
+
+/* --sort's name of a column (the reverse, heap__col_of, is in commands.h for cli.c). */
+const char *heap__col_name(enum heap_col c);
+
+/* heap_print.c: the top o->limit rows and the totals. */
+void heap__print_text(const struct heap_ctx *c, FILE *f);
+void heap__print_json(const struct heap_ctx *c, struct json *j);
+
+#endif /* XP_HEAP_H */

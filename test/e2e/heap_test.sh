@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# ctest e2e.heap.OTP.MODE: `extrospect heap [--sort COL] [-n N] [--json] PID` against the xp_heap
+# target on OTP 25|27|29, with the agent (MODE agent) or without (noagent).
+# The oracle: erlang:process_info of each parked process, written by the target
+# (heap_oracle.txt). Exact: heap_size, total_heap_size, stack_size, message_queue_len (OTP 27+;
+# null on 25, which keeps no count), reductions. Within a stated tolerance: the off-heap binaries
+# (the vheap counts each binary in whole words and a binary held twice twice: within 1 % or 64
+# bytes of the sum process_info(P, binary) lists) and memory (ours is a lower bound: sizeof(Process)
+# and every heap; process_info adds links, monitors, the dictionary and 88 bytes or more per
+# queued message: at most 1024 bytes + 256 per message more). The planted binary leak must be
+# the top row of --sort bin, and every --sort must sort its column.
+# Exit 0 pass, 1 fail, 77 skip (reason printed).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+otp=${1:?usage: heap_test.sh 25|27|29 agent|noagent}
+mode=${2:?usage: heap_test.sh 25|27|29 agent|noagent}
+
+# The value of KEY for the process registered as NAME in heap's JSON.
+field() { jq -r --arg n "$2" --arg k "$3" '.processes[] | select(.name == $n) | .[$k]' "$1"; }
+
+# Is |got - want| within max(64, want / 100)?
+near() {
+	local got=$1 want=$2 d tol
+	d=$((got > want ? got - want : want - got))
+	tol=$((want / 100 > 64 ? want / 100 : 64))
+	((d <= tol))
+}
+
+check_oracle() {
+	local json=$1 name pid heap total stack mq bin mem reds got mq_want
+	while read -r name pid heap total stack mq bin mem reds; do
+		[[ "$(field "$json" "$name" pid)" == "$pid" ]] ||
+			xp_fail "$name: pid $(field "$json" "$name" pid), the VM says $pid"
+		xp_expect "$name heap_size" "$heap" "$(field "$json" "$name" heap_size)"
+		xp_expect "$name total_heap_size" "$total" "$(field "$json" "$name" total_heap_size)"
+		xp_expect "$name stack_size" "$stack" "$(field "$json" "$name" stack_size)"
+		xp_expect "$name reductions" "$reds" "$(field "$json" "$name" reductions)"
+		mq_want=$mq
+		[[ "$otp" != 25 ]] || mq_want=null
+		xp_expect "$name message_queue_len" "$mq_want" \
+			"$(field "$json" "$name" message_queue_len)"
+		xp_expect "$name status" waiting "$(field "$json" "$name" status)"
+		got=$(field "$json" "$name" binary_vheap_bytes)
+		if [[ "$got" =~ ^[0-9]+$ ]] && near "$got" "$bin"; then
+			xp_pass "$name binaries $got bytes, process_info(P, binary) sums $bin"
+		else
+			xp_fail "$name binaries: $got bytes, process_info(P, binary) sums $bin"
+		fi
+		got=$(field "$json" "$name" memory_lower_bound)
+		if [[ "$got" =~ ^[0-9]+$ ]] && ((got <= mem && mem - got <= 1024 + 256 * mq)); then
+			xp_pass "$name memory lower bound $got, process_info(P, memory) $mem"
+		else
+			xp_fail "$name memory lower bound $got, process_info(P, memory) $mem"
+		fi
+	done <"$XP_VM_DIR/heap_oracle.txt"
+	got=$(field "$json" xp_heap_big old_heap_size)
+	if [[ "$got" =~ ^[0-9]+$ ]] && ((got > 100000)); then
+		xp_pass "xp_heap_big keeps its data in the old generation ($got words)"
+	else
+		xp_fail "xp_heap_big old_heap_size: $got"
+	fi
+	xp_expect "processes skipped, fields not shown" "0 0 0 0 0 0 0" \
+		"$(jq -r '[.skipped.unreadable, .skipped.invalid, .skipped.wrong_slot,
+			(.fields_not_shown | .[])] | map(tostring) | join(" ")' "$json")"
+}
+
+# Every column sorts, largest first (unknown values last); the leak tops --sort bin.
+check_sorts() {
+	local col key json=$XP_VM_DIR/heap-sort.json rc
+	declare -A keys=([total]=total_heap_size [heap]=heap_size [old]=old_heap_size
+		[frag]=heap_fragments_size [stack]=stack_size [bin]=binary_vheap_bytes
+		[msgq]=message_queue_len [reds]=reductions [memory]=memory_lower_bound)
+	for col in "${!keys[@]}"; do
+		key=${keys[$col]}
+		rc=0
+		xp_sampler heap --json --sort "$col" -n 10000 "$XP_VM_PID" >"$json" || rc=$?
+		if ((rc != 0)); then
+			xp_fail "heap --sort $col exited $rc"
+			continue
+		fi
+		xp_expect "--sort $col sorts $key, largest first" true \
+			"$(jq --arg k "$key" '[.processes[] | .[$k] | select(. != null)] |
+				. == (sort | reverse)' "$json")"
+		[[ "$col" != bin ]] || xp_expect "top row of --sort bin (the planted leak)" \
+			xp_heap_leak "$(jq -r '.processes[0].name' "$json")"
+	done
+}
+
+check_text() {
+	local out=$XP_VM_DIR/heap.txt rc=0
+	xp_sampler heap --sort bin -n 3 "$XP_VM_PID" >"$out" 2>&1 || rc=$?
+	xp_expect "exit status of 'heap --sort bin -n 3'" 0 "$rc"
+	if sed -n 3p "$out" | grep -qE '^<[0-9.]+>( +[^ ]+){5} +16M .* waiting +xp_heap_leak +xp_heap:hold/1$'; then
+		xp_pass "text: the leak's row first, 16M of binaries, waiting in xp_heap:hold/1"
+	else
+		xp_fail "text output; it printed:"
+		cat "$out"
+	fi
+	xp_expect "text shows 3 rows" 3 "$(grep -c '^<' "$out")"
+	rc=0
+	xp_sampler heap --sort nosuch "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
+	xp_expect "exit status of an unknown --sort column" 2 "$rc"
+}
+
+xp_require_sampler
+xp_start_vm "$otp" "$mode" xp_heap
+json=$XP_VM_DIR/heap.json
+rc=0
+xp_sampler heap --json -n 10000 "$XP_VM_PID" >"$json" 2>"$XP_VM_DIR/heap.err" || rc=$?
+xp_expect "exit status of 'heap --json'" 0 "$rc"
+if jq -e '.processes | length > 0' "$json" >/dev/null 2>&1; then
+	xp_expect "agent seen" "$([[ $mode == agent ]] && echo true || echo false)" \
+		"$(jq -r .agent "$json")"
+	check_oracle "$json"
+	check_sorts
+else
+	xp_fail "'heap --json' printed no processes; stderr:"
+	head -c 2000 "$XP_VM_DIR/heap.err"
+fi
+check_text
+xp_stop_vm
+xp_summary
