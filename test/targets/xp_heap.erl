@@ -51,10 +51,20 @@ oracle(Name, Pid) ->
     Keys = [heap_size, total_heap_size, stack_size, message_queue_len, binary, memory],
     [{heap_size, H}, {total_heap_size, T}, {stack_size, S}, {message_queue_len, Q},
      {binary, Bins}, {memory, M}] = erlang:process_info(Pid, Keys),
-    {reductions, R} = erlang:process_info(Pid, reductions),
+    R = settled_reductions(Pid, -1, 200),
     B = lists:sum([Size || {_, Size, _} <- Bins]),
     io_lib:format("~s ~s ~b ~b ~b ~b ~b ~b ~b~n",
                   [Name, pid_to_list(Pid), H, T, S, Q, B, M, R]).
+
+%% The process handles a request signal after answering it, at its next schedule: its count is
+%% final once two reads 10 ms apart agree (a read of reductions alone is not a signal).
+settled_reductions(_Pid, _Last, 0) ->
+    erlang:error(reductions_not_settled);
+settled_reductions(Pid, Last, N) ->
+    case erlang:process_info(Pid, reductions) of
+        {reductions, Last} -> Last;
+        {reductions, R} -> receive after 10 -> settled_reductions(Pid, R, N - 1) end
+    end.
 
 wait_parked(_Pid, 0) ->
     erlang:error(not_parked);
