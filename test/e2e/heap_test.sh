@@ -8,7 +8,8 @@
 # bytes of the sum process_info(P, binary) lists) and memory (ours is a lower bound: sizeof(Process)
 # and every heap; process_info adds links, monitors, the dictionary and 88 bytes or more per
 # queued message: at most 1024 bytes + 256 per message more). The planted binary leak must be
-# the top row of --sort bin, and every --sort must sort its column.
+# the top row of --sort bin, and every --sort must sort its column. --watch: the process whose
+# binaries grow tops the growth of --sort bin and is flagged long-lived.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -105,6 +106,24 @@ check_text() {
 	xp_expect "exit status of an unknown --sort column" 2 "$rc"
 }
 
+# --watch: two intervals; the process whose binaries grow tops --sort bin's growth, flagged.
+check_watch() {
+	local out=$XP_VM_DIR/heap-watch.jsonl rc=0 last
+	xp_sampler heap --watch 1 -d 2.5 --sort bin --json -n 10000 "$XP_VM_PID" >"$out" || rc=$?
+	xp_expect "exit status of 'heap --watch 1 -d 2.5'" 0 "$rc"
+	xp_expect "intervals reported" 2 "$(wc -l <"$out")"
+	last=$(tail -n 1 "$out")
+	xp_expect "top growth of binaries over the last interval" xp_heap_grow \
+		"$(jq -r '.rows[0].name' <<<"$last")"
+	xp_expect "xp_heap_grow grew and is flagged long-lived (bin)" "true true" \
+		"$(jq -r '.rows[0] | "\(.growth > 0) \(.long_lived_bin)"' <<<"$last")"
+	xp_expect "the static leak did not grow" 0 \
+		"$(jq -r '.rows[] | select(.name == "xp_heap_leak") | .growth' <<<"$last")"
+	rc=0
+	xp_sampler heap -d 1 "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
+	xp_expect "exit status of -d without --watch" 2 "$rc"
+}
+
 xp_require_sampler
 xp_start_vm "$otp" "$mode" xp_heap
 json=$XP_VM_DIR/heap.json
@@ -121,5 +140,6 @@ else
 	head -c 2000 "$XP_VM_DIR/heap.err"
 fi
 check_text
+check_watch
 xp_stop_vm
 xp_summary

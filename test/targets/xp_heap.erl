@@ -5,16 +5,18 @@
 %% process_info(P, binary) lists). xp_heap_leak keeps 16 refc binaries of 1 MiB (the planted
 %% leak); xp_heap_big has a large heap and an old generation; xp_heap_stack a deep stack;
 %% xp_heap_mailbox a queue of 7 atoms (immediates: no message data, so total_heap_size stays
-%% exact). With `-xp_heap_count N` it also parks N small processes (bench/heap_bench).
+%% exact); xp_heap_grow keeps a new binary every 100 ms (heap --watch). With `-xp_heap_count N` it also parks N small processes (bench/heap_bench).
 %% Started by test/e2e/lib.sh:
 %%   erl -noshell ... -run xp_heap start READYFILE agent|noagent HARNESS_OS_PID
 -module(xp_heap).
 
--export([start/1, leak/0, big/0, deep/1, mailbox/0, idle/0, many/1]).
+-export([start/1, leak/0, big/0, deep/1, mailbox/0, idle/0, many/1, grow/1]).
 
 -define(LEAK_BINS, 16).
 -define(LEAK_BIN_BYTES, (1 bsl 20)).
 -define(MAILBOX_LEN, 7).
+-define(GROW_BIN_BYTES, (32 bsl 10)).
+-define(GROW_MAX, 400). % 12.5 MiB after 40 s: never more than the leak's 16 MiB
 
 start([ReadyFile | _] = Args) ->
     Dir = filename:dirname(ReadyFile),
@@ -34,6 +36,7 @@ workload(Dir) ->
                 _ -> 0
             end,
     many(Count),
+    register(xp_heap_grow, spawn(fun() -> grow(0) end)),
     [wait_parked(Pid, 1000) || {_, Pid} <- Pids],
     %% Twice: the first request may be what makes a process handle its pending signals; the
     %% second is the state the sampler reads (a parked process does not change after it).
@@ -109,6 +112,20 @@ mailbox() ->
 idle() ->
     receive
         stop -> ok
+    end.
+
+%% The --watch subject: keeps a new 32 KiB refc binary every 100 ms (up to ?GROW_MAX), so its
+%% binaries only grow.
+grow(N) ->
+    grow(N, []).
+
+grow(N, Kept) when N >= ?GROW_MAX ->
+    hold(Kept);
+grow(N, Kept) ->
+    receive
+        stop -> ok
+    after 100 ->
+        grow(N + 1, [binary:copy(<<N:8>>, ?GROW_BIN_BYTES) | Kept])
     end.
 
 many(0) ->

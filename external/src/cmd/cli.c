@@ -86,7 +86,8 @@ enum {
 	OPT_KEEP_PRIORITY,
 	OPT_NO_BPF,
 	OPT_USER_ONLY,
-	OPT_SORT
+	OPT_SORT,
+	OPT_WATCH
 };
 
 static const struct option longopts[] = {
@@ -119,6 +120,7 @@ static const struct option longopts[] = {
     {"code-path", required_argument, NULL, OPT_CODE_PATH},
     {"perf-data", required_argument, NULL, OPT_PERF_DATA},
     {"sort", required_argument, NULL, OPT_SORT},
+    {"watch", required_argument, NULL, OPT_WATCH},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -160,6 +162,7 @@ static bool allowed(const struct command *cmd, int c)
 		need = CO_STACKS;
 		break;
 	case OPT_SORT:
+	case OPT_WATCH:
 		need = CO_SORT;
 		break;
 	case OPT_FOLLOW:
@@ -298,6 +301,11 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		if (heap__col_of(arg) < 0)
 			break;
 		o->sort = arg;
+		return 0;
+	case OPT_WATCH:
+		if (parse_number(arg, 0.1, 86400, &v))
+			break;
+		o->watch_s = v;
 		return 0;
 	case 'o':
 		o->output = arg;

@@ -34,6 +34,7 @@ struct cli_opts {
 	bool lines;	       /* record, top, blame: file:line in Erlang frame names */
 	bool all;	       /* pstack: every process */
 	const char *sort;      /* heap: the column to sort by (checked: heap__col_of) */
+	double watch_s;	       /* heap: seconds between readings (0: one reading) */
 	bool stacks;	       /* blame: whole Erlang stacks */
 	bool follow;	       /* perf-map: keep the map current */
 	const char *perf_data; /* perf-map: mark the JIT mapping anonymous in this perf.data */

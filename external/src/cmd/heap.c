@@ -37,6 +37,12 @@ const char heap__usage[] =
     "                 (memory: sizeof(Process) + every heap, a lower bound of process_info\n"
     "                 memory, which adds links, monitors, messages and the dictionary)\n"
     "  -n N           show the top N processes (default 20)\n"
+    "  --watch SECS   read again every SECS seconds until Ctrl-C (or -d): rows sorted by the\n"
+    "                 growth of the --sort column over the interval, with the growth since\n"
+    "                 the first reading; 'long-lived: old/bin' flags a process whose old heap\n"
+    "                 or binaries grew and never shrank over two intervals or more\n"
+    "  -d SECS        with --watch: stop after SECS seconds\n"
+    "  --json         with --watch: one JSON document per interval, one per line\n"
     "  --json         one JSON document: sizes in words as process_info gives them\n"
     "  --no-agent     ignore the extrospect agent even when the VM has it loaded\n"
     "\n"
@@ -44,6 +50,7 @@ const char heap__usage[] =
     "  extrospect heap 4242                  # the 20 largest processes\n"
     "  extrospect heap --sort bin -n 5 4242  # who holds the most refc binaries (a leak?)\n"
     "  extrospect heap --sort msgq 4242      # the longest message queues (OTP 27+)\n"
+    "  extrospect heap --watch 10 --sort old 4242   # who accumulates long-lived data\n"
     "  extrospect heap --json -n 10000 4242 | jq '.processes[] | select(.name == \"my_server\")'\n";
 
 static const char *const col_names[HEAP_COL_COUNT] = {"total", "heap", "old",  "frag",	"stack",
@@ -187,28 +194,53 @@ static int setup(struct heap_ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
+int heap__read(struct heap_ctx *c)
+{
+	uint32_t *ixs = NULL;
+	uint64_t *procs = NULL;
+	double start = now_ms();
+	size_t n = 0;
+	int rc;
+
+	free(c->rows);
+	c->rows = NULL;
+	c->n = 0;
+	c->running = 0;
+	memset(c->skipped, 0, sizeof(c->skipped));
+	memset(c->faults, 0, sizeof(c->faults));
+	memset(c->sum, 0, sizeof(c->sum));
+	if (!(rc = ptab__collect(&c->ptab, c->t->mem, &ixs, &procs, &n, &c->st)))
+		rc = read_all(c, ixs, procs, n);
+	c->ms = now_ms() - start;
+	free(ixs);
+	free(procs);
+	return rc;
+}
+
 int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	      size_t errlen)
 {
 	struct heap_ctx c = {.o = o, .t = t, .stop = stop};
-	uint32_t *ixs = NULL;
-	uint64_t *procs = NULL;
-	double start = now_ms();
 	struct json j;
-	size_t n = 0;
 	int rc;
 
+	if (o->duration_s > 0 && o->watch_s <= 0) {
+		snprintf(err, errlen, "-d/--duration goes with --watch");
+		return CMD_EUSAGE;
+	}
 	if (o->sort && heap__col_of(o->sort) >= 0)
 		c.sort = (enum heap_col)heap__col_of(o->sort);
-	if ((rc = setup(&c, err, errlen)) ||
-	    (rc = ptab__collect(&c.ptab, t->mem, &ixs, &procs, &n, &c.st)) ||
-	    (rc = read_all(&c, ixs, procs, n)))
+	if ((rc = setup(&c, err, errlen)))
 		goto cleanup;
-	c.ms = now_ms() - start;
+	if (o->watch_s > 0) {
+		rc = heap__watch(&c);
+		goto cleanup;
+	}
+	if ((rc = heap__read(&c)))
+		goto cleanup;
 	if (o->json) {
 		json__init(&j, stdout);
-		heap__print_json(&c, &j);
-		fputc('\n', stdout);
+		heap__print_json(&c, &j); /* the writer ends the document's line */
 	} else {
 		heap__print_text(&c, stdout);
 	}
@@ -220,7 +252,5 @@ cleanup:
 	if (rc && !err[0])
 		snprintf(err, errlen, "heap: %s", strerror(-rc));
 	free(c.rows);
-	free(ixs);
-	free(procs);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /* The parts of `extrospect heap`: reading every process's memory from the process table
- * (heap.c, which owns the command) and printing it as a table or JSON (heap_print.c).
+ * (heap.c, which owns the command), printing it as a table or JSON (heap_print.c) and growth
+ * between readings (heap_watch.c).
  * Does not own: the process table (ptab.c), Process fields and their checks (process.c). */
 #ifndef XP_HEAP_H
 #define XP_HEAP_H
@@ -63,6 +64,22 @@ struct heap_ctx {
 
 /* --sort's name of a column (the reverse, heap__col_of, is in commands.h for cli.c). */
 const char *heap__col_name(enum heap_col c);
+
+/* One reading of every process into c->rows, sorted (heap.c): 0 or a negative errno. */
+int heap__read(struct heap_ctx *c);
+/* heap_watch.c: readings every o->watch_s seconds until *stop or o->duration_s. */
+int heap__watch(struct heap_ctx *c);
+
+/* What a row is called: pid text, registered name and initial call (in v), current function
+ * ("" for a running process, whose saved pc is stale). Read from the VM for the rows shown. */
+struct heap_names {
+	char pid[48];
+	struct process_view v;
+	char cur[1024];
+};
+void heap__names(const struct heap_ctx *c, const struct heap_row *r, struct heap_names *n);
+/* Bytes as 1023B, 12.3K, 4.0M, 1.2G. */
+void heap__human(uint64_t b, char *buf, size_t len);
 
 /* heap_print.c: the top o->limit rows and the totals. */
 void heap__print_text(const struct heap_ctx *c, FILE *f);

@@ -12,13 +12,7 @@
 
 static const char *const skip_names[HEAP_SKIP_COUNT] = {"unreadable", "invalid", "wrong_slot"};
 
-struct names {
-	char pid[48];
-	struct process_view v; /* name and initial */
-	char cur[1024];
-};
-
-static void names_of(const struct heap_ctx *c, const struct heap_row *r, struct names *n)
+void heap__names(const struct heap_ctx *c, const struct heap_row *r, struct heap_names *n)
 {
 	const struct jit_range *jr;
 
@@ -39,8 +33,7 @@ static size_t shown(const struct heap_ctx *c)
 	return c->o->limit && c->o->limit < c->n ? c->o->limit : c->n;
 }
 
-/* Bytes as 1023B, 12.3K, 4.0M, 1.2G. */
-static void human(uint64_t b, char *buf, size_t len)
+void heap__human(uint64_t b, char *buf, size_t len)
 {
 	static const char units[] = "KMGT";
 	double v = (double)b;
@@ -63,7 +56,7 @@ static void cell(FILE *f, const struct heap_row *r, enum heap_col k, bool bytes,
 	if (!(r->known & (1u << k)))
 		snprintf(buf, sizeof(buf), k == HEAP_COL_MSGQ ? "-" : "?");
 	else if (bytes)
-		human(r->val[k], buf, sizeof(buf));
+		heap__human(r->val[k], buf, sizeof(buf));
 	else
 		snprintf(buf, sizeof(buf), "%" PRIu64, r->val[k]);
 	fprintf(f, " %*s", width, buf);
@@ -73,10 +66,10 @@ static void text_row(const struct heap_ctx *c, const struct heap_row *r, FILE *f
 {
 	static const enum heap_col sizes[] = {HEAP_COL_TOTAL, HEAP_COL_HEAP,  HEAP_COL_OLD,
 					      HEAP_COL_FRAG,  HEAP_COL_STACK, HEAP_COL_BIN};
-	struct names n;
+	struct heap_names n;
 	size_t i;
 
-	names_of(c, r, &n);
+	heap__names(c, r, &n);
 	fprintf(f, "%-14s", n.pid);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		cell(f, r, sizes[i], true, 6);
@@ -96,8 +89,8 @@ static void text_footer(const struct heap_ctx *c, FILE *f)
 	char t[32], b[32];
 	int k;
 
-	human(c->sum[HEAP_COL_TOTAL], t, sizeof(t));
-	human(c->sum[HEAP_COL_BIN], b, sizeof(b));
+	heap__human(c->sum[HEAP_COL_TOTAL], t, sizeof(t));
+	heap__human(c->sum[HEAP_COL_BIN], b, sizeof(b));
 	fprintf(f,
 		"\n%zu of %zu processes shown, sorted by %s (table at 0x%" PRIx64 " from %s: %u "
 		"slots, %" PRIu64 " used); all processes: %s of heaps, %s of binaries, %" PRIu64
@@ -157,9 +150,9 @@ static void kv_val(struct json *j, const char *key, const struct heap_row *r, en
 static void json_row(const struct heap_ctx *c, const struct heap_row *r, struct json *j)
 {
 	const struct process_snap *s = &r->s;
-	struct names n;
+	struct heap_names n;
 
-	names_of(c, r, &n);
+	heap__names(c, r, &n);
 	json__object(j);
 	json__kv_string(j, "pid", n.pid);
 	json__kv_addr(j, "address", s->v.addr);

@@ -30,7 +30,7 @@ enum command_opts {
 	CO_PERFMAP = 1u << 11,	  /* --follow, --perf-data */
 	CO_NODE = 1u << 12,	  /* --node, --cookie, --cookie-file, --code-path; no PID */
 	CO_FUNCTIONS = 1u << 13,  /* FUNCTION... after the PID */
-	CO_SORT = 1u << 14,	  /* --sort COLUMN */
+	CO_SORT = 1u << 14,	  /* --sort COLUMN, --watch SECONDS */
 };
 
 /* How a command's --help text and the sampling options combine. */
