@@ -6,7 +6,12 @@
  * The rows below are its output for bookworm (25.2.3), trixie (27.3.4.1) and forky (29.1.1;
  * sid's 29.1.2 source was not on the mirror, and its live VM agreed with every value). The agent's
  * calibration and the sampler's checks confirm them at run time (`extrospect info` says which). A
- * row matches an erts major.minor series: patch releases of one OTP minor share the layout. */
+ * row matches an erts major.minor series: patch releases of one OTP minor share the layout.
+ * The memory fields (P_OLD_*, P_MBUF_SZ, P_OFF_HEAP_OVERHEAD, P_BIN_*, P_REDS; `extrospect heap`)
+ * were added in November 2026 by a probe run on bookworm 25.2.3, trixie 27.3.4.1 (+deb13u3)
+ * and forky 29.1.1; every other offset the probe printed was unchanged. They are not calibrated
+ * by the agent: the sampler's memory_fields check tests them on a known process, and
+ * test/e2e/heap_test.sh compares what they give with process_info on each release. */
 #include <stdio.h>
 #include <string.h>
 
