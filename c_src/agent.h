@@ -81,6 +81,7 @@ struct addr_obs {
 struct probe_snap {
 	int valid;
 	int64_t expect_len;
+	int64_t expect_reds; /* process_info(P, reductions) around the snapshot, -1 unknown */
 	size_t nwords;
 	uint64_t w[PROC_SCAN_WORDS];
 };

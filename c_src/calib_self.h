@@ -29,13 +29,14 @@ int calib__dirty(struct agent *a, ErlNifEnv *env, uint64_t real_proc, uint32_t *
 int calib__thread_name(int32_t tid, char *buf, size_t cap);
 
 /* Snapshot the parked probe process (its Process* and pid from Erlang) for stage 0..3, with the
- * message-queue length Erlang expects it to have. */
-int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, int64_t expect);
+ * message-queue length Erlang expects it to have and its reductions (-1: unknown). */
+int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, int64_t expect,
+		 int64_t reds);
 
 /* Discover the fields only a parked process shows, from the snapshots in c: i (inside
  * [i_lo, i_hi), the probe function's JIT range), u.initial ({mod, fun, 0}), reg (a RegProc
- * naming reg_name and pointing back), the message-queue length and state. c is the dirty scan's
- * working copy of a->calib. */
+ * naming reg_name and pointing back), the message-queue length, reductions and state. c is the
+ * dirty scan's working copy of a->calib. */
 void calib__probe_analyze(const struct agent *a, struct calib *c, uint64_t i_lo, uint64_t i_hi,
 			  uint64_t mod, uint64_t fun, uint64_t reg_name);
 

@@ -5,7 +5,7 @@
 %%   2. calib_dirty_cpu / calib_dirty_io from as many concurrent processes as there are dirty
 %%      schedulers, so every dirty scheduler runs one;
 %%   3. calib_probe: snapshots of the probe, parked in probe_loop/0, with 0, 3, 5, 0 unmatched
-%%      messages queued;
+%%      messages queued and the reductions it had;
 %%   4. calib_scan (dirty): atom table, GDB JIT descriptor, process table, cross-checks;
 %%   5. calib_finish: compose and publish the agent block.
 %% Unverified values are logged with their reasons. A fresh load of the NIF library (code
@@ -171,10 +171,19 @@ wait_parked(Probe, N) ->
         _ -> receive after 1 -> wait_parked(Probe, N - 1) end
     end.
 
+%% The reductions the snapshot must show: read before and after it, -1 (unknown) when they
+%% differ (the probe ran in between: it handles a process_info request for its queue as a
+%% signal, one reduction, after answering it).
 probe_snapshot(Probe, Addr, Stage, Expect) ->
     wait_parked(Probe, 1000),
     {message_queue_len, Expect} = erlang:process_info(Probe, message_queue_len),
-    ok = nif(calib_probe, [Addr, Probe, Stage, Expect]).
+    wait_parked(Probe, 1000),
+    {reductions, R1} = erlang:process_info(Probe, reductions),
+    ok = nif(calib_probe, [Addr, Probe, Stage, Expect, R1]),
+    case erlang:process_info(Probe, reductions) of
+        {reductions, R1} -> ok;
+        _ -> ok = nif(calib_probe, [Addr, Probe, Stage, Expect, -1])
+    end.
 
 probe_stages(Probe, Addr) ->
     flushed = probe_call(Probe, flush),
