@@ -3,7 +3,9 @@
 # target on OTP 25|27|29, with the agent (MODE agent) or without (noagent).
 # The oracle: erlang:process_info of each parked process, written by the target
 # (heap_oracle.txt). Exact: heap_size, total_heap_size, stack_size, message_queue_len (OTP 27+;
-# null on 25, which keeps no count), reductions. Within a stated tolerance: the off-heap binaries
+# null on 25, which keeps no count), reductions, and against process_info(P,
+# garbage_collection_info): old heap size and use, heap use, fragments, vheap young + old and its
+# limit. Within a stated tolerance: the off-heap binaries
 # (the vheap counts each binary in whole words and a binary held twice twice: within 1 % or 64
 # bytes of the sum process_info(P, binary) lists) and memory (ours is a lower bound: sizeof(Process)
 # and every heap; process_info adds links, monitors, the dictionary and 88 bytes or more per
@@ -32,13 +34,26 @@ near() {
 
 check_oracle() {
 	local json=$1 name pid heap total stack mq bin mem reds got mq_want
-	while read -r name pid heap total stack mq bin mem reds; do
+	local ohb ohu hu mbuf vh ovh vhb
+	while read -r name pid heap total stack mq bin mem reds ohb ohu hu mbuf vh ovh vhb; do
 		[[ "$(field "$json" "$name" pid)" == "$pid" ]] ||
 			xp_fail "$name: pid $(field "$json" "$name" pid), the VM says $pid"
 		xp_expect "$name heap_size" "$heap" "$(field "$json" "$name" heap_size)"
 		xp_expect "$name total_heap_size" "$total" "$(field "$json" "$name" total_heap_size)"
 		xp_expect "$name stack_size" "$stack" "$(field "$json" "$name" stack_size)"
 		xp_expect "$name reductions" "$reds" "$(field "$json" "$name" reductions)"
+		# process_info(P, garbage_collection_info) gives the raw fields: all exact.
+		xp_expect "$name old_heap_size (old_heap_block_size)" "$ohb" \
+			"$(field "$json" "$name" old_heap_size)"
+		xp_expect "$name old_heap_used (gc old_heap_size)" "$ohu" \
+			"$(field "$json" "$name" old_heap_used)"
+		xp_expect "$name heap_used (gc heap_size)" "$hu" "$(field "$json" "$name" heap_used)"
+		xp_expect "$name heap_fragments_size (mbuf_size)" "$mbuf" \
+			"$(field "$json" "$name" heap_fragments_size)"
+		xp_expect "$name binary_vheap_bytes ((bin_vheap_size + bin_old_vheap_size) * 8)" \
+			"$(((vh + ovh) * 8))" "$(field "$json" "$name" binary_vheap_bytes)"
+		xp_expect "$name binary_vheap_limit_bytes (bin_vheap_block_size * 8)" "$((vhb * 8))" \
+			"$(field "$json" "$name" binary_vheap_limit_bytes)"
 		mq_want=$mq
 		[[ "$otp" != 25 ]] || mq_want=null
 		xp_expect "$name message_queue_len" "$mq_want" \

@@ -1,12 +1,18 @@
 %% The `extrospect heap` target: processes parked in a receive with known memory, and the oracle
 %% next to the ready file: heap_oracle.txt, one line per parked process,
 %%   NAME PID heap_size total_heap_size stack_size message_queue_len binary_bytes memory reductions
-%% from erlang:process_info(P, [...]) once the process waits (binary_bytes: the sum of the sizes
-%% process_info(P, binary) lists). xp_heap_leak keeps 16 refc binaries of 1 MiB (the planted
-%% leak); xp_heap_big has a large heap and an old generation; xp_heap_stack a deep stack;
-%% xp_heap_mailbox a queue of 7 atoms (immediates: no message data, so total_heap_size stays
-%% exact); xp_heap_grow keeps a new binary every 100 ms (heap --watch). With `-xp_heap_count N` it also parks N small processes (bench/heap_bench).
-%% Started by test/e2e/lib.sh:
+%%   old_heap_block_size old_heap_size heap_used mbuf_size bin_vheap_size bin_old_vheap_size
+%%   bin_vheap_block_size
+%% from erlang:process_info(P, [...]) once the process waits: binary_bytes is the sum of the sizes
+%% process_info(P, binary) lists; the last seven come from process_info(P,
+%% garbage_collection_info), where heap_used is its heap_size (htop - heap). reductions comes
+%% from calls of its own, last, once settled: a request for the message queue or memory is a
+%% signal the process handles, which costs it a reduction after the answer was made.
+%% xp_heap_leak keeps 16 refc binaries of 1 MiB (the planted leak); xp_heap_big has a large heap
+%% and an old generation; xp_heap_stack a deep stack; xp_heap_mailbox a queue of 7 atoms
+%% (immediates: no message data, so total_heap_size stays exact); xp_heap_grow keeps a new binary
+%% every 100 ms (heap --watch). With `-xp_heap_count N` it also parks N small processes
+%% (bench/heap_bench). Started by test/e2e/lib.sh:
 %%   erl -noshell ... -run xp_heap start READYFILE agent|noagent HARNESS_OS_PID
 -module(xp_heap).
 
@@ -51,13 +57,18 @@ start_parked(Name, Fun) ->
     Pid.
 
 oracle(Name, Pid) ->
-    Keys = [heap_size, total_heap_size, stack_size, message_queue_len, binary, memory],
+    Keys = [heap_size, total_heap_size, stack_size, message_queue_len, binary, memory,
+            garbage_collection_info],
     [{heap_size, H}, {total_heap_size, T}, {stack_size, S}, {message_queue_len, Q},
-     {binary, Bins}, {memory, M}] = erlang:process_info(Pid, Keys),
+     {binary, Bins}, {memory, M}, {garbage_collection_info, Gc}] =
+        erlang:process_info(Pid, Keys),
+    GcKeys = [old_heap_block_size, old_heap_size, heap_size, mbuf_size, bin_vheap_size,
+              bin_old_vheap_size, bin_vheap_block_size],
+    GcValues = [integer_to_list(proplists:get_value(K, Gc)) || K <- GcKeys],
     R = settled_reductions(Pid, -1, 200),
     B = lists:sum([Size || {_, Size, _} <- Bins]),
-    io_lib:format("~s ~s ~b ~b ~b ~b ~b ~b ~b~n",
-                  [Name, pid_to_list(Pid), H, T, S, Q, B, M, R]).
+    io_lib:format("~s ~s ~b ~b ~b ~b ~b ~b ~b ~s~n",
+                  [Name, pid_to_list(Pid), H, T, S, Q, B, M, R, lists:join(" ", GcValues)]).
 
 %% The process handles a request signal after answering it, at its next schedule: its count is
 %% final once two reads 10 ms apart agree (a read of reductions alone is not a signal).
