@@ -289,7 +289,7 @@ static bool snap_field(const struct process_reader *r, const uint8_t *buf, size_
 }
 
 /* How many bytes of the Process to copy: every field we use must fall inside. */
-static size_t snap_len(const struct process_reader *r)
+size_t process__snap_len(const struct process_reader *r)
 {
 	static const enum xp_off_id ids[] = {XP_OFF_P_ID,
 					     XP_OFF_P_HTOP,
@@ -340,16 +340,27 @@ static void snap_memory_fields(const struct process_reader *r, const uint8_t *bu
 int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *s)
 {
 	uint8_t buf[SNAP_MAX_BYTES];
-	struct process_view *p = &s->v;
-	size_t n = snap_len(r);
+	size_t n = process__snap_len(r);
 	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->v.addr = addr;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if ((err = mem__read(r->mem, addr, buf, n)))
+		return err;
+	return process__parse_snap(r, addr, buf, n, s);
+}
+
+int process__parse_snap(const struct process_reader *r, uint64_t addr, const uint8_t *buf, size_t n,
+			struct process_snap *s)
+{
+	struct process_view *p = &s->v;
 
 	memset(s, 0, sizeof(*s));
 	p->addr = addr;
 	if (!addr || (addr & 7))
 		return -EINVAL;
-	if ((err = mem__read(r->mem, addr, buf, n)))
-		return err;
 	if (!snap_field(r, buf, n, XP_OFF_P_ID, 8, &p->pid) ||
 	    !snap_field(r, buf, n, XP_OFF_P_HEAP, 8, &p->heap) ||
 	    !snap_field(r, buf, n, XP_OFF_P_HEND, 8, &p->hend) ||

@@ -71,6 +71,11 @@ struct process_snap {
 
 /* 0, -EINVAL when the bytes are not a plausible live process, or a read error. */
 int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *out);
+/* The same in two steps, for many processes read at once (mem__read_many): how many bytes of a
+ * Process to copy (at most 1024), and the snap of a copy buf of n such bytes made at addr. */
+size_t process__snap_len(const struct process_reader *r);
+int process__parse_snap(const struct process_reader *r, uint64_t addr, const uint8_t *buf, size_t n,
+			struct process_snap *out);
 /* Why the memory fields of a snap are not shown: each have_* false for one of these. */
 enum snap_mem_fault {
 	SNAP_MEM_OK = 0,

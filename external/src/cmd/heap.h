@@ -38,8 +38,18 @@ enum heap_skip {
 	HEAP_SKIP_COUNT
 };
 
+/* What a row keeps of its Process: identity, state and the raw fields the output shows (a
+ * process_snap is 3 KiB with its name buffers: 100,000 of them would be 300 MB). */
+struct heap_proc {
+	uint64_t addr, pid, i;
+	uint64_t heap_used, old_used; /* words: htop - heap, old_htop - old_heap */
+	uint64_t vheap_limit;	      /* bytes: bin_vheap_sz * 8 */
+	uint32_t state;
+	bool have_state, have_i, have_old, have_vheap;
+};
+
 struct heap_row {
-	struct process_snap s;
+	struct heap_proc s;
 	uint64_t order;		      /* pid data: the VM's numbering */
 	uint64_t val[HEAP_COL_COUNT]; /* in bytes for sizes, counts otherwise */
 	uint32_t known;		      /* bit c: val[c] was read and checked */

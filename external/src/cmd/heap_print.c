@@ -16,8 +16,10 @@ void heap__names(const struct heap_ctx *c, const struct heap_row *r, struct heap
 {
 	const struct jit_range *jr;
 
-	process__pid_text(&c->pr.pids, r->s.v.pid, n->pid, sizeof(n->pid));
-	n->v = r->s.v;
+	process__pid_text(&c->pr.pids, r->s.pid, n->pid, sizeof(n->pid));
+	memset(&n->v, 0, sizeof(n->v));
+	n->v.addr = r->s.addr;
+	n->v.pid = r->s.pid;
 	process__read_identity(&c->pr, &n->v);
 	n->cur[0] = '\0';
 	/* A running process's i is stale: where it last stopped, not where it is. */
@@ -149,24 +151,24 @@ static void kv_val(struct json *j, const char *key, const struct heap_row *r, en
 
 static void json_row(const struct heap_ctx *c, const struct heap_row *r, struct json *j)
 {
-	const struct process_snap *s = &r->s;
+	const struct heap_proc *s = &r->s;
 	struct heap_names n;
 
 	heap__names(c, r, &n);
 	json__object(j);
 	json__kv_string(j, "pid", n.pid);
-	json__kv_addr(j, "address", s->v.addr);
+	json__kv_addr(j, "address", s->addr);
 	json__kv_string(j, "name", n.v.name[0] ? n.v.name : NULL);
 	json__kv_string(j, "initial_call", n.v.initial[0] ? n.v.initial : NULL);
 	json__kv_string(j, "current_function", n.cur[0] ? n.cur : NULL);
 	json__kv_string(j, "status", s->have_state ? process__status_name(s->state) : NULL);
 	kv_words(j, "total_heap_size", r, HEAP_COL_TOTAL);
 	kv_words(j, "heap_size", r, HEAP_COL_HEAP);
-	json__kv_int(j, "heap_used", (int64_t)((s->v.htop - s->v.heap) / 8));
+	json__kv_int(j, "heap_used", (int64_t)s->heap_used);
 	kv_words(j, "old_heap_size", r, HEAP_COL_OLD);
 	json__key(j, "old_heap_used");
 	if (s->have_old)
-		json__uint(j, (s->old_htop - s->old_heap) / 8);
+		json__uint(j, s->old_used);
 	else
 		json__null(j);
 	kv_words(j, "heap_fragments_size", r, HEAP_COL_FRAG);
@@ -174,7 +176,7 @@ static void json_row(const struct heap_ctx *c, const struct heap_row *r, struct 
 	kv_val(j, "binary_vheap_bytes", r, HEAP_COL_BIN);
 	json__key(j, "binary_vheap_limit_bytes");
 	if (s->have_vheap)
-		json__uint(j, s->vheap_sz * 8);
+		json__uint(j, s->vheap_limit);
 	else
 		json__null(j);
 	kv_val(j, "message_queue_len", r, HEAP_COL_MSGQ);

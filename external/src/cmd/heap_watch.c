@@ -84,7 +84,7 @@ static int match(struct watch *w)
 		struct seen *s = &w->cur[i];
 		const struct seen *p;
 
-		s->pid = c->rows[i].s.v.pid;
+		s->pid = c->rows[i].s.pid;
 		s->row = i;
 		s->known = c->rows[i].known;
 		memcpy(s->last, c->rows[i].val, sizeof(s->last));
