@@ -11,7 +11,8 @@
 # and every heap; process_info adds links, monitors, the dictionary and 88 bytes or more per
 # queued message: at most 1024 bytes + 256 per message more). The planted binary leak must be
 # the top row of --sort bin, and every --sort must sort its column. --watch: the process whose
-# binaries grow tops the growth of --sort bin and is flagged long-lived.
+# binaries grow tops the growth of --sort bin and is flagged long-lived; the VM stopping during
+# --watch ends it with exit status 7 after the intervals it read.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -139,6 +140,24 @@ check_watch() {
 	xp_expect "exit status of -d without --watch" 2 "$rc"
 }
 
+# The VM stops during --watch: the intervals read stand, exit status 7. Stops the VM.
+check_gone() {
+	local out rc=0 hp deadline=$((SECONDS + 30))
+	out=$(mktemp)
+	xp_sampler heap --watch 0.5 -d 60 --json -n 3 "$XP_VM_PID" >"$out" 2>"$out.err" &
+	hp=$!
+	while [[ ! -s "$out" ]] && ((SECONDS < deadline)); do sleep 0.1; done # first interval
+	xp_stop_vm
+	wait "$hp" || rc=$?
+	xp_expect "exit status of 'heap --watch' when the VM exits" 7 "$rc"
+	if grep -q "the VM exited after [1-9][0-9]* intervals" "$out.err" && [[ -s "$out" ]]; then
+		xp_pass "the intervals read before it exited were printed, and it says so"
+	else
+		xp_fail "--watch as the VM exited: stdout $(wc -l <"$out") lines, stderr: $(cat "$out.err")"
+	fi
+	rm -f "$out" "$out.err"
+}
+
 xp_require_sampler
 xp_start_vm "$otp" "$mode" xp_heap
 json=$XP_VM_DIR/heap.json
@@ -156,5 +175,5 @@ else
 fi
 check_text
 check_watch
-xp_stop_vm
+check_gone
 xp_summary

@@ -30,7 +30,8 @@ const char heap__usage[] =
     "  REDS    reductions up to the process's last schedule-out\n"
     "  STATUS  as process_info(P, status); then the registered name or initial call, and\n"
     "          the current function (of a process that is not running)\n"
-    "A running process's values move while they are read: its row says 'running'.\n"
+    "A running process's values move while they are read: its row says 'running'. If the VM\n"
+    "exits while it is read, what was read is printed and the exit status is 7.\n"
     "\n"
     "Options:\n"
     "  --sort COLUMN  total (default), heap, old, frag, stack, bin, msgq, reds or memory\n"
@@ -237,6 +238,7 @@ static int setup(struct heap_ctx *c, char *err, size_t errlen)
 
 int heap__read(struct heap_ctx *c)
 {
+	uint64_t gone = mem__failures(c->t->mem, MEM_FAIL_GONE);
 	uint32_t *ixs = NULL;
 	uint64_t *procs = NULL;
 	double start = now_ms();
@@ -255,6 +257,9 @@ int heap__read(struct heap_ctx *c)
 	c->ms = now_ms() - start;
 	free(ixs);
 	free(procs);
+	/* A read that found the VM gone: what was read before stands, marked partial. */
+	if (!rc && mem__failures(c->t->mem, MEM_FAIL_GONE) > gone)
+		rc = TARGET_EGONE;
 	return rc;
 }
 
@@ -277,20 +282,23 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		rc = heap__watch(&c);
 		goto cleanup;
 	}
-	if ((rc = heap__read(&c)))
+	if ((rc = heap__read(&c)) && rc != TARGET_EGONE)
 		goto cleanup;
+	if (rc == TARGET_EGONE)
+		fprintf(stderr, "extrospect: the VM exited while it was read: %zu processes read\n",
+			c.n);
 	if (o->json) {
 		json__init(&j, stdout);
 		heap__print_json(&c, &j); /* the writer ends the document's line */
 	} else {
 		heap__print_text(&c, stdout);
 	}
-	if (fflush(stdout) != 0) {
+	if (fflush(stdout) != 0 && !rc) {
 		snprintf(err, errlen, "cannot write output: %s", strerror(errno));
 		rc = -EIO;
 	}
 cleanup:
-	if (rc && !err[0])
+	if (rc && rc != TARGET_EGONE && !err[0])
 		snprintf(err, errlen, "heap: %s", strerror(-rc));
 	free(c.rows);
 	return rc;

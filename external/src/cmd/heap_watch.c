@@ -272,6 +272,8 @@ int heap__watch(struct heap_ctx *c)
 		if (!wait_next(&w, due))
 			break;
 	}
+	if (rc == TARGET_EGONE)
+		fprintf(stderr, "extrospect: the VM exited after %u intervals\n", w.interval);
 	free(w.prev);
 	free(w.cur);
 	return rc;
