@@ -287,6 +287,9 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 	if (rc == TARGET_EGONE)
 		fprintf(stderr, "extrospect: the VM exited while it was read: %zu processes read\n",
 			c.n);
+	else if (*stop)
+		fprintf(stderr, "extrospect: interrupted: %zu of %" PRIu64 " processes read\n", c.n,
+			c.st.used);
 	if (o->json) {
 		json__init(&j, stdout);
 		heap__print_json(&c, &j); /* the writer ends the document's line */

@@ -258,7 +258,8 @@ int heap__watch(struct heap_ctx *c)
 		    (int)c->t->pid, c->o->watch_s);
 	while (!rc) {
 		w.fresh = w.exited = 0;
-		if ((rc = heap__read(c)) || (rc = match(&w)))
+		/* A reading cut by Ctrl-C is not compared: its missing processes did not exit. */
+		if ((rc = heap__read(c)) || *c->stop || (rc = match(&w)))
 			break;
 		qsort(w.cur, w.ncur, sizeof(*w.cur), cmp_pid);
 		/* match left each row index valid: rows were not reordered since. */
