@@ -184,15 +184,11 @@ static ERL_NIF_TERM probe_map(ErlNifEnv *env, const struct xp_agent_block *b)
 }
 
 static const char *const nif_names[NIF_COUNT] = {
-    [NIF_SELF_PROC] = "self_proc",
-    [NIF_CALIB_BEGIN] = "calib_begin",
-    [NIF_CALIB_SELF] = "calib_self",
-    [NIF_CALIB_DIRTY_CPU] = "calib_dirty_cpu",
-    [NIF_CALIB_DIRTY_IO] = "calib_dirty_io",
-    [NIF_CALIB_PROBE] = "calib_probe",
-    [NIF_CALIB_SCAN] = "calib_scan",
-    [NIF_CALIB_FINISH] = "calib_finish",
-    [NIF_INFO] = "info",
+    [NIF_SELF_PROC] = "self_proc",	     [NIF_CALIB_BEGIN] = "calib_begin",
+    [NIF_CALIB_SELF] = "calib_self",	     [NIF_CALIB_DIRTY_CPU] = "calib_dirty_cpu",
+    [NIF_CALIB_DIRTY_IO] = "calib_dirty_io", [NIF_CALIB_PROBE] = "calib_probe",
+    [NIF_CALIB_MEMORY] = "calib_memory",     [NIF_CALIB_SCAN] = "calib_scan",
+    [NIF_CALIB_FINISH] = "calib_finish",     [NIF_INFO] = "info",
 };
 
 static ERL_NIF_TERM us(ErlNifEnv *env, uint64_t ns)

@@ -10,9 +10,9 @@
  * The memory fields (P_OLD_*, P_MBUF_SZ, P_OFF_HEAP_OVERHEAD, P_BIN_*, P_REDS; `extrospect heap`)
  * were added in November 2026 by a probe run on bookworm 25.2.3, trixie 27.3.4.1 (+deb13u3)
  * and forky 29.1.1; every other offset the probe printed was unchanged. The agent calibrates
- * P_REDS (the probe's reductions, c_src/calib_probe.c); the others it takes from here. The
- * sampler's memory_fields check tests them on a known process, and test/e2e/heap_test.sh
- * compares what they give with process_info on each release. */
+ * them (c_src/calib_probe.c: P_REDS; c_src/calib_memory.c: the old heap and vheap words) except
+ * P_MBUF_SZ; the sampler's memory_fields check tests them on a known process, and
+ * test/e2e/heap_test.sh compares what they give with process_info on each release. */
 #include <stdio.h>
 #include <string.h>
 

@@ -158,6 +158,18 @@ check_gone() {
 	rm -f "$out" "$out.err"
 }
 
+# With the agent, the memory offsets heap uses are its calibrated ones (mbuf_sz: the table's).
+check_agent_offsets() {
+	local json=$XP_VM_DIR/info.json
+	xp_sampler info --json "$XP_VM_PID" >"$json" 2>/dev/null || true
+	xp_expect "memory offsets calibrated by the agent and verified" \
+		"agent agent agent agent agent agent agent true" \
+		"$(jq -r '[.offsets | .p_old_heap, .p_old_htop, .p_old_hend, .p_off_heap_overhead,
+			.p_bin_old_vheap, .p_bin_vheap_sz, .p_reds | .source] +
+			[all(.offsets | to_entries[] | select(.key | test("^p_(old|bin|off_heap|reds|mbuf)")) |
+				.value; .verified)] | map(tostring) | join(" ")' "$json")"
+}
+
 xp_require_sampler
 xp_start_vm "$otp" "$mode" xp_heap
 json=$XP_VM_DIR/heap.json
@@ -169,6 +181,7 @@ if jq -e '.processes | length > 0' "$json" >/dev/null 2>&1; then
 		"$(jq -r .agent "$json")"
 	check_oracle "$json"
 	check_sorts
+	[[ "$mode" != agent ]] || check_agent_offsets
 else
 	xp_fail "'heap --json' printed no processes; stderr:"
 	head -c 2000 "$XP_VM_DIR/heap.err"
