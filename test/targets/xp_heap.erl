@@ -11,12 +11,12 @@
 %% xp_heap_leak keeps 16 refc binaries of 1 MiB (the planted leak); xp_heap_big has a large heap
 %% and an old generation; xp_heap_stack a deep stack; xp_heap_mailbox a queue of 7 atoms
 %% (immediates: no message data, so total_heap_size stays exact); xp_heap_grow keeps a new binary
-%% every 100 ms (heap --watch). With `-xp_heap_count N` it also parks N small processes
-%% (bench/heap_bench). Started by test/e2e/lib.sh:
+%% every 100 ms (heap --watch). With `-xp_heap_count N` it also parks N small processes, with
+%% `-xp_heap_hoard_mib N` one holding N MiB of binaries and N * 64 KiB of heap (bench/heap_bench). Started by test/e2e/lib.sh:
 %%   erl -noshell ... -run xp_heap start READYFILE agent|noagent HARNESS_OS_PID
 -module(xp_heap).
 
--export([start/1, leak/0, big/0, deep/1, mailbox/0, idle/0, many/1, grow/1]).
+-export([start/1, leak/0, big/0, deep/1, mailbox/0, idle/0, many/1, grow/1, hoard/1]).
 
 -define(LEAK_BINS, 16).
 -define(LEAK_BIN_BYTES, (1 bsl 20)).
@@ -42,6 +42,12 @@ workload(Dir) ->
                 _ -> 0
             end,
     many(Count),
+    case init:get_argument(xp_heap_hoard_mib) of
+        {ok, [[Mib]]} ->
+            wait_parked(start_parked(xp_heap_hoard, fun() -> hoard(list_to_integer(Mib)) end),
+                        12000);
+        _ -> ok
+    end,
     register(xp_heap_grow, spawn(fun() -> grow(0) end)),
     [wait_parked(Pid, 1000) || {_, Pid} <- Pids],
     %% Twice: the first request may be what makes a process handle its pending signals; the
@@ -138,6 +144,13 @@ grow(N, Kept) ->
     after 100 ->
         grow(N + 1, [binary:copy(<<N:8>>, ?GROW_BIN_BYTES) | Kept])
     end.
+
+%% A large VM for bench/heap_bench: Mib refc binaries of 1 MiB and a heap of Mib * 8192 words
+%% (a list of Mib * 4096 integers).
+hoard(Mib) ->
+    Bins = [binary:copy(<<I:8>>, 1 bsl 20) || I <- lists:seq(1, Mib)],
+    Heap = lists:seq(1, Mib * 4096),
+    hold({Bins, Heap}).
 
 many(0) ->
     ok;
