@@ -38,6 +38,7 @@ enum nif_id {
 	NIF_CALIB_DIRTY_CPU,
 	NIF_CALIB_DIRTY_IO,
 	NIF_CALIB_PROBE,
+	NIF_CALIB_MEMORY,
 	NIF_CALIB_SCAN,
 	NIF_CALIB_FINISH,
 	NIF_INFO,
@@ -84,6 +85,7 @@ struct addr_obs {
 struct probe_snap {
 	int valid;
 	int64_t expect_len;
+	int64_t expect_reds; /* process_info(P, reductions) around the snapshot, -1 unknown */
 	size_t nwords;
 	uint64_t w[PROC_SCAN_WORDS];
 };

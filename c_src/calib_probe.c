@@ -15,7 +15,8 @@
 #define AMBIGUOUS	   (-2)
 #define REGPROC_SCAN_WORDS 8
 
-int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, int64_t expect)
+int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, int64_t expect,
+		 int64_t reds)
 {
 	struct probe_snap *s;
 	int32_t id_off;
@@ -29,6 +30,7 @@ int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, i
 	memset(s, 0, sizeof(*s));
 	s->nwords = mem__self_read_prefix(proc, s->w, calib__scan_bytes(a->row), 256) / 8;
 	s->expect_len = expect;
+	s->expect_reds = reds;
 	s->valid = s->nwords > 0;
 	enif_mutex_lock(a->lock);
 	id_off = calib__off(&a->calib, a->row, XP_OFF_P_ID);
@@ -163,6 +165,38 @@ static void find_msg_len(struct calib *c, const struct xp_layout *row, size_t nw
 	       "the word tracking the probe's queue length over 3+ snapshots");
 }
 
+/* reds: the word equal to the reductions Erlang read around each snapshot, in at least two
+ * snapshots with different counts (the probe runs between stages), so a constant cannot match. */
+static void find_reds(struct calib *c, size_t nw)
+{
+	int k_hit = NOT_FOUND;
+	int64_t lo = INT64_MAX, hi = -1;
+	unsigned i, known = 0;
+	size_t k;
+
+	for (i = 0; i < PROBE_STAGES; i++) {
+		int64_t r = c->snap[i].expect_reds;
+
+		if (!c->snap[i].valid || r < 0)
+			continue;
+		known++;
+		lo = r < lo ? r : lo;
+		hi = r > hi ? r : hi;
+	}
+	for (k = 0; known >= 2 && lo < hi && k < nw; k++) {
+		int all = 1;
+
+		for (i = 0; i < PROBE_STAGES && all; i++)
+			all = !c->snap[i].valid || c->snap[i].expect_reds < 0 ||
+			      c->snap[i].w[k] == (uint64_t)c->snap[i].expect_reds;
+		if (all)
+			hit(&k_hit, (int)k);
+	}
+	record(c, XP_OFF_P_REDS, k_hit, k_hit * 8,
+	       known >= 2 && lo < hi ? "the word equal to the probe's reductions in every snapshot"
+				     : "fewer than two snapshots with known, different reductions");
+}
+
 /* state: a 32-bit slot with normal priority, RUNNING in the calling process and not RUNNING in
  * the parked probe; neither FREE nor EXITING. */
 static void find_state(struct calib *c, const struct xp_layout *row, size_t nw)
@@ -211,5 +245,6 @@ void calib__probe_analyze(const struct agent *a, struct calib *c, uint64_t i_lo,
 		}
 	}
 	find_msg_len(c, a->row, nw);
+	find_reds(c, nw);
 	find_state(c, a->row, nw);
 }

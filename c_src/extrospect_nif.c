@@ -323,15 +323,37 @@ static ERL_NIF_TERM nif_calib_probe(ErlNifEnv *env, int argc, const ERL_NIF_TERM
 	ErlNifUInt64 proc;
 	ErlNifPid pid;
 	unsigned stage;
-	ErlNifSInt64 expect;
+	ErlNifSInt64 expect, reds;
 	int err;
 
 	if (!enif_get_uint64(env, argv[0], &proc) || !enif_get_local_pid(env, argv[1], &pid) ||
 	    !enif_get_uint(env, argv[2], &stage) || !enif_get_int64(env, argv[3], &expect) ||
-	    stage >= PROBE_STAGES)
+	    !enif_get_int64(env, argv[4], &reds) || stage >= PROBE_STAGES)
 		return enif_make_badarg(env);
-	err = calib__probe(a, proc, (uint64_t)pid.pid, stage, expect);
+	err = calib__probe(a, proc, (uint64_t)pid.pid, stage, expect, reds);
 	timed(a, NIF_CALIB_PROBE, t0);
+	return ok_or_error(env, err);
+}
+
+static ERL_NIF_TERM nif_calib_memory(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+{
+	struct agent *a = enif_priv_data(env);
+	uint64_t t0 = now_ns(), gc[GC_COUNT];
+	const ERL_NIF_TERM *t;
+	ErlNifUInt64 proc, v;
+	ErlNifPid pid;
+	int arity, i, err;
+
+	if (!enif_get_uint64(env, argv[0], &proc) || !enif_get_local_pid(env, argv[1], &pid) ||
+	    !enif_get_tuple(env, argv[2], &arity, &t) || arity != GC_COUNT)
+		return enif_make_badarg(env);
+	for (i = 0; i < GC_COUNT; i++) {
+		if (!enif_get_uint64(env, t[i], &v))
+			return enif_make_badarg(env);
+		gc[i] = v;
+	}
+	err = calib__memory(a, proc, (uint64_t)pid.pid, gc);
+	timed(a, NIF_CALIB_MEMORY, t0);
 	return ok_or_error(env, err);
 }
 
@@ -455,7 +477,8 @@ static ErlNifFunc nif_funcs[] = {
     {"calib_self", 1, nif_calib_self, 0},
     {"calib_dirty_cpu", 2, nif_calib_dirty_cpu, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"calib_dirty_io", 2, nif_calib_dirty_io, ERL_NIF_DIRTY_JOB_IO_BOUND},
-    {"calib_probe", 4, nif_calib_probe, 0},
+    {"calib_probe", 5, nif_calib_probe, 0},
+    {"calib_memory", 3, nif_calib_memory, 0},
     {"calib_scan", 1, nif_calib_scan, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"calib_finish", 1, nif_calib_finish, 0},
     {"info", 0, nif_info, 0},

@@ -205,6 +205,7 @@ static const char *const nif_names[NIF_COUNT] = {
     [NIF_CALIB_DIRTY_CPU] = "calib_dirty_cpu",
     [NIF_CALIB_DIRTY_IO] = "calib_dirty_io",
     [NIF_CALIB_PROBE] = "calib_probe",
+    [NIF_CALIB_MEMORY] = "calib_memory",
     [NIF_CALIB_SCAN] = "calib_scan",
     [NIF_CALIB_FINISH] = "calib_finish",
     [NIF_INFO] = "info",

@@ -5,7 +5,9 @@
 %%   2. calib_dirty_cpu / calib_dirty_io from as many concurrent processes as there are dirty
 %%      schedulers, so every dirty scheduler runs one;
 %%   3. calib_probe: snapshots of the probe, parked in probe_loop/0, with 0, 3, 5, 0 unmatched
-%%      messages queued;
+%%      messages queued and the reductions it had;
+%%   3b. calib_memory: a short-lived process with an old generation, a refc binary in it and one
+%%      in its young heap, its struct matched with process_info(P, garbage_collection_info);
 %%   4. calib_scan (dirty): atom table, GDB JIT descriptor, process table, cross-checks;
 %%   5. calib_finish: compose and publish the agent block.
 %% Unverified values are logged with their reasons. A fresh load of the NIF library (code
@@ -19,7 +21,8 @@
 
 -export([start_link/0]).
 -export([init/1, handle_continue/2, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
--export([calibrate_worker/3, probe_loop/0, sched_probe/1, dirty_probe/2, spy_worker/2]).
+-export([calibrate_worker/3, probe_loop/0, sched_probe/1, dirty_probe/2, spy_worker/2,
+         memory_probe/1]).
 
 -define(PROBE_NAME, extrospect_probe).
 -define(PROBE_MFA, {?MODULE, probe_loop, 0}).
@@ -205,6 +208,46 @@ probe_loop() ->
             ok
     end.
 
+%% ---- the memory probe -------------------------------------------------------------------------
+
+%% Known memory: Old's ProcBin and a list promoted to the old generation by two minor
+%% collections, then Young's ProcBin in the young heap: bin_old_vheap and off_heap.overhead hold
+%% their sizes in words (odd sizes: no other word of the struct should equal them).
+memory_probe(Parent) ->
+    Old = binary:copy(<<1>>, 100003),
+    Keep = lists:seq(1, 2000),
+    erlang:garbage_collect(self(), [{type, minor}]),
+    erlang:garbage_collect(self(), [{type, minor}]),
+    Young = binary:copy(<<2>>, 77779),
+    Parent ! {xp_memory_probe, self(), try nif(self_proc, []) catch exit:Why -> {error, Why} end},
+    receive
+        stop -> {byte_size(Old), length(Keep), byte_size(Young)}
+    end.
+
+memory_stage() ->
+    Pid = spawn(?MODULE, memory_probe, [self()]),
+    Ref = monitor(process, Pid),
+    Result = receive
+                 {xp_memory_probe, Pid, Addr} when is_integer(Addr) ->
+                     wait_parked(Pid, 1000),
+                     {garbage_collection_info, Gc} =
+                         erlang:process_info(Pid, garbage_collection_info),
+                     Keys = [old_heap_block_size, old_heap_size, bin_vheap_size,
+                             bin_old_vheap_size, bin_vheap_block_size,
+                             bin_old_vheap_block_size],
+                     Values = list_to_tuple([proplists:get_value(K, Gc) || K <- Keys]),
+                     nif(calib_memory, [Addr, Pid, Values]);
+                 {xp_memory_probe, Pid, Other} ->
+                     {error, Other};
+                 {'DOWN', Ref, process, Pid, Why} ->
+                     {error, {memory_probe_down, Why}}
+             after ?CALL_TIMEOUT -> {error, memory_probe_timeout}
+             end,
+    demonitor(Ref, [flush]),
+    exit(Pid, kill),
+    Result =:= ok orelse logger:warning("extrospect: memory calibration: ~p", [Result]),
+    ok.
+
 flush_junk() ->
     receive
         {xp_junk, _} -> flush_junk()
@@ -231,10 +274,19 @@ wait_parked(Probe, N) ->
         _ -> receive after 1 -> wait_parked(Probe, N - 1) end
     end.
 
+%% The reductions the snapshot must show: read before and after it, -1 (unknown) when they
+%% differ (the probe ran in between: it handles a process_info request for its queue as a
+%% signal, one reduction, after answering it).
 probe_snapshot(Probe, Addr, Stage, Expect) ->
     wait_parked(Probe, 1000),
     {message_queue_len, Expect} = erlang:process_info(Probe, message_queue_len),
-    ok = nif(calib_probe, [Addr, Probe, Stage, Expect]).
+    wait_parked(Probe, 1000),
+    {reductions, R1} = erlang:process_info(Probe, reductions),
+    ok = nif(calib_probe, [Addr, Probe, Stage, Expect, R1]),
+    case erlang:process_info(Probe, reductions) of
+        {reductions, R1} -> ok;
+        _ -> ok = nif(calib_probe, [Addr, Probe, Stage, Expect, -1])
+    end.
 
 probe_stages(Probe, Addr) ->
     flushed = probe_call(Probe, flush),
@@ -276,6 +328,7 @@ run_steps(Probe) ->
     dirty_run(io, erlang:system_info(dirty_io_schedulers), ?ROUNDS),
     Addr = probe_call(Probe, whoami),
     probe_stages(Probe, Addr),
+    memory_stage(),
     ScanResult = nif(calib_scan, [#{probe_process => Addr,
                                              probe_pid => Probe,
                                              probe_mfa => ?PROBE_MFA,

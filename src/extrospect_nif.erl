@@ -6,7 +6,7 @@
 -module(extrospect_nif).
 
 -export([self_proc/0, calib_begin/0, calib_self/1, calib_dirty_cpu/2, calib_dirty_io/2,
-         calib_probe/4, calib_scan/1, calib_finish/1, info/0, write_perf_map/1,
+         calib_probe/5, calib_memory/3, calib_scan/1, calib_finish/1, info/0, write_perf_map/1,
          spy_start/3, spy_stop/1, spy_info/0]).
 -export([load_info/0, nif_path/0]).
 
@@ -61,7 +61,9 @@ calib_self(_Sched) -> erlang:nif_error(nif_not_loaded).
 calib_dirty_cpu(_Proc, _SleepUs) -> erlang:nif_error(nif_not_loaded).
 calib_dirty_io(_Proc, _SleepUs) -> erlang:nif_error(nif_not_loaded).
 %% Snapshot the parked probe process.
-calib_probe(_Proc, _Pid, _Stage, _ExpectedQueueLen) -> erlang:nif_error(nif_not_loaded).
+calib_probe(_Proc, _Pid, _Stage, _ExpectedQueueLen, _ExpectedReductions) ->
+    erlang:nif_error(nif_not_loaded).
+calib_memory(_Proc, _Pid, _GcInfo) -> erlang:nif_error(nif_not_loaded).
 %% The dirty scans (atom table, JIT descriptor, process table) and what they make checkable.
 calib_scan(_Args) -> erlang:nif_error(nif_not_loaded).
 %% Compose and publish the block.

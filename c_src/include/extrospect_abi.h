@@ -48,6 +48,15 @@ enum xp_off_id {
 	 * a heap fragment, when hend - heap != heap_sz (B/erl_gc.c delay_garbage_collection).
 	 * Appended after the ABI 1 set: an older agent's block leaves it to the table. */
 	XP_OFF_P_ABANDONED_HEAP,
+	/* Memory of a process, for `extrospect heap` (appended; B/erl_process.h struct process). */
+	XP_OFF_P_OLD_HEAP,	    /* Process.old_heap (old generation start, NULL when none) */
+	XP_OFF_P_OLD_HTOP,	    /* Process.old_htop */
+	XP_OFF_P_OLD_HEND,	    /* Process.old_hend */
+	XP_OFF_P_MBUF_SZ,	    /* Process.mbuf_sz (words in heap and message fragments) */
+	XP_OFF_P_OFF_HEAP_OVERHEAD, /* Process.off_heap.overhead (young vheap, words) */
+	XP_OFF_P_BIN_OLD_VHEAP,	    /* Process.bin_old_vheap (old vheap, words) */
+	XP_OFF_P_BIN_VHEAP_SZ,	    /* Process.bin_vheap_sz (vheap GC limit, words) */
+	XP_OFF_P_REDS,		    /* Process.reds (reductions up to its last schedule-out) */
 	XP_OFF_COUNT
 };
 #define XP_OFF_SLOTS 64 /* room in the block; XP_OFF_COUNT <= XP_OFF_SLOTS */

@@ -6,7 +6,13 @@
  * The rows below are its output for bookworm (25.2.3), trixie (27.3.4.1) and forky (29.1.1;
  * sid's 29.1.2 source was not on the mirror, and its live VM agreed with every value). The agent's
  * calibration and the sampler's checks confirm them at run time (`extrospect info` says which). A
- * row matches an erts major.minor series: patch releases of one OTP minor share the layout. */
+ * row matches an erts major.minor series: patch releases of one OTP minor share the layout.
+ * The memory fields (P_OLD_*, P_MBUF_SZ, P_OFF_HEAP_OVERHEAD, P_BIN_*, P_REDS; `extrospect heap`)
+ * were added in November 2026 by a probe run on bookworm 25.2.3, trixie 27.3.4.1 (+deb13u3)
+ * and forky 29.1.1; every other offset the probe printed was unchanged. The agent calibrates
+ * them (c_src/calib_probe.c: P_REDS; c_src/calib_memory.c: the old heap and vheap words) except
+ * P_MBUF_SZ; the sampler's memory_fields check tests them on a known process, and
+ * test/e2e/heap_test.sh compares what they give with process_info on each release. */
 #include <stdio.h>
 #include <string.h>
 
@@ -61,6 +67,14 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_ITAB_ENTRIES] = 116,
 		[XP_OFF_ITAB_SEG_TABLE] = 120,
 		[XP_OFF_REGS_X_REG_ARRAY] = 128,
+		[XP_OFF_P_OLD_HEAP] = 520,
+		[XP_OFF_P_OLD_HTOP] = 512,
+		[XP_OFF_P_OLD_HEND] = 504,
+		[XP_OFF_P_MBUF_SZ] = 584,
+		[XP_OFF_P_OFF_HEAP_OVERHEAD] = 544,
+		[XP_OFF_P_BIN_OLD_VHEAP] = 616,
+		[XP_OFF_P_BIN_VHEAP_SZ] = 600,
+		[XP_OFF_P_REDS] = 280,
 		[XP_OFF_P_SIZEOF] = 776,
 	    },
 	.fcalls_bytes = 8,
@@ -109,6 +123,14 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_ITAB_ENTRIES] = 116,
 		[XP_OFF_ITAB_SEG_TABLE] = 120,
 		[XP_OFF_REGS_X_REG_ARRAY] = 64,
+		[XP_OFF_P_OLD_HEAP] = 512,
+		[XP_OFF_P_OLD_HTOP] = 504,
+		[XP_OFF_P_OLD_HEND] = 496,
+		[XP_OFF_P_MBUF_SZ] = 568,
+		[XP_OFF_P_OFF_HEAP_OVERHEAD] = 528,
+		[XP_OFF_P_BIN_OLD_VHEAP] = 600,
+		[XP_OFF_P_BIN_VHEAP_SZ] = 584,
+		[XP_OFF_P_REDS] = 272,
 		[XP_OFF_P_SIZEOF] = 760,
 	    },
 	.fcalls_bytes = 4,
@@ -157,6 +179,14 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_ITAB_ENTRIES] = 116,
 		[XP_OFF_ITAB_SEG_TABLE] = 120,
 		[XP_OFF_REGS_X_REG_ARRAY] = 64,
+		[XP_OFF_P_OLD_HEAP] = 512,
+		[XP_OFF_P_OLD_HTOP] = 504,
+		[XP_OFF_P_OLD_HEND] = 496,
+		[XP_OFF_P_MBUF_SZ] = 568,
+		[XP_OFF_P_OFF_HEAP_OVERHEAD] = 528,
+		[XP_OFF_P_BIN_OLD_VHEAP] = 600,
+		[XP_OFF_P_BIN_VHEAP_SZ] = 584,
+		[XP_OFF_P_REDS] = 272,
 		[XP_OFF_P_SIZEOF] = 768,
 	    },
 	.fcalls_bytes = 4,
@@ -200,6 +230,14 @@ static const char *const off_names[XP_OFF_COUNT] = {
     [XP_OFF_REGS_X_REG_ARRAY] = "regs_x_reg_array",
     [XP_OFF_P_SIZEOF] = "p_sizeof",
     [XP_OFF_P_ABANDONED_HEAP] = "p_abandoned_heap",
+    [XP_OFF_P_OLD_HEAP] = "p_old_heap",
+    [XP_OFF_P_OLD_HTOP] = "p_old_htop",
+    [XP_OFF_P_OLD_HEND] = "p_old_hend",
+    [XP_OFF_P_MBUF_SZ] = "p_mbuf_sz",
+    [XP_OFF_P_OFF_HEAP_OVERHEAD] = "p_off_heap_overhead",
+    [XP_OFF_P_BIN_OLD_VHEAP] = "p_bin_old_vheap",
+    [XP_OFF_P_BIN_VHEAP_SZ] = "p_bin_vheap_sz",
+    [XP_OFF_P_REDS] = "p_reds",
 };
 
 static const char *const addr_names[XP_ADDR_COUNT] = {

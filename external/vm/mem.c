@@ -4,6 +4,7 @@
  * bytes mean; it never uses ptrace or /proc/PID/mem, so reading never stops or perturbs the target.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -210,6 +211,62 @@ int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len)
 	if (m->tap)
 		m->tap(m->tap_ctx, addr, buf, len, rc);
 	return rc;
+}
+
+/* reqs[0..n) in one process_vm_readv: how many completed (all bytes read), in order. */
+static size_t readv_many(pid_t pid, const struct mem_req *reqs, size_t n)
+{
+	struct iovec local[MEM_MANY_BATCH], remote[MEM_MANY_BATCH];
+	ssize_t got;
+	size_t i, done = 0;
+
+	if (n == 0 || n > MEM_MANY_BATCH)
+		return 0;
+	for (i = 0; i < n; i++) {
+		local[i] = (struct iovec){.iov_base = reqs[i].buf, .iov_len = reqs[i].len};
+		remote[i] = (struct iovec){.iov_base = (void *)(uintptr_t)reqs[i].addr,
+					   .iov_len = reqs[i].len};
+	}
+	got = process_vm_readv(pid, local, n, remote, n, 0);
+	/* The kernel copies the remote iovecs in order and stops at the first it cannot. */
+	for (i = 0; got > 0 && i < n && (size_t)got >= reqs[i].len; i++) {
+		got -= (ssize_t)reqs[i].len;
+		done++;
+	}
+	return done;
+}
+
+static bool req_ok(const struct mem_req *q)
+{
+	return q->buf && q->len && q->len <= MEM_MAX_READ && q->len - 1 <= UINT64_MAX - q->addr;
+}
+
+int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
+{
+	size_t i = 0, k, batch, done;
+
+	if (!m || (n && !reqs))
+		return -EINVAL;
+	while (i < n) {
+		if (m->kind != MEM_LIVE || m->tap || !req_ok(&reqs[i])) {
+			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
+			i++;
+			continue;
+		}
+		for (k = i; k < n && k - i < MEM_MANY_BATCH && req_ok(&reqs[k]); k++)
+			;
+		batch = k - i;
+		done = readv_many(m->pid, reqs + i, batch);
+		for (k = i; k < i + done; k++)
+			reqs[k].rc = 0;
+		i += done;
+		if (done <
+		    batch) { /* the one that stopped the batch, alone: its error classified */
+			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
+			i++;
+		}
+	}
+	return 0;
 }
 
 int mem__read_u64(struct mem *m, uint64_t addr, uint64_t *out)

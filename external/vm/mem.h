@@ -48,6 +48,19 @@ int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len);
 int mem__read_u64(struct mem *m, uint64_t addr, uint64_t *out);
 int mem__read_u32(struct mem *m, uint64_t addr, uint32_t *out);
 
+/* Many reads at once: each request's rc is what mem__read would return for it. A live reader
+ * makes one process_vm_readv of up to MEM_MANY_BATCH requests (a request that faults is read
+ * again alone, to classify it, and the batch goes on after it); other readers, and a tapped
+ * one, read each in turn. Returns 0, or -EINVAL for a bad request array. */
+#define MEM_MANY_BATCH 512
+struct mem_req {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+	int rc;
+};
+int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n);
+
 /* Failure counters since open, indexed by enum mem_fail. */
 uint64_t mem__failures(const struct mem *m, enum mem_fail why);
 const char *mem__fail_name(enum mem_fail why);

@@ -289,12 +289,29 @@ static bool snap_field(const struct process_reader *r, const uint8_t *buf, size_
 }
 
 /* How many bytes of the Process to copy: every field we use must fall inside. */
-static size_t snap_len(const struct process_reader *r)
+size_t process__snap_len(const struct process_reader *r)
 {
-	static const enum xp_off_id ids[] = {
-	    XP_OFF_P_ID,      XP_OFF_P_HTOP,	XP_OFF_P_STOP,	  XP_OFF_P_HEAP,
-	    XP_OFF_P_HEND,    XP_OFF_P_HEAP_SZ, XP_OFF_P_I,	  XP_OFF_P_STATE,
-	    XP_OFF_P_MSG_LEN, XP_OFF_P_REG,	XP_OFF_P_INITIAL, XP_OFF_P_FRAME_POINTER};
+	static const enum xp_off_id ids[] = {XP_OFF_P_ID,
+					     XP_OFF_P_HTOP,
+					     XP_OFF_P_STOP,
+					     XP_OFF_P_HEAP,
+					     XP_OFF_P_HEND,
+					     XP_OFF_P_HEAP_SZ,
+					     XP_OFF_P_I,
+					     XP_OFF_P_STATE,
+					     XP_OFF_P_MSG_LEN,
+					     XP_OFF_P_REG,
+					     XP_OFF_P_INITIAL,
+					     XP_OFF_P_FRAME_POINTER,
+					     XP_OFF_P_OLD_HEAP,
+					     XP_OFF_P_OLD_HTOP,
+					     XP_OFF_P_OLD_HEND,
+					     XP_OFF_P_MBUF_SZ,
+					     XP_OFF_P_OFF_HEAP_OVERHEAD,
+					     XP_OFF_P_BIN_OLD_VHEAP,
+					     XP_OFF_P_BIN_VHEAP_SZ,
+					     XP_OFF_P_REDS,
+					     XP_OFF_P_ABANDONED_HEAP};
 	size_t i, n = 0;
 
 	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
@@ -306,43 +323,24 @@ static size_t snap_len(const struct process_reader *r)
 	return n < SNAP_MAX_BYTES ? n : SNAP_MAX_BYTES;
 }
 
-size_t process__snap_bytes(const struct process_reader *r)
+/* The fields `heap` shows; checked by process__snap_memory. */
+static void snap_memory_fields(const struct process_reader *r, const uint8_t *buf, size_t n,
+			       struct process_snap *s)
 {
-	return snap_len(r);
-}
-
-int process__snap_from_bytes(const struct process_reader *r, uint64_t addr, const uint8_t *buf,
-			     size_t n, struct process_snap *s)
-{
-	struct process_view *p = &s->v;
-
-	memset(s, 0, sizeof(*s));
-	p->addr = addr;
-	if (!snap_field(r, buf, n, XP_OFF_P_ID, 8, &p->pid) ||
-	    !snap_field(r, buf, n, XP_OFF_P_HEAP, 8, &p->heap) ||
-	    !snap_field(r, buf, n, XP_OFF_P_HEND, 8, &p->hend) ||
-	    !snap_field(r, buf, n, XP_OFF_P_HEAP_SZ, 8, &s->heap_sz) ||
-	    !snap_field(r, buf, n, XP_OFF_P_HTOP, 8, &p->htop) ||
-	    !snap_field(r, buf, n, XP_OFF_P_STOP, 8, &p->stop))
-		return -EINVAL;
-	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
-	    p->hend - p->heap != s->heap_sz * 8 || s->heap_sz * 8 > PROCESS_MAX_HEAP ||
-	    (p->hend & 7))
-		return -EINVAL;
-	snap_field(r, buf, n, XP_OFF_P_FRAME_POINTER, 8, &p->frame_pointer);
-	s->have_state = snap_field(r, buf, n, XP_OFF_P_STATE, 4, &s->state);
-	s->have_i = snap_field(r, buf, n, XP_OFF_P_I, 8, &s->i);
-	s->have_msg_len = snap_field(r, buf, n, XP_OFF_P_MSG_LEN, 8, &s->msg_len) &&
-			  s->msg_len >= 0 && s->msg_len < ((int64_t)1 << 40);
-	s->have_reg = snap_field(r, buf, n, XP_OFF_P_REG, 8, &s->reg);
-	s->have_initial = snap_field(r, buf, n, XP_OFF_P_INITIAL, 24, s->initial);
-	return 0;
+	s->have_old = snap_field(r, buf, n, XP_OFF_P_OLD_HEAP, 8, &s->old_heap) &&
+		      snap_field(r, buf, n, XP_OFF_P_OLD_HTOP, 8, &s->old_htop) &&
+		      snap_field(r, buf, n, XP_OFF_P_OLD_HEND, 8, &s->old_hend);
+	s->have_mbuf = snap_field(r, buf, n, XP_OFF_P_MBUF_SZ, 8, &s->mbuf_sz);
+	s->have_vheap = snap_field(r, buf, n, XP_OFF_P_OFF_HEAP_OVERHEAD, 8, &s->vheap) &&
+			snap_field(r, buf, n, XP_OFF_P_BIN_OLD_VHEAP, 8, &s->old_vheap) &&
+			snap_field(r, buf, n, XP_OFF_P_BIN_VHEAP_SZ, 8, &s->vheap_sz);
+	s->have_reds = snap_field(r, buf, n, XP_OFF_P_REDS, 8, &s->reds);
 }
 
 int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *s)
 {
 	uint8_t buf[SNAP_MAX_BYTES];
-	size_t n = snap_len(r);
+	size_t n = process__snap_len(r);
 	int err;
 
 	memset(s, 0, sizeof(*s));
@@ -351,7 +349,75 @@ int process__read_snap(const struct process_reader *r, uint64_t addr, struct pro
 		return -EINVAL;
 	if ((err = mem__read(r->mem, addr, buf, n)))
 		return err;
-	return process__snap_from_bytes(r, addr, buf, n, s);
+	return process__parse_snap(r, addr, buf, n, s);
+}
+
+int process__parse_snap(const struct process_reader *r, uint64_t addr, const uint8_t *buf, size_t n,
+			struct process_snap *s)
+{
+	struct process_view *p = &s->v;
+
+	memset(s, 0, sizeof(*s));
+	p->addr = addr;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if (!snap_field(r, buf, n, XP_OFF_P_ID, 8, &p->pid) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEAP, 8, &p->heap) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEND, 8, &p->hend) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEAP_SZ, 8, &s->heap_sz) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HTOP, 8, &p->htop) ||
+	    !snap_field(r, buf, n, XP_OFF_P_STOP, 8, &p->stop))
+		return -EINVAL;
+	snap_field(r, buf, n, XP_OFF_P_ABANDONED_HEAP, 8, &p->abandoned_heap);
+	if (check_bounds(p, s->heap_sz))
+		return -EINVAL;
+	snap_field(r, buf, n, XP_OFF_P_FRAME_POINTER, 8, &p->frame_pointer);
+	s->have_state = snap_field(r, buf, n, XP_OFF_P_STATE, 4, &s->state);
+	s->have_i = snap_field(r, buf, n, XP_OFF_P_I, 8, &s->i);
+	s->have_msg_len = snap_field(r, buf, n, XP_OFF_P_MSG_LEN, 8, &s->msg_len) &&
+			  s->msg_len >= 0 && s->msg_len < ((int64_t)1 << 40);
+	s->have_reg = snap_field(r, buf, n, XP_OFF_P_REG, 8, &s->reg);
+	s->have_initial = snap_field(r, buf, n, XP_OFF_P_INITIAL, 24, s->initial);
+	snap_memory_fields(r, buf, n, s);
+	return 0;
+}
+
+#define VHEAP_MAX_WORDS (1ULL << 41) /* 16 TiB of binaries: garbage */
+
+static const char *const mem_fault_names[SNAP_MEM_FAULT_COUNT] = {
+    "ok", "no_offset", "bad_old_heap", "bad_heap_fragments", "bad_vheap"};
+
+const char *process__snap_mem_fault_name(enum snap_mem_fault f)
+{
+	return (unsigned)f < SNAP_MEM_FAULT_COUNT ? mem_fault_names[f] : "unknown";
+}
+
+enum snap_mem_fault process__snap_memory(struct process_snap *s)
+{
+	enum snap_mem_fault f = SNAP_MEM_OK;
+	bool no_old = !s->old_heap && !s->old_htop && !s->old_hend;
+
+	if (!s->have_old || !s->have_mbuf || !s->have_vheap || !s->have_reds)
+		f = SNAP_MEM_NO_OFFSET;
+	/* B/erl_gc.c: old_heap <= old_htop <= old_hend, all NULL before the first minor GC that
+	 * keeps data (25-29). */
+	if (s->have_old && !no_old &&
+	    (s->old_heap > s->old_htop || s->old_htop > s->old_hend || !s->old_heap ||
+	     ((s->old_heap | s->old_htop | s->old_hend) & 7) ||
+	     s->old_hend - s->old_heap > PROCESS_MAX_HEAP)) {
+		s->have_old = false;
+		f = f ? f : SNAP_MEM_BAD_OLD;
+	}
+	if (s->have_mbuf && s->mbuf_sz * 8 > PROCESS_MAX_HEAP) {
+		s->have_mbuf = false;
+		f = f ? f : SNAP_MEM_BAD_MBUF;
+	}
+	if (s->have_vheap && (s->vheap > VHEAP_MAX_WORDS || s->old_vheap > VHEAP_MAX_WORDS ||
+			      s->vheap_sz > VHEAP_MAX_WORDS)) {
+		s->have_vheap = false;
+		f = f ? f : SNAP_MEM_BAD_VHEAP;
+	}
+	return f;
 }
 
 /* The order of erts_process_state2status (B/erl_process.c 25:9162, 27:9205, 29:9305). */

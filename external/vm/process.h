@@ -52,23 +52,44 @@ int process__reader_init(struct process_reader *r, struct mem *m, const struct t
  * process__read_bounds plus what process_info would show. Fields whose offset this VM does not
  * have are left 0 with their have_* flag false. */
 struct process_snap {
-	struct process_view v; /* addr, pid, htop, stop, heap, hend, frame_pointer */
-	uint64_t heap_sz;      /* words */
-	uint64_t i;	       /* resume pc (meaningful when not running) */
-	uint64_t reg;	       /* RegProc *, 0 when not registered */
-	uint64_t initial[3];   /* u.initial {module, function, arity} */
-	uint32_t state;	       /* XP_PSFLG_* */
+	struct process_view
+	    v;		     /* addr, pid, htop, stop, heap, hend, frame_pointer, abandoned_heap */
+	uint64_t heap_sz;    /* words */
+	uint64_t i;	     /* resume pc (meaningful when not running) */
+	uint64_t reg;	     /* RegProc *, 0 when not registered */
+	uint64_t initial[3]; /* u.initial {module, function, arity} */
+	uint32_t state;	     /* XP_PSFLG_* */
 	int64_t msg_len;
 	bool have_state, have_i, have_msg_len, have_reg, have_initial;
+	/* Memory (extrospect heap), in words as the VM counts them; see process__snap_memory. */
+	uint64_t old_heap, old_htop, old_hend; /* 0 when the process has no old generation */
+	uint64_t mbuf_sz;		       /* heap and message fragments */
+	uint64_t vheap, old_vheap, vheap_sz;   /* off_heap.overhead, bin_old_vheap, bin_vheap_sz */
+	uint64_t reds;
+	bool have_old, have_mbuf, have_vheap, have_reds;
 };
 
 /* 0, -EINVAL when the bytes are not a plausible live process, or a read error. */
 int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *out);
-/* The same from a copy of the Process's first process__snap_bytes(r) bytes made elsewhere (a
- * spy's snapshot); n may be shorter, then the fields beyond it are absent. */
-int process__snap_from_bytes(const struct process_reader *r, uint64_t addr, const uint8_t *buf,
-			     size_t n, struct process_snap *out);
-size_t process__snap_bytes(const struct process_reader *r);
+/* The same in two steps, for many processes read at once (mem__read_many): how many bytes of a
+ * Process to copy (at most 1024), and the snap of a copy buf of n such bytes made at addr. */
+size_t process__snap_len(const struct process_reader *r);
+int process__parse_snap(const struct process_reader *r, uint64_t addr, const uint8_t *buf, size_t n,
+			struct process_snap *out);
+/* Why the memory fields of a snap are not shown: each have_* false for one of these. */
+enum snap_mem_fault {
+	SNAP_MEM_OK = 0,
+	SNAP_MEM_NO_OFFSET, /* this VM's layout lacks the field (no row, old agent) */
+	SNAP_MEM_BAD_OLD,   /* old_heap <= old_htop <= old_hend broken, misaligned or huge */
+	SNAP_MEM_BAD_MBUF,  /* mbuf_sz larger than any heap */
+	SNAP_MEM_BAD_VHEAP, /* a vheap count larger than 2^44 bytes */
+	SNAP_MEM_FAULT_COUNT
+};
+/* Check the memory fields process__read_snap copied; returns the first fault found (the fields
+ * with a fault have their have_* false), SNAP_MEM_OK when all are plausible. */
+enum snap_mem_fault process__snap_memory(struct process_snap *s);
+const char *process__snap_mem_fault_name(enum snap_mem_fault f);
+
 /* process_info(P, status) of a state word: "running", "waiting", ... */
 const char *process__status_name(uint32_t state);
 /* Is the process on a scheduler (normal or dirty), so that its stop/i are stale? */

@@ -151,9 +151,44 @@ static void test_names(void)
 	CHECK_INT("open live bad pid", -EINVAL, mem__open_live(&(struct mem *){NULL}, 0));
 }
 
+/* mem__read_many: 1200 reads of our own memory in batches, one of them at an unmapped page in
+ * the middle of a batch: it alone fails, classified and counted; the rest after it read. */
+static void test_read_many(void)
+{
+	enum { N = 1200, BAD = 700 };
+	static uint64_t words[N], out[N];
+	struct mem_req *q = calloc(N, sizeof(*q));
+	struct mem *m = NULL;
+	long page = sysconf(_SC_PAGESIZE);
+	void *hole = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int i, ok = 0;
+
+	if (!q || hole == MAP_FAILED || mem__open_live(&m, getpid())) {
+		CHECK("read_many setup", false);
+		free(q);
+		return;
+	}
+	for (i = 0; i < N; i++) {
+		words[i] = 0x5000000000000000ull + (uint64_t)i;
+		q[i] = (struct mem_req){.addr = (uintptr_t)&words[i], .buf = &out[i], .len = 8};
+	}
+	q[BAD].addr = (uintptr_t)hole;
+	CHECK_INT("read_many returns 0", 0, mem__read_many(m, q, N));
+	for (i = 0; i < N; i++)
+		ok += i != BAD && q[i].rc == 0 && out[i] == words[i];
+	CHECK_INT("every other read made, bytes right", N - 1, ok);
+	CHECK_INT("the unmapped one faults", -EFAULT, q[BAD].rc);
+	CHECK_INT("and is counted once", 1, mem__failures(m, MEM_FAIL_FAULT));
+	CHECK_INT("read_many of nothing", 0, mem__read_many(m, q, 0));
+	mem__free(m);
+	munmap(hole, (size_t)page);
+	free(q);
+}
+
 int main(void)
 {
 	test_live_self();
+	test_read_many();
 	test_live_gone();
 	test_live_perm();
 	test_snapshot();

@@ -1,6 +1,7 @@
 # The sampler built with ASan + UBSan (issue 3 §6) runs the end-to-end cases that stress it most:
 # record's purge loop under strace with the VM killed mid-run (robust), dirty schedulers with
-# --threads all (dirty), and pstack --all against process_info backtraces. Sanitizer reports
+# --threads all (dirty), pstack --all against process_info backtraces, and heap (its batched
+# reads, --watch and the VM exiting under it) against process_info. Sanitizer reports
 # abort the sampler (-fno-sanitize-recover), which the scripts see as a failed exit status.
 set(XP_ASAN_DIR ${CMAKE_BINARY_DIR}/asan)
 add_test(NAME e2e.asan.build COMMAND ${XP_E2E_DIR}/asan_build.sh ${XP_ASAN_DIR})
@@ -21,6 +22,10 @@ foreach(otp 25 27 29)
       SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 240 RUN_SERIAL TRUE FIXTURES_REQUIRED xp_asan
       ENVIRONMENT "${XP_ASAN_ENV}")
   endforeach()
+  add_test(NAME e2e.asan.heap.${otp} COMMAND ${XP_E2E_DIR}/heap_test.sh ${otp} noagent)
+  set_tests_properties(e2e.asan.heap.${otp} PROPERTIES
+    SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 240 FIXTURES_REQUIRED xp_asan
+    ENVIRONMENT "${XP_ASAN_ENV}")
   add_test(NAME e2e.asan.pstack.${otp}
            COMMAND ${XP_E2E_DIR}/pstack_test.sh ${otp} noagent ra)
   set_tests_properties(e2e.asan.pstack.${otp} PROPERTIES

@@ -73,6 +73,14 @@ static void print_process(void)
 	OFF("P_STATE", Process, state);
 	OFF("P_SCHEDULER_DATA", Process, scheduler_data);
 	OFF("P_FCALLS", Process, fcalls);
+	OFF("P_OLD_HEAP", Process, old_heap);
+	OFF("P_OLD_HTOP", Process, old_htop);
+	OFF("P_OLD_HEND", Process, old_hend);
+	OFF("P_MBUF_SZ", Process, mbuf_sz);
+	OFF("P_OFF_HEAP_OVERHEAD", Process, off_heap.overhead);
+	OFF("P_BIN_OLD_VHEAP", Process, bin_old_vheap);
+	OFF("P_BIN_VHEAP_SZ", Process, bin_vheap_sz);
+	OFF("P_REDS", Process, reds);
 #ifdef XP_HAVE_MQ_LEN
 	OFF("P_MSG_LEN", Process, sig_qs.mq_len);
 #else

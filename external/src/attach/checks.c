@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "atom.h"
+#include "process.h"
 #include "target.h"
 
 #define RACY_TRIES 3 /* a running process's fields can be read torn: retry before failing */
@@ -75,6 +76,56 @@ static int known_process(struct target *t, uint64_t *proc, uint64_t *pid, const 
 	return 0;
 }
 
+/* The fields `heap` reads, on the process check_process just verified (heap, hend): an old
+ * generation that is absent (all NULL) or ordered and apart from the young heap, fragments no
+ * larger than any heap, a binary GC limit set (min_bin_vheap_size at least, B/erl_gc.c), and a
+ * reduction count that is positive and no pointer (the process has run). */
+static const enum xp_off_id mem_ids[] = {
+    XP_OFF_P_OLD_HEAP,		XP_OFF_P_OLD_HTOP,	XP_OFF_P_OLD_HEND,     XP_OFF_P_MBUF_SZ,
+    XP_OFF_P_OFF_HEAP_OVERHEAD, XP_OFF_P_BIN_OLD_VHEAP, XP_OFF_P_BIN_VHEAP_SZ, XP_OFF_P_REDS};
+#define MEM_IDS (sizeof(mem_ids) / sizeof(mem_ids[0]))
+
+static bool memory_plausible(const uint64_t *v, uint64_t heap, uint64_t hend)
+{
+	uint64_t oh = v[0], ot = v[1], oe = v[2];
+	bool no_old = !oh && !ot && !oe;
+	bool old_ok = no_old || (oh && oh <= ot && ot <= oe && !((oh | ot | oe) & 7) &&
+				 oe - oh <= PROCESS_MAX_HEAP && (oe <= heap || oh >= hend));
+
+	return old_ok && v[3] * 8 <= PROCESS_MAX_HEAP && v[4] < (1ULL << 41) &&
+	       v[5] < (1ULL << 41) && v[6] > 0 && v[6] < (1ULL << 41) && v[7] > 0 &&
+	       v[7] < (1ULL << 48);
+}
+
+static void check_memory_fields(struct target *t, uint64_t proc, const char *who, uint64_t heap,
+				uint64_t hend)
+{
+	uint64_t v[MEM_IDS];
+	size_t k;
+	int i;
+
+	if (!offs_present(t, mem_ids, MEM_IDS)) {
+		target__add_check(t, "memory_fields", CHECK_SKIP, "offsets unknown for this VM");
+		return;
+	}
+	for (i = 0; i < RACY_TRIES; i++) {
+		for (k = 0; k < MEM_IDS && read_off(t, proc, mem_ids[k], &v[k]) == 0; k++)
+			;
+		if (k == MEM_IDS && memory_plausible(v, heap, hend))
+			break;
+	}
+	if (i == RACY_TRIES) {
+		target__add_check(t, "memory_fields", CHECK_FAIL,
+				  "%s: old heap, fragments, vheap or reductions implausible", who);
+		return;
+	}
+	mark_verified(t, mem_ids, MEM_IDS);
+	target__add_check(t, "memory_fields", CHECK_PASS,
+			  "%s: old heap %" PRIu64 " words, fragments %" PRIu64 ", binaries %" PRIu64
+			  " words, %" PRIu64 " reductions",
+			  who, (v[2] - v[0]) / 8, v[3], v[4] + v[5], v[7]);
+}
+
 static void check_process(struct target *t)
 {
 	static const enum xp_off_id pid_ids[] = {XP_OFF_P_ID};
@@ -118,6 +169,7 @@ static void check_process(struct target *t)
 	mark_verified(t, heap_ids, 5);
 	target__add_check(t, "heap_bounds", CHECK_PASS,
 			  "heap %" PRIu64 " words, stack %" PRIu64 " words", sz, (hend - stop) / 8);
+	check_memory_fields(t, proc, who, heap, hend);
 	if (!t->addr[XP_ADDR_NORMAL_EXIT].present ||
 	    mem__read(t->mem, hend - 16, bottom, sizeof(bottom))) {
 		target__add_check(t, "stack_bottom", CHECK_SKIP, "normal_exit unknown");

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "table.h"
 
 static const char usage_head[] =
@@ -85,7 +86,9 @@ enum {
 	OPT_KEEP_PRIORITY,
 	OPT_NO_BPF,
 	OPT_USER_ONLY,
-	OPT_METHOD
+	OPT_METHOD,
+	OPT_SORT,
+	OPT_WATCH
 };
 
 static const struct option longopts[] = {
@@ -118,6 +121,8 @@ static const struct option longopts[] = {
     {"cookie-file", required_argument, NULL, OPT_COOKIE_FILE},
     {"code-path", required_argument, NULL, OPT_CODE_PATH},
     {"perf-data", required_argument, NULL, OPT_PERF_DATA},
+    {"sort", required_argument, NULL, OPT_SORT},
+    {"watch", required_argument, NULL, OPT_WATCH},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -167,6 +172,10 @@ static bool allowed(const struct command *cmd, int c)
 		break;
 	case OPT_STACKS:
 		need = CO_STACKS;
+		break;
+	case OPT_SORT:
+	case OPT_WATCH:
+		need = CO_SORT;
 		break;
 	case OPT_FOLLOW:
 	case OPT_PERF_DATA:
@@ -332,6 +341,16 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case OPT_PERF_DATA:
 		o->perf_data = arg;
 		return 0;
+	case OPT_SORT:
+		if (heap__col_of(arg) < 0)
+			break;
+		o->sort = arg;
+		return 0;
+	case OPT_WATCH:
+		if (parse_number(arg, 0.1, 86400, &v))
+			break;
+		o->watch_s = v;
+		return 0;
 	case 'o':
 		o->output = arg;
 		return 0;
@@ -400,7 +419,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
 		 : c == OPT_NODE       ? "--node (like name@host)"
 		 : c == OPT_METHOD     ? "--method (spy or poll)"
-				       : "--format (svg, speedscope or collapsed)");
+		 : c == OPT_SORT ? "--sort (total, heap, old, frag, stack, bin, msgq, reds or "
+				   "memory)"
+				 : "--format (svg, speedscope or collapsed)");
 	return -EINVAL;
 }
 

@@ -33,6 +33,8 @@ struct cli_opts {
 	bool verbose;	       /* sampling commands: the sampler's own counters in the summary */
 	bool lines;	       /* record, top, blame: file:line in Erlang frame names */
 	bool all;	       /* pstack: every process */
+	const char *sort;      /* heap: the column to sort by (checked: heap__col_of) */
+	double watch_s;	       /* heap: seconds between readings (0: one reading) */
 	bool stacks;	       /* blame: whole Erlang stacks */
 	bool follow;	       /* perf-map: keep the map current */
 	const char *perf_data; /* perf-map: mark the JIT mapping anonymous in this perf.data */

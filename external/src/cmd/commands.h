@@ -24,6 +24,11 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);
 /* pstack.c */
 int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		size_t errlen);
+/* heap.c */
+int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	      size_t errlen);
+/* heap.c: the column a --sort name means, -1 when none (cli.c checks the option with it). */
+int heap__col_of(const char *name);
 /* blame.c */
 int cmd__blame(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	       size_t errlen);
@@ -47,7 +52,7 @@ int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
 
 /* Each command's --help text, in the command's own file; how it combines with the sampling
  * options is in the command table (table.c). */
-extern const char pstack__usage[], blame__usage[], sched__usage[], perfmap__usage[],
+extern const char pstack__usage[], heap__usage[], blame__usage[], sched__usage[], perfmap__usage[],
     inject__usage[], record__usage[], top__usage[], capture__usage[], watch__usage[];
 /* The sampling options, shared by the sampling commands' --help (commands.c). */
 extern const char cmd__sampling_usage[];

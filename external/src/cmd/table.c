@@ -77,6 +77,13 @@ static const struct command commands[] = {
      .usage = pstack__usage,
      .run = cmd__pstack,
      .catches_stop = true},
+    {.name = "heap",
+     .synopsis = "heap PID      the memory of every process: heaps, binaries, queues (--sort)",
+     .opts = CO_NO_AGENT | CO_JSON | CO_LIMIT | CO_SORT | CO_DURATION,
+     .limit = 20,
+     .usage = heap__usage,
+     .run = cmd__heap,
+     .catches_stop = true},
     {.name = "blame",
      .synopsis =
 	 "blame PID FUNCTION...  which Erlang code and processes lead into a native function",

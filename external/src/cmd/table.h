@@ -32,6 +32,7 @@ enum command_opts {
 	CO_FUNCTIONS = 1u << 13,  /* FUNCTION... after the PID */
 	CO_WATCH = 1u << 14,	  /* --method; -F is a snapshot interval; -o FILE optional;
 				   * exactly one of --erlang-pid and --name */
+	CO_SORT = 1u << 15,	  /* --sort COLUMN, --watch SECONDS */
 };
 
 /* How a command's --help text and the sampling options combine. */

@@ -293,7 +293,7 @@ static void snapshot(struct watch *w, const struct perf_sample *ps)
 		w->done = true;
 		return;
 	}
-	if (process__snap_from_bytes(&w->pr, w->proc, ps->stack, ps->stack_size, &s) == 0) {
+	if (process__parse_snap(&w->pr, w->proc, ps->stack, ps->stack_size, &s) == 0) {
 		take(w, &s, ps->time);
 		return;
 	}
@@ -344,7 +344,7 @@ static int lease_spy(struct watch *w, char *err, size_t errlen)
 
 static int open_events(struct watch *w, char *err, size_t errlen)
 {
-	size_t bytes = (process__snap_bytes(&w->pr) + 7) & ~(size_t)7;
+	size_t bytes = (process__snap_len(&w->pr) + 7) & ~(size_t)7;
 	struct perf_opts po = {
 	    .event = PERF_EV_CTX_SWITCH,
 	    .stack_bytes = (uint32_t)(bytes < WATCH_STACK_MIN ? WATCH_STACK_MIN : bytes),

@@ -9,7 +9,7 @@
 
 void watch__run_poll(struct watch *w, volatile sig_atomic_t *stop)
 {
-	size_t n = (process__snap_bytes(&w->pr) + 7) & ~(size_t)7;
+	size_t n = (process__snap_len(&w->pr) + 7) & ~(size_t)7;
 	uint64_t end_ns = w->o->duration_s > 0 ? w->start_ns + (uint64_t)(w->o->duration_s * 1e9)
 					       : UINT64_MAX,
 		 next = w->start_ns;

@@ -1,0 +1,155 @@
+/* Unit tests for the Process snapshot `heap` reads (process.c): a Process laid out with the OTP 27
+ * row in a memory snapshot, its memory fields read and checked (process__snap_memory), each
+ * corruption caught by its reason, a delayed GC's abandoned heap accepted, a missing offset
+ * reported as such. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "layout.h"
+#include "mem.h"
+#include "process.h"
+
+#define PROC 0x10000ull
+#define HEAP 0x20000ull
+
+struct fixture {
+	const struct xp_layout *row;
+	struct target_value off[XP_OFF_COUNT];
+	uint8_t bytes[1024];
+};
+
+static void put(struct fixture *f, enum xp_off_id id, uint64_t v)
+{
+	memcpy(f->bytes + f->row->off[id], &v, 8);
+}
+
+static void fixture_init(struct fixture *f)
+{
+	int id;
+
+	memset(f, 0, sizeof(*f));
+	f->row = layout__find("15.2.7", XP_FLAVOR_JIT, "x86_64");
+	for (id = 0; id < XP_OFF_COUNT; id++) {
+		f->off[id].value = f->row->off[id];
+		f->off[id].present = f->row->off[id] != XP_ABSENT;
+	}
+	put(f, XP_OFF_P_ID, 0x1234 << 4 | XP_TAG_PID);
+	put(f, XP_OFF_P_HEAP, HEAP);
+	put(f, XP_OFF_P_HEND, HEAP + 233 * 8);
+	put(f, XP_OFF_P_HEAP_SZ, 233);
+	put(f, XP_OFF_P_HTOP, HEAP + 100 * 8);
+	put(f, XP_OFF_P_STOP, HEAP + 230 * 8);
+	put(f, XP_OFF_P_OLD_HEAP, 0x40000);
+	put(f, XP_OFF_P_OLD_HTOP, 0x40000 + 50 * 8);
+	put(f, XP_OFF_P_OLD_HEND, 0x40000 + 376 * 8);
+	put(f, XP_OFF_P_MBUF_SZ, 12);
+	put(f, XP_OFF_P_OFF_HEAP_OVERHEAD, 1000);
+	put(f, XP_OFF_P_BIN_OLD_VHEAP, 24);
+	put(f, XP_OFF_P_BIN_VHEAP_SZ, 46422);
+	put(f, XP_OFF_P_REDS, 4242);
+}
+
+/* Read the fixture's Process back through a snapshot, as `heap` does. */
+static int snap(struct fixture *f, struct process_snap *s, enum snap_mem_fault *fault)
+{
+	struct mem_region r = {.addr = PROC, .len = sizeof(f->bytes), .data = f->bytes};
+	struct pid_format pids = {.format = XP_PID_PIXDATA};
+	struct process_reader pr;
+	struct mem *m = NULL;
+	int rc;
+
+	if ((rc = mem__open_snapshot(&m, &r, 1)))
+		return rc;
+	rc = process__reader_init(&pr, m, f->off, &pids, NULL);
+	if (!rc)
+		rc = process__read_snap(&pr, PROC, s);
+	if (!rc)
+		*fault = process__snap_memory(s);
+	mem__free(m);
+	return rc;
+}
+
+static void test_plausible(void)
+{
+	struct fixture f;
+	struct process_snap s;
+	enum snap_mem_fault fault = SNAP_MEM_FAULT_COUNT;
+
+	fixture_init(&f);
+	CHECK_INT("a plausible Process reads", 0, snap(&f, &s, &fault));
+	CHECK_INT("its memory fields pass", SNAP_MEM_OK, fault);
+	CHECK("every memory field shown", s.have_old && s.have_mbuf && s.have_vheap && s.have_reds);
+	CHECK_INT("old heap size (bytes)", 376 * 8, (int64_t)(s.old_hend - s.old_heap));
+	CHECK_INT("old heap used (bytes)", 50 * 8, (int64_t)(s.old_htop - s.old_heap));
+	CHECK_INT("fragments (words)", 12, (int64_t)s.mbuf_sz);
+	CHECK_INT("vheap young + old (words)", 1024, (int64_t)(s.vheap + s.old_vheap));
+	CHECK_INT("reductions", 4242, (int64_t)s.reds);
+}
+
+static void test_no_old_heap(void)
+{
+	struct fixture f;
+	struct process_snap s;
+	enum snap_mem_fault fault = SNAP_MEM_FAULT_COUNT;
+
+	fixture_init(&f);
+	put(&f, XP_OFF_P_OLD_HEAP, 0);
+	put(&f, XP_OFF_P_OLD_HTOP, 0);
+	put(&f, XP_OFF_P_OLD_HEND, 0);
+	CHECK_INT("no old generation (all NULL) reads", 0, snap(&f, &s, &fault));
+	CHECK_INT("and passes", SNAP_MEM_OK, fault);
+	CHECK("its old heap is shown, 0", s.have_old && s.old_hend == s.old_heap);
+}
+
+static void test_faults(void)
+{
+	struct fixture f;
+	struct process_snap s;
+	enum snap_mem_fault fault = SNAP_MEM_OK;
+
+	fixture_init(&f);
+	put(&f, XP_OFF_P_OLD_HTOP, 0x40000 + 400 * 8); /* past old_hend */
+	CHECK_INT("old_htop > old_hend: still listed", 0, snap(&f, &s, &fault));
+	CHECK_INT("old_htop > old_hend: bad_old_heap", SNAP_MEM_BAD_OLD, fault);
+	CHECK("old heap not shown, the rest is", !s.have_old && s.have_mbuf && s.have_vheap);
+	fixture_init(&f);
+	put(&f, XP_OFF_P_MBUF_SZ, 1ull << 40);
+	snap(&f, &s, &fault);
+	CHECK_INT("fragments larger than any heap", SNAP_MEM_BAD_MBUF, fault);
+	fixture_init(&f);
+	put(&f, XP_OFF_P_OFF_HEAP_OVERHEAD, 0x7f0000001234ull); /* a pointer, not a count */
+	snap(&f, &s, &fault);
+	CHECK_INT("a pointer where the vheap count is", SNAP_MEM_BAD_VHEAP, fault);
+	fixture_init(&f);
+	f.off[XP_OFF_P_REDS].present = false;
+	snap(&f, &s, &fault);
+	CHECK_INT("an offset this VM lacks", SNAP_MEM_NO_OFFSET, fault);
+	CHECK("reductions not shown", !s.have_reds && s.have_old);
+}
+
+/* A delayed GC runs the process on a fragment: hend - heap != heap_sz, abandoned_heap set
+ * (B/erl_gc.c delay_garbage_collection). */
+static void test_abandoned_heap(void)
+{
+	struct fixture f;
+	struct process_snap s;
+	enum snap_mem_fault fault;
+
+	fixture_init(&f);
+	put(&f, XP_OFF_P_HEAP_SZ, 987);
+	CHECK_INT("heap_sz disagreeing with hend - heap: not a Process", -EINVAL,
+		  snap(&f, &s, &fault));
+	put(&f, XP_OFF_P_ABANDONED_HEAP, 0x30000);
+	CHECK_INT("the same in a delayed GC (abandoned heap set) reads", 0, snap(&f, &s, &fault));
+	CHECK_INT("heap_sz is the abandoned heap's", 987, (int64_t)s.heap_sz);
+}
+
+int main(void)
+{
+	test_plausible();
+	test_no_old_heap();
+	test_faults();
+	test_abandoned_heap();
+	return check_done();
+}
