@@ -77,7 +77,11 @@ record_signalled() {
 		sleep 0.1
 	done
 	sleep 1 # a second of samples to write
+	# Stopped while signalled, so that every signal is pending when it resumes: delivered one
+	# after the other, none after the sampler has already handled the first and exited.
+	kill -STOP "$rpid"
 	for s in "$@"; do kill "-$s" "$rpid"; done
+	kill -CONT "$rpid"
 	SIG_RC=0
 	wait "$rpid" || SIG_RC=$?
 }
