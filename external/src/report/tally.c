@@ -1,72 +1,85 @@
-/* Counts by name. See tally.h. An open-addressing table of owned names, doubled at 50 % load. */
+/* Counts by name. See tally.h. Rows of owned names in insertion order, indexed by name through
+ * the one open-addressing table (idtab.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hash.h"
+#include "idtab.h"
 #include "tally.h"
 
 struct tally {
-	struct tally_row *slots; /* name NULL: empty */
-	size_t cap, used;
+	struct tally_row *rows; /* by id */
+	size_t nrows, caprows;
+	struct idtab idx;
 	uint64_t total;
 	struct tally_row *sorted; /* rebuilt by tally__sorted */
 	size_t nsorted;
 	int dirty;
 };
 
-static struct tally_row *find(struct tally_row *slots, size_t cap, const char *name)
+static uint64_t row_hash(const void *ctx, uint32_t id)
 {
-	size_t i = (size_t)hash__str(name) & (cap - 1);
+	const struct tally *t = ctx;
 
-	while (slots[i].name && strcmp(slots[i].name, name) != 0)
-		i = (i + 1) & (cap - 1);
-	return &slots[i];
+	return hash__str(t->rows[id].name);
 }
 
-static int grow(struct tally *t)
+static bool row_eq(const void *ctx, uint32_t id, const void *key)
 {
-	size_t cap = t->cap ? t->cap * 2 : 64, i;
-	struct tally_row *v = calloc(cap, sizeof(*v));
+	const struct tally *t = ctx;
 
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < t->cap; i++) {
-		if (t->slots[i].name)
-			*find(v, cap, t->slots[i].name) = t->slots[i];
-	}
-	free(t->slots);
-	t->slots = v;
-	t->cap = cap;
-	return 0;
+	return !strcmp(t->rows[id].name, key);
 }
 
 int tally__new(struct tally **out)
 {
 	struct tally *t = calloc(1, sizeof(*t));
 
-	if (!t || grow(t)) {
-		free(t);
+	if (!t)
 		return -ENOMEM;
-	}
 	*out = t;
+	return 0;
+}
+
+static int tally_append(struct tally *t, size_t slot, const char *name)
+{
+	struct tally_row *v = t->rows;
+	size_t cap = t->caprows ? t->caprows * 2 : 64;
+	char *copy;
+
+	if (t->nrows >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (t->nrows == t->caprows) {
+		v = realloc(t->rows, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->rows = v;
+		t->caprows = cap;
+	}
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	t->rows[t->nrows].name = copy;
+	t->rows[t->nrows].count = 0;
+	idtab__insert(&t->idx, slot, (uint32_t)t->nrows++);
 	return 0;
 }
 
 int tally__add(struct tally *t, const char *name, uint64_t n)
 {
-	struct tally_row *r;
+	uint32_t id;
+	size_t slot;
+	int err;
 
-	if ((t->used + 1) * 2 > t->cap && grow(t))
-		return -ENOMEM;
-	r = find(t->slots, t->cap, name);
-	if (!r->name) {
-		r->name = strdup(name);
-		if (!r->name)
-			return -ENOMEM;
-		t->used++;
+	if ((err = idtab__reserve(&t->idx, 64, row_hash, t)))
+		return err;
+	if (idtab__find(&t->idx, hash__str(name), row_eq, t, name, &slot, &id)) {
+		if ((err = tally_append(t, slot, name)))
+			return err;
+		id = (uint32_t)t->nrows - 1;
 	}
-	r->count += n;
+	t->rows[id].count += n;
 	t->total += n;
 	t->dirty = 1;
 	return 0;
@@ -74,9 +87,12 @@ int tally__add(struct tally *t, const char *name, uint64_t n)
 
 uint64_t tally__get(const struct tally *t, const char *name)
 {
-	const struct tally_row *r = find(t->slots, t->cap, name);
+	uint32_t id;
+	size_t slot;
 
-	return r->name ? r->count : 0;
+	if (idtab__find(&t->idx, hash__str(name), row_eq, t, name, &slot, &id))
+		return 0;
+	return t->rows[id].count;
 }
 
 uint64_t tally__total(const struct tally *t)
@@ -86,7 +102,7 @@ uint64_t tally__total(const struct tally *t)
 
 size_t tally__size(const struct tally *t)
 {
-	return t->used;
+	return t->nrows;
 }
 
 static int by_count_then_name(const void *pa, const void *pb)
@@ -100,23 +116,18 @@ static int by_count_then_name(const void *pa, const void *pb)
 
 const struct tally_row *tally__sorted(struct tally *t, size_t *n)
 {
-	size_t i, k = 0;
-
 	*n = 0;
-	if (!t->used)
+	if (!t->nrows)
 		return NULL;
 	if (t->dirty || !t->sorted) {
-		struct tally_row *v = realloc(t->sorted, t->used * sizeof(*v));
+		struct tally_row *v = realloc(t->sorted, t->nrows * sizeof(*v));
 
 		if (!v)
 			return NULL;
-		for (i = 0; i < t->cap; i++) {
-			if (t->slots[i].name)
-				v[k++] = t->slots[i];
-		}
-		qsort(v, k, sizeof(*v), by_count_then_name);
+		memcpy(v, t->rows, t->nrows * sizeof(*v));
+		qsort(v, t->nrows, sizeof(*v), by_count_then_name);
 		t->sorted = v;
-		t->nsorted = k;
+		t->nsorted = t->nrows;
 		t->dirty = 0;
 	}
 	*n = t->nsorted;
@@ -129,9 +140,10 @@ void tally__free(struct tally *t)
 
 	if (!t)
 		return;
-	for (i = 0; i < t->cap; i++)
-		free((char *)t->slots[i].name);
-	free(t->slots);
+	for (i = 0; i < t->nrows; i++)
+		free((char *)t->rows[i].name);
+	free(t->rows);
+	idtab__free(&t->idx);
 	free(t->sorted);
 	free(t);
 }

@@ -1,5 +1,6 @@
-/* Aggregated stacks (see aggregate.h): frame and group names interned through open-addressing hash
- * tables, distinct (group, frames) stacks counted in a third, all in amortised O(1) per call.
+/* Aggregated stacks (see aggregate.h): frame and group names interned through open-addressing
+ * index tables (idtab.h), distinct (group, frames) stacks counted in a third, all in amortised O(1)
+ * per call.
  * Iteration is sorted lazily by names, so the order does not depend on insertion order.
  * Does not own: unwinding, formatting, or bounding memory (the caller decides what to add). */
 #include <errno.h>
@@ -9,6 +10,7 @@
 
 #include "aggregate.h"
 #include "hash.h"
+#include "idtab.h"
 
 #define AGG_MAX_IDS (UINT32_MAX - 1)
 
@@ -19,8 +21,12 @@ struct itab {
 	uint32_t *rank; /* rank[id]: position of id in the (name, kind) order */
 	uint32_t *perm; /* scratch for computing rank */
 	size_t n, cap;
-	uint32_t *slots; /* id + 1, 0 = empty */
-	size_t nslots;	 /* power of two */
+	struct idtab idx;
+};
+
+struct itab_key {
+	const char *name;
+	uint8_t kind;
 };
 
 struct stk {
@@ -36,8 +42,7 @@ struct agg {
 	size_t nstk, capstk;
 	uint32_t *pool;
 	size_t npool, cappool;
-	uint32_t *slots; /* stack index + 1 */
-	size_t nslots;
+	struct idtab idx;    /* of stack indexes */
 	size_t *order;	     /* stack indexes, sorted when sorted is true */
 	uint16_t *frame_mod; /* per frame id: index + 1 into mods, 0 = not set */
 	size_t cap_frame_mod;
@@ -71,23 +76,19 @@ static uint64_t itab_hash(const char *name, uint8_t kind)
 	return hash__bytes(hash__bytes(HASH_INIT, &kind, 1), name, strlen(name));
 }
 
-static int itab_rehash(struct itab *t)
+static uint64_t itab_hash_id(const void *ctx, uint32_t id)
 {
-	size_t n = t->nslots ? t->nslots * 2 : 64, i, j;
-	uint32_t *s = calloc(n, sizeof(*s));
+	const struct itab *t = ctx;
 
-	if (!s)
-		return -ENOMEM;
-	for (i = 0; i < t->n; i++) {
-		j = itab_hash(t->names[i], t->kinds[i]) & (n - 1);
-		while (s[j])
-			j = (j + 1) & (n - 1);
-		s[j] = (uint32_t)i + 1;
-	}
-	free(t->slots);
-	t->slots = s;
-	t->nslots = n;
-	return 0;
+	return itab_hash(t->names[id], t->kinds[id]);
+}
+
+static bool itab_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct itab *t = ctx;
+	const struct itab_key *k = key;
+
+	return t->kinds[id] == k->kind && !strcmp(t->names[id], k->name);
 }
 
 static int itab_grow(struct itab *t)
@@ -112,20 +113,14 @@ static int itab_grow(struct itab *t)
 
 static int itab_intern(struct itab *t, const char *name, uint8_t kind, uint32_t *id)
 {
+	struct itab_key k = {name, kind};
 	size_t j;
 	int err;
 
-	if ((t->n + 1) * 2 > t->nslots && (err = itab_rehash(t)))
+	if ((err = idtab__reserve(&t->idx, 64, itab_hash_id, t)))
 		return err;
-	j = itab_hash(name, kind) & (t->nslots - 1);
-	for (; t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-		uint32_t i = t->slots[j] - 1;
-
-		if (t->kinds[i] == kind && !strcmp(t->names[i], name)) {
-			*id = i;
-			return 0;
-		}
-	}
+	if (!idtab__find(&t->idx, itab_hash(name, kind), itab_eq, t, &k, &j, id))
+		return 0;
 	if (t->n >= AGG_MAX_IDS)
 		return -E2BIG;
 	if ((err = itab_grow(t)))
@@ -134,7 +129,7 @@ static int itab_intern(struct itab *t, const char *name, uint8_t kind, uint32_t 
 	if (!t->names[t->n])
 		return -ENOMEM;
 	t->kinds[t->n] = kind;
-	t->slots[j] = (uint32_t)t->n + 1;
+	idtab__insert(&t->idx, j, (uint32_t)t->n);
 	*id = (uint32_t)t->n++;
 	return 0;
 }
@@ -149,7 +144,7 @@ static void itab_free(struct itab *t)
 	free(t->kinds);
 	free(t->rank);
 	free(t->perm);
-	free(t->slots);
+	idtab__free(&t->idx);
 }
 
 int agg__new(struct agg **out)
@@ -188,23 +183,11 @@ static uint64_t stack_hash(uint32_t group, const uint32_t *frames, uint32_t nfra
 	return hash__bytes(h, frames, nframes * sizeof(*frames));
 }
 
-static int stacks_rehash(struct agg *a)
+static uint64_t stack_hash_id(const void *ctx, uint32_t id)
 {
-	size_t n = a->nslots ? a->nslots * 2 : 256, i, j;
-	uint32_t *s = calloc(n, sizeof(*s));
+	const struct agg *a = ctx;
 
-	if (!s)
-		return -ENOMEM;
-	for (i = 0; i < a->nstk; i++) {
-		j = a->stk[i].hash & (n - 1);
-		while (s[j])
-			j = (j + 1) & (n - 1);
-		s[j] = (uint32_t)i + 1;
-	}
-	free(a->slots);
-	a->slots = s;
-	a->nslots = n;
-	return 0;
+	return a->stk[id].hash;
 }
 
 static int stacks_append(struct agg *a, size_t slot, uint32_t group, const uint32_t *frames,
@@ -234,23 +217,33 @@ static int stacks_append(struct agg *a, size_t slot, uint32_t group, const uint3
 		memcpy(a->pool + a->npool, frames, nframes * sizeof(*frames));
 	a->npool += nframes;
 	a->order[a->nstk] = a->nstk;
-	a->slots[slot] = (uint32_t)a->nstk + 1;
+	idtab__insert(&a->idx, slot, (uint32_t)a->nstk);
 	a->nstk++;
 	a->sorted = false;
 	return 0;
 }
 
-static bool stack_eq(const struct agg *a, const struct stk *s, uint32_t group,
-		     const uint32_t *frames, uint32_t nframes, uint64_t h)
+struct stack_key {
+	uint32_t group, nframes;
+	const uint32_t *frames;
+	uint64_t hash;
+};
+
+static bool stack_eq(const void *ctx, uint32_t id, const void *key)
 {
-	return s->hash == h && s->group == group && s->nframes == nframes &&
-	       (!nframes || !memcmp(a->pool + s->off, frames, nframes * sizeof(*frames)));
+	const struct agg *a = ctx;
+	const struct stk *s = &a->stk[id];
+	const struct stack_key *k = key;
+
+	return s->hash == k->hash && s->group == k->group && s->nframes == k->nframes &&
+	       (!k->nframes ||
+		!memcmp(a->pool + s->off, k->frames, k->nframes * sizeof(*k->frames)));
 }
 
 int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nframes,
 	     uint64_t count)
 {
-	uint64_t h;
+	struct stack_key k = {group, nframes, frames, 0};
 	size_t j;
 	uint32_t i;
 	int err;
@@ -265,16 +258,15 @@ int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nfr
 		return 0;
 	if (count > UINT64_MAX - a->total)
 		return -EOVERFLOW;
-	if ((a->nstk + 1) * 2 > a->nslots && (err = stacks_rehash(a)))
+	if ((err = idtab__reserve(&a->idx, 256, stack_hash_id, a)))
 		return err;
-	h = stack_hash(group, frames, nframes);
-	for (j = h & (a->nslots - 1); a->slots[j]; j = (j + 1) & (a->nslots - 1)) {
-		if (stack_eq(a, &a->stk[a->slots[j] - 1], group, frames, nframes, h))
-			break;
+	k.hash = stack_hash(group, frames, nframes);
+	if (idtab__find(&a->idx, k.hash, stack_eq, a, &k, &j, &i)) {
+		if ((err = stacks_append(a, j, group, frames, nframes, k.hash)))
+			return err;
+		i = (uint32_t)a->nstk - 1;
 	}
-	if (!a->slots[j] && (err = stacks_append(a, j, group, frames, nframes, h)))
-		return err;
-	a->stk[a->slots[j] - 1].count += count;
+	a->stk[i].count += count;
 	a->total += count;
 	return 0;
 }
@@ -429,7 +421,7 @@ void agg__free(struct agg *a)
 	itab_free(&a->groups);
 	free(a->stk);
 	free(a->pool);
-	free(a->slots);
+	idtab__free(&a->idx);
 	free(a->order);
 	free(a->frame_mod);
 	for (size_t i = 0; i < a->nmods; i++)
