@@ -431,7 +431,18 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	    p.frame_pointer < p.hend && !(p.frame_pointer & 7))
 		w.fp = p.frame_pointer;
 	if (sampler_stack__read(s, ps, &ur, &p, &w.e, &w.fp, &nwords, &complete)) {
-		s->st.dropped[DROP_STACK_UNREADABLE]++;
+		/* A native sample whose process's stack is gone (a GC freeing the old heap, in
+		 * munmap): still that process's time, kept with its native frames and said so. */
+		if (!w.ur) {
+			s->st.dropped[DROP_STACK_UNREADABLE]++;
+			return;
+		}
+		if (sampler_frames__filtered_out(s, &p)) {
+			s->st.excluded_filter++;
+			return;
+		}
+		s->st.stack_unreadable_kept++;
+		sampler_frames__unknown_callers(s, &rec, &p, "stack unreadable", w.ur);
 		return;
 	}
 	if (sampler_frames__filtered_out(s, &p)) {

@@ -85,6 +85,9 @@ struct sampler_stats {
 	uint64_t alternative_start;
 	/* Native samples unwound through the capture's copy of a C stack deeper than perf's. */
 	uint64_t native_extended;
+	/* Native samples whose process's Erlang stack could not be read (its heap freed under it):
+	 * kept as that process's, "[Erlang callers unknown: stack unreadable]". */
+	uint64_t stack_unreadable_kept;
 	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
 	 * schedule time): kept as that process's. */
 	uint64_t system_task;
