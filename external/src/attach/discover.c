@@ -97,7 +97,14 @@ static void load_jit(struct target *t)
 	int tries;
 
 	if (!d->present) {
-		t->jit_err = scan_jit_descriptor(t, &a);
+		/* The scan checks a candidate by walking its first entries, which a purge racing
+		 * it can unlink (OTP 27+): a VM loading and purging modules in a loop failed it
+		 * under strace. Scan again. */
+		for (tries = 0; tries < JIT_LOAD_TRIES; tries++) {
+			t->jit_err = scan_jit_descriptor(t, &a);
+			if (t->jit_err != -ENOENT)
+				break;
+		}
 		if (t->jit_err)
 			return;
 		set_addr(t, XP_ADDR_JIT_DESCRIPTOR, a, TSRC_SCAN);
