@@ -150,6 +150,13 @@ void calib__found(struct calib *c, enum xp_off_id id, int64_t value, const char 
 void calib__table_ok(struct calib *c, const struct xp_layout *row, enum xp_off_id id,
 		     const char *note);
 void calib__fail(struct calib *c, enum xp_off_id id, enum xp_reason why, const char *note);
+/* A search over words for one that matches: its index, or one of these. */
+#define CALIB_NOT_FOUND (-1)
+#define CALIB_AMBIGUOUS (-2)
+/* A match at word k: the first one found, or ambiguous when there already was one. */
+void calib__hit(int *slot, int k);
+/* The outcome of a search: found at k (value), else failed as not found or ambiguous. */
+void calib__record(struct calib *c, enum xp_off_id id, int k, int64_t value, const char *note);
 void calib__check(struct calib *c, uint32_t bit, int ok);
 /* The offset to use now: discovered, else the table's, else -1. */
 int32_t calib__off(const struct calib *c, const struct xp_layout *row, enum xp_off_id id);

@@ -161,3 +161,17 @@ size_t calib__scan_bytes(const struct xp_layout *row)
 
 	return n >= 256 && n <= PROC_SCAN_BYTES ? (size_t)n & ~(size_t)7 : PROC_SCAN_BYTES;
 }
+
+void calib__hit(int *slot, int k)
+{
+	*slot = *slot == CALIB_NOT_FOUND ? k : CALIB_AMBIGUOUS;
+}
+
+void calib__record(struct calib *c, enum xp_off_id id, int k, int64_t value, const char *note)
+{
+	if (k >= 0)
+		calib__found(c, id, value, note);
+	else
+		calib__fail(c, id, k == CALIB_AMBIGUOUS ? XP_WHY_AMBIGUOUS : XP_WHY_NOT_FOUND,
+			    note);
+}

@@ -13,27 +13,11 @@
 #include "calib_self.h"
 #include "mem.h"
 
-#define NOT_FOUND (-1)
-#define AMBIGUOUS (-2)
-
-static void hit(int *slot, int k)
-{
-	*slot = *slot == NOT_FOUND ? k : AMBIGUOUS;
-}
-
-static void record(struct calib *c, enum xp_off_id id, int k, int64_t value, const char *note)
-{
-	if (k >= 0)
-		calib__found(c, id, value, note);
-	else
-		calib__fail(c, id, k == AMBIGUOUS ? XP_WHY_AMBIGUOUS : XP_WHY_NOT_FOUND, note);
-}
-
 static void find_old(struct calib *c, const uint64_t *w, size_t nw, const uint64_t *gc)
 {
 	static const char note[] =
 	    "old_hend, old_htop, old_heap: the memory probe's old generation";
-	int k_hit = NOT_FOUND;
+	int k_hit = CALIB_NOT_FOUND;
 	size_t k;
 
 	if (!gc[GC_OLD_BLOCK]) {
@@ -46,11 +30,11 @@ static void find_old(struct calib *c, const uint64_t *w, size_t nw, const uint64
 
 		if (h && !((e | t | h) & 7) && h <= t && t <= e &&
 		    (e - h) / 8 == gc[GC_OLD_BLOCK] && (t - h) / 8 == gc[GC_OLD_USED])
-			hit(&k_hit, (int)k);
+			calib__hit(&k_hit, (int)k);
 	}
-	record(c, XP_OFF_P_OLD_HEND, k_hit, k_hit * 8, note);
-	record(c, XP_OFF_P_OLD_HTOP, k_hit, k_hit * 8 + 8, note);
-	record(c, XP_OFF_P_OLD_HEAP, k_hit, k_hit * 8 + 16, note);
+	calib__record(c, XP_OFF_P_OLD_HEND, k_hit, k_hit * 8, note);
+	calib__record(c, XP_OFF_P_OLD_HTOP, k_hit, k_hit * 8 + 8, note);
+	calib__record(c, XP_OFF_P_OLD_HEAP, k_hit, k_hit * 8 + 16, note);
 }
 
 static void find_vheap(struct calib *c, const uint64_t *w, size_t nw, const uint64_t *gc)
@@ -58,23 +42,23 @@ static void find_vheap(struct calib *c, const uint64_t *w, size_t nw, const uint
 	static const char note[] =
 	    "bin_vheap_sz, bin_old_vheap_sz, bin_old_vheap: the probe's limits "
 	    "and old binaries";
-	int k_hit = NOT_FOUND, k_young = NOT_FOUND;
+	int k_hit = CALIB_NOT_FOUND, k_young = CALIB_NOT_FOUND;
 	size_t k;
 
 	for (k = 0; gc[GC_OLD_VHEAP] && k + 2 < nw; k++) {
 		if (w[k] == gc[GC_VHEAP_BLOCK] && w[k + 1] == gc[GC_OLD_VHEAP_BLOCK] &&
 		    w[k + 2] == gc[GC_OLD_VHEAP])
-			hit(&k_hit, (int)k);
+			calib__hit(&k_hit, (int)k);
 	}
-	record(c, XP_OFF_P_BIN_VHEAP_SZ, k_hit, k_hit * 8, note);
-	record(c, XP_OFF_P_BIN_OLD_VHEAP, k_hit, k_hit * 8 + 16, note);
+	calib__record(c, XP_OFF_P_BIN_VHEAP_SZ, k_hit, k_hit * 8, note);
+	calib__record(c, XP_OFF_P_BIN_OLD_VHEAP, k_hit, k_hit * 8 + 16, note);
 	/* off_heap = {first, overhead}: first points at a ProcBin, on the heap, 8-aligned. */
 	for (k = 1; gc[GC_VHEAP] && k < nw; k++) {
 		if (w[k] == gc[GC_VHEAP] && w[k - 1] && !(w[k - 1] & 7))
-			hit(&k_young, (int)k);
+			calib__hit(&k_young, (int)k);
 	}
-	record(c, XP_OFF_P_OFF_HEAP_OVERHEAD, k_young, k_young * 8,
-	       "the word equal to the probe's young binaries, after off_heap.first");
+	calib__record(c, XP_OFF_P_OFF_HEAP_OVERHEAD, k_young, k_young * 8,
+		      "the word equal to the probe's young binaries, after off_heap.first");
 }
 
 int calib__memory(struct agent *a, uint64_t proc, uint64_t pid, const uint64_t gc[GC_COUNT])

@@ -11,8 +11,6 @@
 #include "calib_self.h"
 #include "mem.h"
 
-#define NOT_FOUND	   (-1)
-#define AMBIGUOUS	   (-2)
 #define REGPROC_SCAN_WORDS 8
 
 int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, int64_t expect,
@@ -48,19 +46,6 @@ int calib__probe(struct agent *a, uint64_t proc, uint64_t pid, unsigned stage, i
 	return err;
 }
 
-static void hit(int *slot, int k)
-{
-	*slot = *slot == NOT_FOUND ? k : AMBIGUOUS;
-}
-
-static void record(struct calib *c, enum xp_off_id id, int k, int64_t value, const char *note)
-{
-	if (k >= 0)
-		calib__found(c, id, value, note);
-	else
-		calib__fail(c, id, k == AMBIGUOUS ? XP_WHY_AMBIGUOUS : XP_WHY_NOT_FOUND, note);
-}
-
 static size_t common_words(const struct calib *c, unsigned *nvalid)
 {
 	size_t n = PROC_SCAN_WORDS;
@@ -81,7 +66,7 @@ static size_t common_words(const struct calib *c, unsigned *nvalid)
 static void find_i(struct calib *c, size_t nw, uint64_t lo, uint64_t hi)
 {
 	const struct probe_snap *s0 = NULL;
-	int k_hit = NOT_FOUND;
+	int k_hit = CALIB_NOT_FOUND;
 	unsigned i;
 	size_t k;
 
@@ -94,23 +79,23 @@ static void find_i(struct calib *c, size_t nw, uint64_t lo, uint64_t hi)
 		for (i = 0; i < PROBE_STAGES && all; i++)
 			all = !c->snap[i].valid || c->snap[i].w[k] == s0->w[k];
 		if (all)
-			hit(&k_hit, (int)k);
+			calib__hit(&k_hit, (int)k);
 	}
-	record(c, XP_OFF_P_I, k_hit, k_hit * 8,
-	       lo ? "the word inside the parked probe's receive function (GDB JIT map range)"
-		  : "the probe function's range is not in the GDB JIT map");
+	calib__record(c, XP_OFF_P_I, k_hit, k_hit * 8,
+		      lo ? "the word inside the parked probe's receive function (GDB JIT map range)"
+			 : "the probe function's range is not in the GDB JIT map");
 }
 
 static void find_initial_reg(struct calib *c, const struct probe_snap *s, uint64_t mod,
 			     uint64_t fun, uint64_t name)
 {
 	uint64_t t[REGPROC_SCAN_WORDS];
-	int k_init = NOT_FOUND, k_reg = NOT_FOUND, j_name = 0;
+	int k_init = CALIB_NOT_FOUND, k_reg = CALIB_NOT_FOUND, j_name = 0;
 	size_t k, j, m, n;
 
 	for (k = 0; k + 2 < s->nwords; k++)
 		if (s->w[k] == mod && s->w[k + 1] == fun && s->w[k + 2] == 0)
-			hit(&k_init, (int)k);
+			calib__hit(&k_init, (int)k);
 	for (k = 0; k < s->nwords; k++) {
 		uint64_t p = s->w[k];
 
@@ -122,20 +107,21 @@ static void find_initial_reg(struct calib *c, const struct probe_snap *s, uint64
 		for (m = 0; m < n && t[m] != c->probe_proc; m++)
 			;
 		if (j < n && m < n) {
-			hit(&k_reg, (int)k);
+			calib__hit(&k_reg, (int)k);
 			j_name = (int)j;
 		}
 	}
-	record(c, XP_OFF_P_INITIAL, k_init, k_init * 8,
-	       "the {module, function, 0} triple of the probe's spawn call");
-	record(c, XP_OFF_P_REG, k_reg, k_reg * 8,
-	       "the pointer to a RegProc holding the probe's name and Process*");
-	record(c, XP_OFF_REGPROC_NAME, k_reg, j_name * 8, "the name atom inside the RegProc");
+	calib__record(c, XP_OFF_P_INITIAL, k_init, k_init * 8,
+		      "the {module, function, 0} triple of the probe's spawn call");
+	calib__record(c, XP_OFF_P_REG, k_reg, k_reg * 8,
+		      "the pointer to a RegProc holding the probe's name and Process*");
+	calib__record(c, XP_OFF_REGPROC_NAME, k_reg, j_name * 8,
+		      "the name atom inside the RegProc");
 }
 
 static void find_msg_len(struct calib *c, const struct xp_layout *row, size_t nw)
 {
-	int k_hit = NOT_FOUND;
+	int k_hit = CALIB_NOT_FOUND;
 	unsigned i, nstages = 0;
 	size_t k;
 
@@ -146,12 +132,12 @@ static void find_msg_len(struct calib *c, const struct xp_layout *row, size_t nw
 			all =
 			    !c->snap[i].valid || c->snap[i].w[k] == (uint64_t)c->snap[i].expect_len;
 		if (all)
-			hit(&k_hit, (int)k);
+			calib__hit(&k_hit, (int)k);
 	}
 	for (i = 0; i < PROBE_STAGES; i++)
 		nstages += c->snap[i].valid;
 	if (nstages < 3)
-		k_hit = NOT_FOUND;
+		k_hit = CALIB_NOT_FOUND;
 	c->msg_len_candidate = k_hit >= 0 ? k_hit * 8 : k_hit;
 	if (row && row->off[XP_OFF_P_MSG_LEN] == XP_ABSENT) {
 		calib__fail(c, XP_OFF_P_MSG_LEN, XP_WHY_UNSUPPORTED,
@@ -161,15 +147,15 @@ static void find_msg_len(struct calib *c, const struct xp_layout *row, size_t nw
 				: "absent in the table for this release");
 		return;
 	}
-	record(c, XP_OFF_P_MSG_LEN, k_hit, k_hit * 8,
-	       "the word tracking the probe's queue length over 3+ snapshots");
+	calib__record(c, XP_OFF_P_MSG_LEN, k_hit, k_hit * 8,
+		      "the word tracking the probe's queue length over 3+ snapshots");
 }
 
 /* reds: the word equal to the reductions Erlang read around each snapshot, in at least two
  * snapshots with different counts (the probe runs between stages), so a constant cannot match. */
 static void find_reds(struct calib *c, size_t nw)
 {
-	int k_hit = NOT_FOUND;
+	int k_hit = CALIB_NOT_FOUND;
 	int64_t lo = INT64_MAX, hi = -1;
 	unsigned i, known = 0;
 	size_t k;
@@ -190,11 +176,12 @@ static void find_reds(struct calib *c, size_t nw)
 			all = !c->snap[i].valid || c->snap[i].expect_reds < 0 ||
 			      c->snap[i].w[k] == (uint64_t)c->snap[i].expect_reds;
 		if (all)
-			hit(&k_hit, (int)k);
+			calib__hit(&k_hit, (int)k);
 	}
-	record(c, XP_OFF_P_REDS, k_hit, k_hit * 8,
-	       known >= 2 && lo < hi ? "the word equal to the probe's reductions in every snapshot"
-				     : "fewer than two snapshots with known, different reductions");
+	calib__record(c, XP_OFF_P_REDS, k_hit, k_hit * 8,
+		      known >= 2 && lo < hi
+			  ? "the word equal to the probe's reductions in every snapshot"
+			  : "fewer than two snapshots with known, different reductions");
 }
 
 /* state: a 32-bit slot with normal priority, RUNNING in the calling process and not RUNNING in
