@@ -24,7 +24,7 @@ test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE class
 
 # The attribution class test family (test/e2e/record_test.sh cases class, class-nobpf): 12 runs,
-# about 3 minutes; `make test` runs the 6 with the in-kernel capture, this one all 12.
+# about 3 minutes; not in `make test` (README, the class test).
 test-class: build
 	cd $(BUILD) && ctest --output-on-failure -R 'e2e\.record\..*\.class'
 
