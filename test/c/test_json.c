@@ -33,8 +33,30 @@ static void expect(const char *name, const char *in, const char *want)
 	free(got);
 }
 
+/* An object of two json__kv_uint_known members, known and not. */
+static void expect_known(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct json j;
+
+	if (!f)
+		return;
+	json__init(&j, f);
+	json__object(&j);
+	json__kv_uint_known(&j, "a", true, 18446744073709551615ull);
+	json__kv_uint_known(&j, "b", false, 7);
+	json__end_object(&j);
+	fclose(f);
+	CHECK_STR("kv_uint_known", "{\"a\":18446744073709551615,\"b\":null}\n",
+		  buf ? buf : "(null)");
+	free(buf);
+}
+
 int main(void)
 {
+	expect_known();
 	expect("ascii", "mod:fun/2", "\"mod:fun/2\"");
 	expect("quotes and backslash", "'a\"b\\\\c'", "\"'a\\\"b\\\\\\\\c'\"");
 	expect("controls", "a\nb\x01\x7f", "\"a\\nb\\u0001\\u007f\"");

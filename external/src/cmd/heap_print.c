@@ -133,20 +133,12 @@ void heap__print_text(const struct heap_ctx *c, FILE *f)
 /* A size in words (process_info's unit) or null. */
 static void kv_words(struct json *j, const char *key, const struct heap_row *r, enum heap_col k)
 {
-	json__key(j, key);
-	if (r->known & (1u << k))
-		json__uint(j, r->val[k] / 8);
-	else
-		json__null(j);
+	json__kv_uint_known(j, key, r->known & (1u << k), r->val[k] / 8);
 }
 
 static void kv_val(struct json *j, const char *key, const struct heap_row *r, enum heap_col k)
 {
-	json__key(j, key);
-	if (r->known & (1u << k))
-		json__uint(j, r->val[k]);
-	else
-		json__null(j);
+	json__kv_uint_known(j, key, r->known & (1u << k), r->val[k]);
 }
 
 static void json_row(const struct heap_ctx *c, const struct heap_row *r, struct json *j)
@@ -166,19 +158,11 @@ static void json_row(const struct heap_ctx *c, const struct heap_row *r, struct 
 	kv_words(j, "heap_size", r, HEAP_COL_HEAP);
 	json__kv_int(j, "heap_used", (int64_t)s->heap_used);
 	kv_words(j, "old_heap_size", r, HEAP_COL_OLD);
-	json__key(j, "old_heap_used");
-	if (s->have_old)
-		json__uint(j, s->old_used);
-	else
-		json__null(j);
+	json__kv_uint_known(j, "old_heap_used", s->have_old, s->old_used);
 	kv_words(j, "heap_fragments_size", r, HEAP_COL_FRAG);
 	kv_words(j, "stack_size", r, HEAP_COL_STACK);
 	kv_val(j, "binary_vheap_bytes", r, HEAP_COL_BIN);
-	json__key(j, "binary_vheap_limit_bytes");
-	if (s->have_vheap)
-		json__uint(j, s->vheap_limit);
-	else
-		json__null(j);
+	json__kv_uint_known(j, "binary_vheap_limit_bytes", s->have_vheap, s->vheap_limit);
 	kv_val(j, "message_queue_len", r, HEAP_COL_MSGQ);
 	kv_val(j, "reductions", r, HEAP_COL_REDS);
 	kv_val(j, "memory_lower_bound", r, HEAP_COL_MEMORY);

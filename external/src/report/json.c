@@ -200,6 +200,15 @@ void json__kv_int(struct json *j, const char *key, int64_t v)
 	json__int(j, v);
 }
 
+void json__kv_uint_known(struct json *j, const char *key, bool known, uint64_t v)
+{
+	json__key(j, key);
+	if (known)
+		json__uint(j, v);
+	else
+		json__null(j);
+}
+
 void json__kv_bool(struct json *j, const char *key, bool v)
 {
 	json__key(j, key);

@@ -36,6 +36,8 @@ void json__addr(struct json *j, uint64_t v);
 /* Shorthands for "key": value. */
 void json__kv_string(struct json *j, const char *key, const char *s); /* NULL -> null */
 void json__kv_int(struct json *j, const char *key, int64_t v);
+/* v, or null when it is not known. */
+void json__kv_uint_known(struct json *j, const char *key, bool known, uint64_t v);
 void json__kv_bool(struct json *j, const char *key, bool v);
 void json__kv_addr(struct json *j, const char *key, uint64_t v);
 
