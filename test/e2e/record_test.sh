@@ -106,7 +106,8 @@ rec() {
 	local name=$1
 	shift
 	REC_RC=0
-	xp_sampler record -d "$XP_RECORD_SECONDS" "$@" -o "$XP_VM_DIR/$name.folded" --format collapsed \
+	xp_sampler record -d "$XP_RECORD_SECONDS" --group pid "$@" -o "$XP_VM_DIR/$name.folded" \
+		--format collapsed \
 		"$XP_VM_PID" 2>"$XP_VM_DIR/$name.err" || REC_RC=$?
 	sed 's/^/    | /' "$XP_VM_DIR/$name.err"
 }

@@ -233,6 +233,7 @@ static int setup(struct heap_ctx *c, char *err, size_t errlen)
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
 		return TARGET_EUNSUPPORTED;
 	}
+	c->pr.erlang_names = c->o->erlang_names;
 	return 0;
 }
 

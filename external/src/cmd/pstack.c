@@ -93,6 +93,7 @@ static int setup(struct pstack_ctx *c, char *err, size_t errlen)
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
 		return TARGET_EUNSUPPORTED;
 	}
+	c->pr.erlang_names = c->o->erlang_names;
 	erlang_stack__cfg(&c->ecfg, c->t->jit, c->t->frame_layout,
 			  (uint64_t)c->t->addr[XP_ADDR_NORMAL_EXIT].value, c->t->layout);
 	c->words = malloc(PSTACK_STACK_BYTES);

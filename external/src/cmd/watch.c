@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "jitmap.h"
+#include "names.h"
 #include "json.h"
 #include "perf.h"
 #include "process.h"
@@ -142,7 +143,8 @@ static void resume_fn(struct watch *w, uint64_t i, char *buf, size_t len)
 		snprintf(buf, len, "[unknown code 0x%" PRIx64 "]", i);
 		return;
 	}
-	jitmap__frame_name(r, name, sizeof(name));
+	if (jitmap__frame_name(r, name, sizeof(name)))
+		names__display_inplace(name, sizeof(name), w->o->erlang_names);
 	if (jitmap__line(w->t->jit, r, i, &file, &line))
 		snprintf(buf, len, "%s (%s:%" PRIu32 ")", name, file, line);
 	else

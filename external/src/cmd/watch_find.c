@@ -70,6 +70,7 @@ int watch__find_process(struct watch *w, char *err, size_t errlen)
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
 		return TARGET_EUNSUPPORTED;
 	}
+	w->pr.erlang_names = w->o->erlang_names;
 	if ((rc = ptab__collect(&pt, w->t->mem, &ixs, &procs, &n, &st)))
 		return rc;
 	for (i = 0; i < n && !w->proc; i++) {
