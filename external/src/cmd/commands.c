@@ -167,8 +167,9 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	run__summary(&ctx, o->output, stderr);
 	if ((rc = write_report(o, a, t->pid, err, errlen)))
 		goto cleanup;
-	fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu processes)\n", o->output,
-		agg__nstacks(a), agg__ngroups(a));
+	/* Groups are processes with --group pid, kinds of process by default. */
+	fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->output, agg__nstacks(a),
+		agg__ngroups(a), o->group == GROUP_PID ? "processes" : "roots");
 	rc = ctx.target_exited ? TARGET_EGONE : 0;
 cleanup:
 	agg__free(a);

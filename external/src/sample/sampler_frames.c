@@ -51,6 +51,20 @@ static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
 	return 0;
 }
 
+/* --name takes the atom's text, or its Elixir form: shown (a name as names.h shows it, quoted
+ * when Erlang quotes it) matches Elixir.MyApp.Repo as MyApp.Repo or 'Elixir.MyApp.Repo'. */
+static bool name_matches(const char *shown, const char *want)
+{
+	size_t n = strlen(want), k = strlen(shown);
+
+	if (strcmp(shown, want) == 0)
+		return true;
+	if (k == n + 2 && shown[0] == '\'' && shown[k - 1] == '\'' &&
+	    strncmp(shown + 1, want, n) == 0)
+		return true;
+	return strncmp(want, "Elixir.", 7) == 0 && strcmp(shown, want + 7) == 0;
+}
+
 bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
 {
 	char pid[32];
@@ -65,11 +79,7 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
 	if (s->opts.name) {
 		if (!p->name[0])
 			process__read_identity(&s->pr, p);
-		/* --name takes the atom as Erlang or Elixir writes it: 'Elixir.MyApp.Repo' or
-		 * MyApp.Repo. */
-		if (strcmp(p->name, s->opts.name) != 0 &&
-		    !(strncmp(s->opts.name, "Elixir.", 7) == 0 &&
-		      strcmp(p->name, s->opts.name + 7) == 0))
+		if (!name_matches(p->name, s->opts.name))
 			return true;
 	}
 	return false;
