@@ -12,7 +12,8 @@
 #   - record --group pid: one root per process, "<PID> xp_names:init/1" for each busy one (their
 #     exact pids) and at least 3 distinct "<0.N.0> xp_names:worker/1";
 #   - record --group none: one root, processes (besides [bracketed] labels);
-#   - top: the process table names xp_names:init/1 and xp_names:worker/1.
+#   - top: the process table names xp_names:init/1 and xp_names:worker/1;
+#   - with the agent: the offset of Process.dictionary is the agent's, verified.
 # Workers that exited before the sampler read them (tens of ms on a loaded machine) are named
 # by their initial call, proc_lib:init_p/5, or, read without the in-kernel copy, by their pid
 # alone: counted, printed as a FIGURE, not failed.
@@ -127,8 +128,17 @@ check_top() {
 	done
 }
 
+# With the agent, Process.dictionary is its calibrated offset (found through the probe's own
+# dictionary, c_src/calib_probe.c), and verified.
+check_agent_offset() {
+	xp_expect "p_dictionary: source and verified" "agent true" \
+		"$(xp_sampler info --json "$XP_VM_PID" 2>/dev/null |
+			jq -r '.offsets.p_dictionary | "\(.source) \(.verified)"')"
+}
+
 xp_require_sampler
 xp_start_vm "$otp" "$mode" xp_names
+[[ "$mode" != agent ]] || check_agent_offset
 check_pstack
 check_default
 check_pid
