@@ -20,9 +20,6 @@ set -euo pipefail
 
 otp=${1:-25}
 
-roots() { awk '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); split(line, fr, ";"); c[fr[1]] += n }
-	END { for (r in c) print c[r] "\t" r }' "$1"; }
-
 # build DIR: the app and a copy of the agent's sources (the build writes into its dependency's
 # tree: never the repository's priv/, which other tests copy) into DIR, then `mix release`.
 build() {
@@ -64,7 +61,7 @@ check_record() {
 	local f=$XP_VM_DIR/ex.folded stack
 	rec ex.folded 2 --format collapsed
 	xp_expect "roots (processes by what they are)" "ElixirDemo.Worker ElixirDemo.Worker.init/1" \
-		"$(roots "$f" | cut -f2 | grep -v '^\[' | sort | tr '\n' ' ' | sed 's/ $//')"
+		"$(xp_roots "$f" | cut -f2 | grep -v '^\[' | sort | tr '\n' ' ' | sed 's/ $//')"
 	stack='proc_lib:init_p_do_apply/3;gen_server:handle_msg/6;gen_server:try_dispatch/4;ElixirDemo.Worker.handle_info/2;ElixirDemo.Worker.loop/1;'
 	for r in ElixirDemo.Worker ElixirDemo.Worker.init/1; do
 		if grep -qF "$r;$stack" "$f" &&
@@ -84,7 +81,7 @@ check_record() {
 	rec erl.folded 1 --format collapsed --erlang-names
 	xp_expect "--erlang-names: roots" \
 		"'Elixir.ElixirDemo.Worker' 'Elixir.ElixirDemo.Worker':init/1" \
-		"$(roots "$XP_VM_DIR/erl.folded" | cut -f2 | grep -v '^\[' | sort | tr '\n' ' ' | sed 's/ $//')"
+		"$(xp_roots "$XP_VM_DIR/erl.folded" | cut -f2 | grep -v '^\[' | sort | tr '\n' ' ' | sed 's/ $//')"
 	xp_expect "--erlang-names: 'Elixir.ElixirDemo.Worker':loop/1 under handle_info/2" 1 \
 		"$(grep -cF "'Elixir.ElixirDemo.Worker':handle_info/2;'Elixir.ElixirDemo.Worker':loop/1;" \
 			"$XP_VM_DIR/erl.folded" | awk '{ print ($1 > 0) }')"

@@ -26,11 +26,7 @@ set -euo pipefail
 otp=${1:?usage: names_test.sh 25|27|29 agent|noagent}
 mode=${2:?usage: names_test.sh 25|27|29 agent|noagent}
 
-# Root frames of a collapsed file with their samples: "COUNT<TAB>ROOT" lines.
-roots() { awk '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); split(line, fr, ";"); c[fr[1]] += n }
-	END { for (r in c) print c[r] "\t" r }' "$1"; }
-
-root_samples() { roots "$1" | awk -F'\t' -v r="$2" '$2 == r { print $1 }'; }
+root_samples() { xp_roots "$1" | awk -F'\t' -v r="$2" '$2 == r { print $1 }'; }
 
 # rec NAME SECONDS [options...]: records into $XP_VM_DIR/NAME.folded.
 rec() {
@@ -76,18 +72,18 @@ check_default() {
 		if [[ -n "$n" ]] && ((n >= 10)); then
 			xp_pass "one root '$r' ($n samples)"
 		else
-			xp_fail "root '$r': ${n:-no} samples; roots: $(roots "$f" | sort -rn | head -n 8 | tr '\n\t' '; ')"
+			xp_fail "root '$r': ${n:-no} samples; roots: $(xp_roots "$f" | sort -rn | head -n 8 | tr '\n\t' '; ')"
 		fi
 	done
 	xp_expect "roots naming a pid among xp_names processes" 0 \
-		"$(roots "$f" | cut -f2 | grep -cE '^<[0-9.]+> xp_names' || true)"
+		"$(xp_roots "$f" | cut -f2 | grep -cE '^<[0-9.]+> xp_names' || true)"
 	if grep -qE '^xp_names:init/1;proc_lib:init_p_do_apply/3;gen_server:[a-z_]+/[0-9];(.*;)?xp_names:handle_info/2;xp_names:work/1;' "$f"; then
 		xp_pass "xp_names:init/1 holds the gen_servers' stack (proc_lib, gen_server, handle_info/2)"
 	else
 		xp_fail "no gen_server stack under xp_names:init/1: $(grep '^xp_names:init/1;' "$f" | head -n 2)"
 	fi
 	gone=$(root_samples "$f" proc_lib:init_p/5)
-	echo "FIGURE: OTP $otp $mode: workers named xp_names:worker/1 in $(root_samples "$f" xp_names:worker/1) samples, proc_lib:init_p/5 (exited before read) in ${gone:-0}; processes with no name read (their pid only): $(roots "$f" | awk -F'\t' '$2 ~ /^<[0-9.]+> $/ { s += $1 } END { print s + 0 }') samples"
+	echo "FIGURE: OTP $otp $mode: workers named xp_names:worker/1 in $(root_samples "$f" xp_names:worker/1) samples, proc_lib:init_p/5 (exited before read) in ${gone:-0}; processes with no name read (their pid only): $(xp_roots "$f" | awk -F'\t' '$2 ~ /^<[0-9.]+> $/ { s += $1 } END { print s + 0 }') samples"
 }
 
 check_pid() {
@@ -95,10 +91,10 @@ check_pid() {
 	rec pid 1 --group pid
 	# The first three gen_servers are busy (the fourth is parked: no samples).
 	for pid in $(head -n 3 "$XP_VM_DIR/names_oracle.txt" | cut -d' ' -f1); do
-		n=$(roots "$f" | cut -f2 | grep -cxF -e "$pid xp_names:init/1" -e "$pid xp_names_reg" || true)
+		n=$(xp_roots "$f" | cut -f2 | grep -cxF -e "$pid xp_names:init/1" -e "$pid xp_names_reg" || true)
 		xp_expect "--group pid: a root for $pid" 1 "$n"
 	done
-	n=$(roots "$f" | cut -f2 | grep -cE '^<0\.[0-9]+\.0> xp_names:worker/1$' || true)
+	n=$(xp_roots "$f" | cut -f2 | grep -cE '^<0\.[0-9]+\.0> xp_names:worker/1$' || true)
 	if ((n >= 3)); then
 		xp_pass "--group pid: $n distinct worker roots '<0.N.0> xp_names:worker/1'"
 	else
@@ -110,7 +106,7 @@ check_none() {
 	local f=$XP_VM_DIR/none.folded
 	rec none 1 --group none
 	xp_expect "--group none: roots other than 'processes' and [labels]" "" \
-		"$(roots "$f" | cut -f2 | grep -vxE 'processes|\[.*\]' || true)"
+		"$(xp_roots "$f" | cut -f2 | grep -vxE 'processes|\[.*\]' || true)"
 	xp_expect "--group none: the root 'processes' holds the workers" 1 \
 		"$(grep -c '^processes;proc_lib:init_p_do_apply/3;xp_names:worker/1;' "$f" | awk '{ print ($1 > 0) }')"
 }
