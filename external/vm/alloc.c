@@ -127,6 +127,52 @@ static void walk_mbcs(struct mem *m, const struct xp_alloc_layout *l, uint64_t f
 	a->have_largest = true;
 }
 
+/* The largest free block of the pooled carriers a created: the pool is one list per carrier pool
+ * through ErtsAlcCPoolData_t.next from the sentinel (cpool_dbg_is_in_pool, B/erl_alloc_util.c
+ * 25:3219; the low bits of next are marks); a carrier's cpool.max_size is its largest free block
+ * (what cpool_fetch compares, 25:3526). A broken or endless list fails. */
+static int pooled_largest(struct mem *m, const struct xp_alloc_layout *l, const uint8_t *b,
+			  uint64_t self, uint64_t *out)
+{
+	uint64_t sentinel = u64_at(b, l->allctr_cpool_sentinel), cpd = sentinel;
+	uint8_t buf[64];
+	size_t len = (size_t)l->cpd_max_size + 8, n;
+
+	*out = 0;
+	if (!sentinel)
+		return 0; /* an instance outside the pool (the global instance, 25:6822) */
+	if (len > sizeof(buf) || !mem__plausible(sentinel) || mem__read(m, sentinel, buf, len))
+		return -EFAULT;
+	for (n = 0; n <= ALLOC_MAX_WALK; n++) {
+		cpd = u64_at(buf, l->cpd_next) & ~7ull;
+		if (cpd == sentinel)
+			return 0;
+		if (!mem__plausible(cpd) || mem__read(m, cpd, buf, len))
+			return -EFAULT;
+		if (u64_at(buf, l->cpd_orig_allctr) == self && u64_at(buf, l->cpd_max_size) > *out)
+			*out = u64_at(buf, l->cpd_max_size);
+	}
+	return -ELOOP;
+}
+
+/* The largest free block of a's own carriers and of the pooled ones it created. */
+static void find_largest(struct mem *m, const struct xp_alloc_layout *l, const uint8_t *b,
+			 struct alloc_inst *a, struct alloc_reading *r)
+{
+	uint64_t pooled;
+
+	walk_mbcs(m, l, u64_at(b, l->allctr_mbc_first), a, r);
+	if (!a->have_largest)
+		return;
+	if (pooled_largest(m, l, b, a->addr, &pooled)) {
+		r->drops[ALLOC_DROP_WALK]++;
+		a->have_largest = false;
+		return;
+	}
+	if (pooled > a->largest_free)
+		a->largest_free = pooled;
+}
+
 /* Read the Allctr_t at addr, expected to be instance ix of type t. */
 static int read_allctr(struct mem *m, const struct xp_alloc_layout *l, uint64_t addr, int32_t t,
 		       int32_t ix, struct alloc_inst *a, uint8_t *b)
@@ -279,7 +325,7 @@ static int add_type(struct mem *m, const struct xp_alloc_layout *l, const uint8_
 		}
 		parse_stats(l, b, a);
 		if (walk)
-			walk_mbcs(m, l, u64_at(b, l->allctr_mbc_first), a, r);
+			find_largest(m, l, b, a, r);
 		r->n++;
 	}
 	free(ptrs);

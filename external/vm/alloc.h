@@ -1,9 +1,10 @@
 /* The VM's memory allocators read from outside (or by the agent, from inside): every alloc_util
  * allocator instance reached from erts_allctrs_info[] (B/erl_alloc.c), its carrier and block
  * counters (Allctr_t.mbcs/sbcs, the carrier pool) and, for the AOFF strategies, the largest free
- * block of each multiblock carrier. Nothing is written and no lock is taken: counters are read
- * racily, each instance in one read. Does not own: finding erts_allctrs_info (the agent,
- * .dynsym, attach's scan), printing (cmd/alloc*.c), the offsets (layout.c). */
+ * block of each multiblock carrier and of the pooled carriers it created. Nothing is written and no
+ * lock is taken: counters are read racily, each instance in one read. Does not own: finding
+ * erts_allctrs_info (the agent, .dynsym, attach's scan), printing (cmd/alloc*.c), the offsets
+ * (layout.c). */
 #ifndef XP_ALLOC_H
 #define XP_ALLOC_H
 
@@ -33,9 +34,10 @@ struct alloc_inst {
 	struct alloc_stat mbc_mseg, mbc_sys, sbc_mseg, sbc_sys; /* carriers */
 	struct alloc_stat mbc_blocks, sbc_blocks;
 	struct alloc_stat pool_carriers, pool_blocks; /* pooled carriers it created */
-	uint64_t largest_free; /* bytes: the largest free block of the carriers walked */
+	uint64_t largest_free; /* bytes: the largest free block, its carriers and pooled ones */
 	uint32_t walked;       /* multiblock carriers walked for largest_free */
-	bool have_largest;     /* an AOFF strategy and every carrier of mbc_list walked */
+	bool have_largest;     /* an AOFF strategy, every carrier of mbc_list walked and the
+				* pooled carriers' tree read */
 };
 
 enum alloc_drop {

@@ -30,7 +30,8 @@
  * bookworm 25.2.3, trixie 27.3.4.1 (+deb13u3) and forky 29.1.1 in November 2026: the three trees
  * gave the same values (ErtsAllocatorInfo_t B/erl_alloc.h 25:136, 27:136, 29:136;
  * ErtsAllocatorThrSpec_t 25:157; Allctr_t B/erl_alloc_util.h 25:648-807; CarriersStats_t
- * 25:528-535; AOFF_Carrier_t B/erl_ao_firstfit_alloc.c 25:107). ERTS_ALC_A_MAX + 1 = 13 types:
+ * 25:528-535; AOFF_Carrier_t B/erl_ao_firstfit_alloc.c 25:107; ErtsAlcCPoolData_t
+ * B/erl_alloc_util.h 25:474-492). ERTS_ALC_A_MAX + 1 = 13 types:
  * invalid, sys, temp, sl, std, ll, eheap, ets, fix, literal, binary, driver, test. */
 #define ALLOC_25_29                                                                                \
 	{                                                                                          \
@@ -43,7 +44,8 @@
 		.allctr_pool_carriers_size = 648, .allctr_pool_no_carriers = 656,                  \
 		.allctr_mbcs = 1744, .allctr_sbcs = 1088, .cs_carriers = 0, .cs_blocks = 80,       \
 		.bs_size = 48, .crr_mseg = 0, .crr_sys = 1, .crr_chdr = 0, .crr_next = 8,          \
-		.crr_allctr = 24, .aoff_crr_largest = 368,                                         \
+		.crr_allctr = 24, .aoff_crr_largest = 368, .allctr_cpool_sentinel = 392,           \
+		.cpd_next = 16, .cpd_orig_allctr = 32, .cpd_max_size = 48,                         \
 	}
 
 /* Process, ErtsSchedulerData, RegProc, Atom and IndexTable offsets: erl_process.h, erl_ptab.h,

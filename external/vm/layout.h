@@ -77,6 +77,10 @@ struct xp_alloc_layout {
 	int32_t crr_mseg, crr_sys;	  /* ERTS_CRR_ALLOC_MSEG, _SYS: carriers[] indexes */
 	int32_t crr_chdr, crr_next, crr_allctr; /* Carrier_t */
 	int32_t aoff_crr_largest; /* AOFF_Carrier_t.rbt_node.hdr.bhdr: largest free block */
+	/* Allctr_t.cpool.sentinel: the carrier pool's list head (an ErtsAlcCPoolData_t); each
+	 * pooled carrier's ErtsAlcCPoolData_t: next, orig_allctr (its creator) and max_size (its
+	 * largest free block). */
+	int32_t allctr_cpool_sentinel, cpd_next, cpd_orig_allctr, cpd_max_size;
 };
 
 struct xp_layout {

@@ -165,6 +165,10 @@ static void print_alloc(void)
 	AOFF_("crr_next", Carrier_t, next);
 	AOFF_("crr_allctr", Carrier_t, allctr);
 	AOFF_("aoff_crr_largest", struct xp_aoff_carrier, rbt_node.hdr.bhdr);
+	AOFF_("allctr_cpool_sentinel", Allctr_t, cpool.sentinel);
+	AOFF_("cpd_next", ErtsAlcCPoolData_t, next);
+	AOFF_("cpd_orig_allctr", ErtsAlcCPoolData_t, orig_allctr);
+	AOFF_("cpd_max_size", ErtsAlcCPoolData_t, max_size);
 	printf("\t\t\t},\n");
 }
 
