@@ -107,9 +107,14 @@ static void smaps_text(const struct alloc_ctx *c, FILE *f)
 
 void alloc__print_text(const struct alloc_ctx *c, FILE *f)
 {
+	const struct target *t = c->t;
 	size_t i;
 	int k;
 
+	fprintf(f, "extrospect alloc: BEAM pid %d, OTP %s (erts %s), %s\n", (int)t->pid,
+		t->otp_release[0] ? t->otp_release : "?",
+		t->erts_version[0] ? t->erts_version : "?",
+		target__has_agent(t) ? "with the agent" : "without the agent");
 	header(f, "ALLOCATOR");
 	for (i = 0; i < c->ntypes; i++)
 		row_text(f, &c->types[i]);
