@@ -258,13 +258,17 @@ bool alloc__info_prefilter(const struct xp_layout *row, const uint8_t *b)
 	return au >= 3;
 }
 
-int alloc__check_info(struct mem *m, const struct xp_layout *row, uint64_t info)
+/* What each_type calls for an enabled alloc_util type t, its entry e and a buffer b of
+ * allctr_size bytes; a nonzero return stops the iteration. */
+typedef int (*type_fn)(struct mem *m, const struct xp_alloc_layout *l, const uint8_t *e, int32_t t,
+		       uint8_t *b, void *ctx);
+
+static int each_type(struct mem *m, const struct xp_layout *row, uint64_t info, type_fn fn,
+		     void *ctx)
 {
 	const struct xp_alloc_layout *l = &row->alloc;
 	uint8_t *tab = NULL, *b = NULL;
-	struct alloc_inst a;
-	int32_t t, n, good = 0;
-	uint64_t *ptrs;
+	int32_t t;
 	int err;
 
 	if ((err = read_info(m, row, info, &tab)))
@@ -277,25 +281,47 @@ int alloc__check_info(struct mem *m, const struct xp_layout *row, uint64_t info)
 	for (t = 0; t < l->n_types && !err; t++) {
 		const uint8_t *e = tab + (size_t)t * (size_t)l->info_size;
 
-		if (!enabled_au(l, e))
-			continue;
-		err = instances(m, l, e, &ptrs, &n);
-		if (!err)
-			err = read_allctr(m, l, ptrs[0], t, 0, &a, b);
-		free(ptrs);
-		good += !err;
+		if (enabled_au(l, e))
+			err = fn(m, l, e, t, b, ctx);
 	}
-	if (!err && good < 3)
-		err = -EINVAL;
 cleanup:
 	free(b);
 	free(tab);
 	return err;
 }
 
-static int add_type(struct mem *m, const struct xp_alloc_layout *l, const uint8_t *e, int32_t t,
-		    bool walk, uint8_t *b, struct alloc_reading *r)
+/* check_info: the type's first Allctr_t names the type (*ctx counts the types that do). */
+static int check_type(struct mem *m, const struct xp_alloc_layout *l, const uint8_t *e, int32_t t,
+		      uint8_t *b, void *ctx)
 {
+	struct alloc_inst a;
+	uint64_t *ptrs;
+	int32_t n;
+	int err = instances(m, l, e, &ptrs, &n);
+
+	if (!err)
+		err = read_allctr(m, l, ptrs[0], t, 0, &a, b);
+	free(ptrs);
+	*(int *)ctx += !err;
+	return err;
+}
+
+int alloc__check_info(struct mem *m, const struct xp_layout *row, uint64_t info)
+{
+	int good = 0, err = each_type(m, row, info, check_type, &good);
+
+	return !err && good < 3 ? -EINVAL : err;
+}
+
+struct read_ctx {
+	struct alloc_reading *r;
+	bool walk;
+};
+
+static int add_type(struct mem *m, const struct xp_alloc_layout *l, const uint8_t *e, int32_t t,
+		    uint8_t *b, void *ctx)
+{
+	struct alloc_reading *r = ((struct read_ctx *)ctx)->r;
 	uint64_t *ptrs;
 	int32_t n, i;
 	int err = instances(m, l, e, &ptrs, &n);
@@ -324,7 +350,7 @@ static int add_type(struct mem *m, const struct xp_alloc_layout *l, const uint8_
 			continue;
 		}
 		parse_stats(l, b, a);
-		if (walk)
+		if (((struct read_ctx *)ctx)->walk)
 			find_largest(m, l, b, a, r);
 		r->n++;
 	}
@@ -335,28 +361,11 @@ static int add_type(struct mem *m, const struct xp_alloc_layout *l, const uint8_
 int alloc__read(struct mem *m, const struct xp_layout *row, uint64_t info, bool walk,
 		struct alloc_reading *out)
 {
-	const struct xp_alloc_layout *l = &row->alloc;
-	uint8_t *tab = NULL, *b = NULL;
-	int32_t t;
+	struct read_ctx c = {.r = out, .walk = walk};
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	if ((err = read_info(m, row, info, &tab)))
-		goto cleanup;
-	b = malloc((size_t)l->allctr_size);
-	if (!b) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (t = 0; t < l->n_types && !err; t++) {
-		const uint8_t *e = tab + (size_t)t * (size_t)l->info_size;
-
-		if (enabled_au(l, e))
-			err = add_type(m, l, e, t, walk, b, out);
-	}
-cleanup:
-	free(b);
-	free(tab);
+	err = each_type(m, row, info, add_type, &c);
 	if (err)
 		alloc__reading_free(out);
 	return err;

@@ -1,46 +1,29 @@
 /* Finding erts_allctrs_info in an attached VM. See alloc_locate.h. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "alloc.h"
 #include "alloc_locate.h"
+#include "readers.h"
 #include "target.h"
 
-#define ALLOC_SCAN_MAX	(16u << 20) /* bytes of one data section scanned */
-#define ALLOC_SCAN_HITS 4
+static bool candidate(struct target *t, uint64_t addr, const uint8_t *b, void *ctx)
+{
+	(void)ctx;
+	return alloc__info_prefilter(t->layout, b) &&
+	       alloc__check_info(t->mem, t->layout, addr) == 0;
+}
 
-/* The unique array in .data/.bss that the prefilter passes and alloc__check_info confirms. */
+/* The unique array in beam.smp's data that the prefilter passes and alloc__check_info confirms.
+ * erl_alloc.h declares it ERTS_WRITE_UNLIKELY: in ERTS_LOW_WRITE (B/sys.h 25:206). */
 static int scan(struct target *t, uint64_t *found)
 {
-	/* erl_alloc.h declares it ERTS_WRITE_UNLIKELY: in ERTS_LOW_WRITE (B/sys.h 25:206). */
 	static const char *const sections[] = {"ERTS_LOW_WRITE", ".data", ".bss"};
 	const struct xp_layout *row = t->layout;
-	size_t need = (size_t)row->alloc.n_types * (size_t)row->alloc.info_size, s, hits = 0;
 
-	for (s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
-		uint64_t vaddr, size, off, a;
-		uint8_t *buf;
-
-		if (elf_image__section(t->beam, sections[s], &vaddr, &size) || size < need ||
-		    size > ALLOC_SCAN_MAX)
-			continue;
-		buf = malloc(size);
-		if (!buf)
-			return -ENOMEM;
-		if (mem__read(t->mem, t->bias + vaddr, buf, size) == 0) {
-			for (off = 0; off + need <= size && hits < ALLOC_SCAN_HITS; off += 8) {
-				a = t->bias + vaddr + off;
-				if (alloc__info_prefilter(row, buf + off) &&
-				    alloc__check_info(t->mem, row, a) == 0) {
-					*found = a;
-					hits++;
-				}
-			}
-		}
-		free(buf);
-	}
-	return hits == 1 ? 0 : hits ? -EEXIST : -ENOENT;
+	return target__scan_data(t, sections, 3,
+				 (size_t)row->alloc.n_types * (size_t)row->alloc.info_size,
+				 candidate, NULL, found);
 }
 
 int alloc__locate(struct target *t, char *why, size_t whylen)
