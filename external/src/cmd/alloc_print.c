@@ -164,6 +164,12 @@ static void json_row(struct json *j, const struct alloc_row *r)
 	json_stat(j, "blocks", &r->blocks);
 	json__kv_int(j, "free_bytes", (int64_t)r->free);
 	json__kv_uint_known(j, "largest_free_block", r->have_largest, r->largest);
+	json__key(j, "usage");
+	json__double(j,
+		     r->val[ALLOC_COL_CARRIERS]
+			 ? (double)r->blocks.size / (double)r->val[ALLOC_COL_CARRIERS]
+			 : 0.0,
+		     4);
 	json__key(j, "fragmentation");
 	if (r->have_largest)
 		json__double(j, r->free ? (double)r->frag_bytes / (double)r->free : 0.0, 4);
