@@ -12,8 +12,8 @@
 # bytes within the same tolerance). The planted fragmentation (20,000 binaries of 2,000 bytes, one
 # in ten kept) must show: binary_alloc over 20 MiB free at a fragmentation over 0.8, the first
 # type of --sort free. Also: where erts_allctrs_info came from (agent; dynsym on 25/27 and a scan
-# on 29 without it), the text table, a bad --sort (exit 2); without the agent --watch's intervals
-# and the fail-closed path (no layout: exit 6 and a message naming what is missing).
+# on 29 without it) and the text table; without the agent a bad --sort (exit 2), --watch's
+# intervals and the fail-closed path (no layout: exit 6 and a message naming what is missing).
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -121,12 +121,19 @@ check_text() {
 		cat "$out"
 	fi
 	xp_expect "text shows 3 instances" 3 "$(grep -cE '^[a-z_]+ +#[0-9]+ ' "$out")"
-	rc=0
+}
+
+# Usage errors, found before reading anything: the same in every mode.
+check_usage() {
+	local rc=0
 	xp_sampler alloc --sort nosuch "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
 	xp_expect "exit status of an unknown --sort column" 2 "$rc"
 	rc=0
 	xp_sampler alloc --sort heap "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
 	xp_expect "exit status of heap's --sort column given to alloc" 2 "$rc"
+	rc=0
+	xp_sampler alloc -d 1 "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
+	xp_expect "exit status of -d without --watch" 2 "$rc"
 }
 
 check_watch() {
@@ -173,6 +180,7 @@ fi
 check_frag
 check_text
 if [[ "$mode" == noagent ]]; then
+	check_usage
 	check_watch
 	check_fail_closed
 fi
