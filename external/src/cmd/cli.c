@@ -352,7 +352,8 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->perf_data = arg;
 		return 0;
 	case OPT_SORT:
-		if (heap__col_of(arg) < 0)
+		/* Each command checks that the column is one of its own (heap.c, alloc_cmd.c). */
+		if (heap__col_of(arg) < 0 && alloc__col_of(arg) < 0)
 			break;
 		o->sort = arg;
 		return 0;
@@ -440,9 +441,10 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_NODE       ? "--node (like name@host)"
 		 : c == OPT_METHOD     ? "--method (spy or poll)"
 		 : c == OPT_GROUP      ? "--group (name, pid or none)"
-		 : c == OPT_SORT ? "--sort (total, heap, old, frag, stack, bin, msgq, reds or "
-				   "memory)"
-				 : "--format (svg, speedscope or collapsed)");
+		 : c == OPT_SORT
+		     ? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "
+		       "memory; alloc: carriers, blocks, free, largest or frag)"
+		     : "--format (svg, speedscope or collapsed)");
 	return -EINVAL;
 }
 

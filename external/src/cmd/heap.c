@@ -276,7 +276,12 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		snprintf(err, errlen, "-d/--duration goes with --watch");
 		return CMD_EUSAGE;
 	}
-	if (o->sort && heap__col_of(o->sort) >= 0)
+	if (o->sort && heap__col_of(o->sort) < 0) {
+		snprintf(err, errlen,
+			 "bad --sort (total, heap, old, frag, stack, bin, msgq, reds or memory)");
+		return CMD_EUSAGE;
+	}
+	if (o->sort)
 		c.sort = (enum heap_col)heap__col_of(o->sort);
 	if ((rc = setup(&c, err, errlen)))
 		goto cleanup;
