@@ -93,11 +93,11 @@ ratio_near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { r = a / b; exit !(b > 
 case_truth() {
 	local truth twait trunq tmed tn run wait runq med inval taken asked top rc
 	xp_expect "spies at start" "parked parked" "$(spy_states)"
-	cp "$XP_VM_DIR/watch.stats" "$WDIR/s0"
+	cat "$XP_VM_DIR/watch.stats" >"$WDIR/s0" # cp refuses a file renamed over mid-copy
 	rc=0
 	xp_sampler watch --json --name xp_watch_target -d 4 -o "$WDIR/t.folded" "$XP_VM_PID" \
 		>"$XP_VM_DIR/t.json" || rc=$?
-	cp "$XP_VM_DIR/watch.stats" "$WDIR/s1"
+	cat "$XP_VM_DIR/watch.stats" >"$WDIR/s1" # cp refuses a file renamed over mid-copy
 	xp_expect "watch exit status" 0 "$rc"
 	read -r truth twait trunq tmed tn < <(xp_watch_truth "$WDIR/s0" "$WDIR/s1")
 	run=$(jq -r .states.running.share "$XP_VM_DIR/t.json")
