@@ -174,8 +174,8 @@ static int row_of(struct watch *w, enum watch_state st, const char *fn)
  * too). Even splits of late gaps made running short by 2-6 points on a loaded machine
  * (bench/watch_methods). Next to runnable the lateness is split evenly too: runnable means
  * another process holds P's scheduler, as busy as P running, so the lateness says nothing of
- * where the change fell; giving it to the running side made runnable 1-3 points short and the
- * runnable episodes' median 11-17 % short (bench/watch_methods). A gap counts at most
+ * where the change fell; giving it to the running side made runnable 1-5 points short and the
+ * runnable episodes' median 8-17 % short (bench/watch_methods, two runs). A gap counts at most
  * WATCH_GAP_CAP intervals. Returns where the split put the change: the end of the previous
  * snapshot's part (t for the first snapshot). */
 static bool lateness_runs(enum watch_state a, enum watch_state b)
