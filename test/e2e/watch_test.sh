@@ -5,7 +5,7 @@
 #   truth      xp_watch_target waits ~10 ms in a receive, sits runnable 2-8 ms behind a
 #              high-priority process on its scheduler, and runs ~10 ms, timing all three: the
 #              running and waiting shares must be within WATCH_TOL points of the target's own
-#              times over the window, the runnable share within WATCH_RUNQ_TOL points, and the
+#              times over the window, the runnable share within WATCH_RUNQ_TOL, and the
 #              median of the runnable episodes within WATCH_MEDIAN_TOL of the target's own
 #              median; at most 1 % invalid snapshots; the waiting
 #              time is at xp_watch:wait/0 called from xp_watch:loop/3, the running time in
@@ -31,12 +31,14 @@ set -euo pipefail
 otp=${1:?usage: watch_test.sh 25|27|29 truth|lifecycle|unload|vmexit|errors|strace}
 case=${2:?usage: watch_test.sh 25|27|29 truth|lifecycle|unload|vmexit|errors|strace}
 WATCH_TOL=${WATCH_TOL:-0.10} # share points: 10 (see README, "watch": accuracy)
-# Runnable: bench/watch_methods (load average 37-40 on this 2-core machine, 3 rounds of 4 s per
-# OTP) measured the runnable share within 3.3 points of the target's own and the episodes'
-# median at 0.84-1.11 of the target's. A 4 s window holds ~150 episodes: the median moves by a
-# bucket of a few hundred microseconds with a handful of episodes missed or merged, and the
-# share by a point with a handful of late snapshots, so CI allows about twice the bench's worst.
-WATCH_RUNQ_TOL=${WATCH_RUNQ_TOL:-0.05}	  # share points: 5
+# Runnable: bench/watch_methods (load average 33-40 on this 2-core machine, 27 windows of 4 s
+# over OTP 25/27/29) measured the runnable share within ±3 points of the target's own on
+# average, two windows at -5.8 and -5.9, and the episodes' median at 0.93-1.04 of the target's
+# on average, 0.84-1.33 in single windows; this test's own windows gave -3.0 to +3.9 points. CI
+# runs as loaded, so the tolerances are about the worst seen plus half again: 8 points of a
+# runnable share of ~20-25 % (runnable read as waiting, or the reverse, is off by 20 or more),
+# and the median within 50 %.
+WATCH_RUNQ_TOL=${WATCH_RUNQ_TOL:-0.08}	  # share points: 8
 WATCH_MEDIAN_TOL=${WATCH_MEDIAN_TOL:-0.5} # watch's median within 50 % of the target's
 
 xp_require_sampler
