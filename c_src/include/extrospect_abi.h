@@ -57,6 +57,9 @@ enum xp_off_id {
 	XP_OFF_P_BIN_OLD_VHEAP,	    /* Process.bin_old_vheap (old vheap, words) */
 	XP_OFF_P_BIN_VHEAP_SZ,	    /* Process.bin_vheap_sz (vheap GC limit, words) */
 	XP_OFF_P_REDS,		    /* Process.reds (reductions up to its last schedule-out) */
+	/* Process.dictionary (ProcDict *, NULL when empty): proc_lib's '$initial_call' (appended).
+	 */
+	XP_OFF_P_DICTIONARY,
 	XP_OFF_COUNT
 };
 #define XP_OFF_SLOTS 64 /* room in the block; XP_OFF_COUNT <= XP_OFF_SLOTS */

@@ -12,7 +12,11 @@
  * and forky 29.1.1; every other offset the probe printed was unchanged. The agent calibrates
  * them (c_src/calib_probe.c: P_REDS; c_src/calib_memory.c: the old heap and vheap words) except
  * P_MBUF_SZ; the sampler's memory_fields check tests them on a known process, and
- * test/e2e/heap_test.sh compares what they give with process_info on each release. */
+ * test/e2e/heap_test.sh compares what they give with process_info on each release.
+ * P_DICTIONARY (Process.dictionary, `ProcDict *dictionary` four words before u.initial in
+ * B/erl_process.h 25.2.3:1063, 27.3.4.1:1087, 29.1.1:1110; no USE_VM_PROBES in Debian's builds)
+ * was added in November 2026 from those trees; test/e2e/names_test.sh compares the
+ * '$initial_call' read through it with process_info(P, dictionary) on each release. */
 #include <stdio.h>
 #include <string.h>
 
@@ -75,6 +79,7 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_BIN_OLD_VHEAP] = 616,
 		[XP_OFF_P_BIN_VHEAP_SZ] = 600,
 		[XP_OFF_P_REDS] = 280,
+		[XP_OFF_P_DICTIONARY] = 416,
 		[XP_OFF_P_SIZEOF] = 776,
 	    },
 	.fcalls_bytes = 8,
@@ -131,6 +136,7 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_BIN_OLD_VHEAP] = 600,
 		[XP_OFF_P_BIN_VHEAP_SZ] = 584,
 		[XP_OFF_P_REDS] = 272,
+		[XP_OFF_P_DICTIONARY] = 408,
 		[XP_OFF_P_SIZEOF] = 760,
 	    },
 	.fcalls_bytes = 4,
@@ -187,6 +193,7 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_BIN_OLD_VHEAP] = 600,
 		[XP_OFF_P_BIN_VHEAP_SZ] = 584,
 		[XP_OFF_P_REDS] = 272,
+		[XP_OFF_P_DICTIONARY] = 408,
 		[XP_OFF_P_SIZEOF] = 768,
 	    },
 	.fcalls_bytes = 4,
@@ -238,6 +245,7 @@ static const char *const off_names[XP_OFF_COUNT] = {
     [XP_OFF_P_BIN_OLD_VHEAP] = "p_bin_old_vheap",
     [XP_OFF_P_BIN_VHEAP_SZ] = "p_bin_vheap_sz",
     [XP_OFF_P_REDS] = "p_reds",
+    [XP_OFF_P_DICTIONARY] = "p_dictionary",
 };
 
 static const char *const addr_names[XP_ADDR_COUNT] = {

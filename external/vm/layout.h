@@ -42,7 +42,20 @@
 #define XP_PSFLG_DIRTY_ACTIVE_SYS  0x10000000u
 #define XP_PSFLG_DIRTY_RUNNING	   0x20000000u
 #define XP_PSFLG_DIRTY_RUNNING_SYS 0x40000000u
-#define XP_PTAB_MAX_SIZE	   (1u << 27) /* ERTS_PTAB_MAX_SIZE (B/erl_ptab.h), a power of 2 */
+/* ProcDict (B/erl_process_dict.h 25:25, 27:27, 29:29, the same in each): four unsigned ints
+ * (sizeMask, usedSlots, arraySize, splitPosition), Uint numElements, then Eterm data[arraySize];
+ * each slot is NIL, a boxed {Key, Value} or a list of them (B/erl_process_dict.c pd_hash_put). */
+#define XP_PDICT_ARRAY_SIZE   8
+#define XP_PDICT_NUM_ELEMENTS 16
+#define XP_PDICT_DATA	      24
+/* Terms (B/erl_term.h 25-29): NIL, the primary tags of lists and boxes, tuple headers, smalls. */
+#define XP_TERM_NIL	    0x3bu
+#define XP_TAG_PRIMARY_MASK 0x3u
+#define XP_TAG_LIST	    0x1u
+#define XP_TAG_BOXED	    0x2u
+#define XP_TUPLE_HDR(n)	    ((uint64_t)(n) << 6) /* make_arityval: header tag 0 */
+#define XP_TAG_SMALL	    0xfu		 /* (term & XP_TAG_IMMED1_MASK) */
+#define XP_PTAB_MAX_SIZE    (1u << 27) /* ERTS_PTAB_MAX_SIZE (B/erl_ptab.h), a power of 2 */
 
 /* How a pid term holds <0.NUM.SER> (B/erl_ptab.h, B/erl_term.h). */
 enum xp_pid_format {

@@ -106,7 +106,8 @@ rec() {
 	local name=$1
 	shift
 	REC_RC=0
-	xp_sampler record -d "$XP_RECORD_SECONDS" "$@" -o "$XP_VM_DIR/$name.folded" --format collapsed \
+	xp_sampler record -d "$XP_RECORD_SECONDS" --group pid "$@" -o "$XP_VM_DIR/$name.folded" \
+		--format collapsed \
 		"$XP_VM_PID" 2>"$XP_VM_DIR/$name.err" || REC_RC=$?
 	sed 's/^/    | /' "$XP_VM_DIR/$name.err"
 }
@@ -280,7 +281,7 @@ check_top() {
 	xp_sampler top -d 2 -n 10 "$XP_VM_PID" >"$out" 2>"$XP_VM_DIR/top.err" || rc=$?
 	xp_expect "exit status of 'top -d 2'" 0 "$rc"
 	if grep -qE '^ +[0-9.]+% +[0-9.]+% +xp_deep:spin/2$' "$out" &&
-		grep -qE '^ +[0-9.]+% +<.*> xp_split$' "$out"; then
+		grep -qE '^ +[0-9.]+%  xp_split$' "$out"; then
 		xp_pass "top lists xp_deep:spin/2 and the process xp_split"
 	else
 		xp_fail "top output lacks xp_deep:spin/2 or xp_split:"
@@ -551,7 +552,7 @@ case_robust() {
 	wait "$rpid" || rc=$?
 	sed 's/^/    | /' "$XP_VM_DIR/exit.err"
 	xp_expect "exit status of 'record -d 30' when the VM is killed after ~2 s" 7 "$rc"
-	if grep -q ' xp_split;.*xp_split:work_[ab]/2 [0-9]*$' "$folded" 2>/dev/null; then
+	if grep -q '^xp_split;.*xp_split:work_[ab]/2 [0-9]*$' "$folded" 2>/dev/null; then
 		xp_pass "the partial output has xp_split's samples ($(awk '{ s += $NF } END { print s }' "$folded") samples)"
 	else
 		xp_fail "the partial output $folded is missing or has no xp_split samples"

@@ -88,7 +88,9 @@ enum {
 	OPT_USER_ONLY,
 	OPT_METHOD,
 	OPT_SORT,
-	OPT_WATCH
+	OPT_WATCH,
+	OPT_GROUP,
+	OPT_ERLANG_NAMES
 };
 
 static const struct option longopts[] = {
@@ -123,6 +125,8 @@ static const struct option longopts[] = {
     {"perf-data", required_argument, NULL, OPT_PERF_DATA},
     {"sort", required_argument, NULL, OPT_SORT},
     {"watch", required_argument, NULL, OPT_WATCH},
+    {"group", required_argument, NULL, OPT_GROUP},
+    {"erlang-names", no_argument, NULL, OPT_ERLANG_NAMES},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -131,8 +135,8 @@ static const struct option longopts[] = {
 static bool watch_allows(int c)
 {
 	return c == 'h' || c == 'F' || c == 'd' || c == 'v' || c == OPT_JSON ||
-	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD || c == 'o' ||
-	       c == OPT_FORMAT;
+	       c == OPT_ERLANG_NAMES || c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD ||
+	       c == 'o' || c == OPT_FORMAT;
 }
 
 /* Which options each command accepts (its row's CO_* groups). */
@@ -169,6 +173,9 @@ static bool allowed(const struct command *cmd, int c)
 		break;
 	case OPT_ALL:
 		need = CO_ALL;
+		break;
+	case OPT_ERLANG_NAMES:
+		need = CO_SAMPLING | CO_ALL | CO_SORT;
 		break;
 	case OPT_STACKS:
 		need = CO_STACKS;
@@ -318,6 +325,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case OPT_ALL:
 		o->all = true;
 		return 0;
+	case OPT_ERLANG_NAMES:
+		o->erlang_names = true;
+		return 0;
 	case OPT_STACKS:
 		o->stacks = true;
 		return 0;
@@ -397,6 +407,16 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case OPT_NAME:
 		o->name = arg;
 		return 0;
+	case OPT_GROUP:
+		if (strcmp(arg, "name") == 0)
+			o->group = GROUP_NAME;
+		else if (strcmp(arg, "pid") == 0)
+			o->group = GROUP_PID;
+		else if (strcmp(arg, "none") == 0)
+			o->group = GROUP_NONE;
+		else
+			break;
+		return 0;
 	case OPT_FORMAT:
 		if (strcmp(arg, "svg") == 0)
 			o->format = CLI_FMT_SVG;
@@ -419,6 +439,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
 		 : c == OPT_NODE       ? "--node (like name@host)"
 		 : c == OPT_METHOD     ? "--method (spy or poll)"
+		 : c == OPT_GROUP      ? "--group (name, pid or none)"
 		 : c == OPT_SORT ? "--sort (total, heap, old, frag, stack, bin, msgq, reds or "
 				   "memory)"
 				 : "--format (svg, speedscope or collapsed)");

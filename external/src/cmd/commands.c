@@ -25,6 +25,15 @@ const char cmd__sampling_usage[] =
     "  --lines               (record, top, blame) name Erlang frames with their source line, as\n"
     "                        a stack trace's {file, line}: \"mod:fun/2 (mod.erl:12)\"; a caller's\n"
     "                        line is its call's. Each line is then a frame of its own\n"
+    "  --group name|pid|none what a process's samples go under (record's root frame, top's\n"
+    "                        process table). name (default): what the process is, as observer\n"
+    "                        and recon name it: its registered name, else proc_lib's\n"
+    "                        '$initial_call' (my_server:init/1, not proc_lib:init_p/5), else\n"
+    "                        its initial call, so that all workers of one kind make one flame.\n"
+    "                        pid: one root per process, \"<0.123.0> name\". none: one root.\n"
+    "                        sched and capture always keep one per process\n"
+    "  --erlang-names        print Elixir modules as Erlang does ('Elixir.MyApp.Repo':get/2),\n"
+    "                        not in Elixir form (MyApp.Repo.get/2, the default)\n"
     "  --include-idle        keep scheduler time spent without a process (idle, spinning)\n"
     "  --skid-summary        report how long after each sample its process was read, and how\n"
     "                        often a later read contradicted the sample\n"
@@ -47,9 +56,11 @@ const char record__usage[] =
     "\n"
     "Sample a running VM and write where it spent its time, per Erlang process, as a flame\n"
     "graph. Stacks are mixed: Erlang frames, the JIT's shared fragments (global::...) and\n"
-    "native frames (BIFs, NIFs, the runtime). The root frame of each stack names the process:\n"
-    "\"<0.123.0> rabbit_channel\" (registered name, else initial call). Ctrl-C stops sampling\n"
-    "and still writes the file.\n"
+    "native frames (BIFs, NIFs, the runtime). The root frame of each stack says what the\n"
+    "process is: its registered name (rabbit_channel), else proc_lib's '$initial_call'\n"
+    "(my_server:init/1), else its initial call, so that processes of one kind share one root;\n"
+    "--group pid gives each process its own (\"<0.123.0> rabbit_channel\"). Ctrl-C stops\n"
+    "sampling and still writes the file.\n"
     "\n"
     "  -o, --output FILE     where to write (required)\n"
     "  --format svg|speedscope|collapsed\n"
@@ -62,7 +73,8 @@ const char record__usage[] =
     "  extrospect record -d 30 -o vm.json 4242           # open in https://speedscope.app\n"
     "  extrospect record -o vm.folded --format collapsed 4242 && flamegraph.pl vm.folded\n"
     "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n"
-    "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n";
+    "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n"
+    "  extrospect record --group pid -d 10 -o procs.svg 4242  # one root per process\n";
 
 const char top__usage[] =
     "Usage: extrospect top [OPTIONS] PID\n"
@@ -96,7 +108,9 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .skid = o->skid_summary,
 				    .keep_priority = o->keep_priority,
 				    .no_bpf = o->no_bpf,
-				    .user_only = o->user_only};
+				    .user_only = o->user_only,
+				    .group = o->group,
+				    .erlang_names = o->erlang_names};
 }
 
 static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid, char *err,
@@ -154,8 +168,9 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	run__summary(&ctx, o->output, stderr);
 	if ((rc = write_report(o, a, t->pid, err, errlen)))
 		goto cleanup;
-	fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu processes)\n", o->output,
-		agg__nstacks(a), agg__ngroups(a));
+	/* Groups are processes with --group pid, kinds of process by default. */
+	fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->output, agg__nstacks(a),
+		agg__ngroups(a), o->group == GROUP_PID ? "processes" : "roots");
 	rc = ctx.target_exited ? TARGET_EGONE : 0;
 cleanup:
 	agg__free(a);

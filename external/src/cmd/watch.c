@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "jitmap.h"
+#include "names.h"
 #include "json.h"
 #include "perf.h"
 #include "process.h"
@@ -50,7 +51,8 @@ const char watch__usage[] =
     "about a second.\n"
     "\n"
     "  --erlang-pid '<0.123.0>'  the process to watch\n"
-    "  --name REGNAME        or a registered process\n"
+    "  --name REGNAME        or a registered process (MyApp.Repo or Elixir.MyApp.Repo)\n"
+    "  --erlang-names        print Elixir modules as Erlang does, not in Elixir form\n"
     "  --rate INTERVAL       time between snapshots, 100us to 1s: 1ms (default), 250us, 0.01s;\n"
     "                        or a number of snapshots per second. On a busy machine fewer are\n"
     "                        taken (the summary says how many; the spy policy, README)\n"
@@ -143,7 +145,8 @@ static void resume_fn(struct watch *w, uint64_t i, char *buf, size_t len)
 		snprintf(buf, len, "[unknown code 0x%" PRIx64 "]", i);
 		return;
 	}
-	jitmap__frame_name(r, name, sizeof(name));
+	if (jitmap__frame_name(r, name, sizeof(name)))
+		names__display_inplace(name, sizeof(name), w->o->erlang_names);
 	if (jitmap__line(w->t->jit, r, i, &file, &line))
 		snprintf(buf, len, "%s (%s:%" PRIu32 ")", name, file, line);
 	else

@@ -14,6 +14,7 @@
 #include "erlang_stack.h"
 #include "kcapture.h"
 #include "perf.h"
+#include "procdict.h"
 #include "skid.h"
 #include "target.h"
 #include "unwind.h"
@@ -49,6 +50,13 @@ struct sample_record {
 
 typedef void (*sample_record_fn)(const struct sample_record *r, void *ctx);
 
+/* What a process's samples are grouped under (--group). */
+enum sample_group {
+	GROUP_NAME = 0, /* what it is: registered name, else '$initial_call', else initial call */
+	GROUP_PID,	/* one root per process: "<0.123.0> name" */
+	GROUP_NONE,	/* one root for every process */
+};
+
 struct sampler_opts {
 	uint32_t freq_hz;
 	double duration_s; /* 0: until stopped */
@@ -63,6 +71,8 @@ struct sampler_opts {
 	bool keep_priority;	    /* run.c: do not rank the sampler above the VM */
 	bool no_bpf;		    /* no in-kernel capture (kcapture.h) */
 	bool user_only;		    /* no samples taken in the kernel */
+	enum sample_group group;    /* the root each process's samples go under */
+	bool erlang_names;	    /* names as Erlang prints them, not in Elixir form */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 };
@@ -91,6 +101,8 @@ struct sampler_stats {
 	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
 	 * schedule time): kept as that process's. */
 	uint64_t system_task;
+	/* Process identities read, by how their '$initial_call' read went (procdict.h). */
+	uint64_t pdict[PDICT_RESULT_COUNT];
 	uint64_t jit_refreshes;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "names.h"
 #include "sampler_int.h"
 
 static int intern_label(struct sampler *s, const char *label, uint32_t *group)
@@ -12,22 +13,56 @@ static int intern_label(struct sampler *s, const char *label, uint32_t *group)
 	return agg__group(s->agg, label, group);
 }
 
+/* The root of a process's samples, as --group asks. A process with no name of its own is its
+ * pid. */
+static void group_label(const struct sampler *s, const struct process_view *p, char *buf,
+			size_t len)
+{
+	char pid[32];
+
+	process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
+	if (s->opts.group == GROUP_NONE)
+		snprintf(buf, len, "processes");
+	else if (s->opts.group == GROUP_PID || !process__label(p)[0])
+		snprintf(buf, len, "%s %s", pid, process__label(p));
+	else
+		snprintf(buf, len, "%s", process__label(p));
+}
+
 static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
 {
 	struct ident *slot = &s->ident[(p->addr >> 3) % IDENT_SLOTS];
-	char pid[32], name[sizeof(p->initial) + 64];
+	char name[sizeof(p->pd_initial) + 64];
 
 	if (slot->used && slot->addr == p->addr && slot->pid == p->pid) {
 		*group = slot->group;
 		return 0;
 	}
 	process__read_identity(&s->pr, p);
-	process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
-	snprintf(name, sizeof(name), "%s %s", pid, p->name[0] ? p->name : p->initial);
+	s->st.pdict[p->pd_result]++;
+	group_label(s, p, name, sizeof(name));
 	if (agg__group(s->agg, name, group))
 		return -ENOMEM;
+	/* proc_lib writes '$initial_call' first thing in init_p: a process sampled before that
+	 * is read again next time rather than kept as proc_lib:init_p/5. */
+	if (p->pd_result == PDICT_ABSENT && !p->name[0] && strncmp(p->initial, "proc_lib:", 9) == 0)
+		return 0;
 	*slot = (struct ident){.addr = p->addr, .pid = p->pid, .group = *group, .used = true};
 	return 0;
+}
+
+/* --name takes the atom's text, or its Elixir form: shown (a name as names.h shows it, quoted
+ * when Erlang quotes it) matches Elixir.MyApp.Repo as MyApp.Repo or 'Elixir.MyApp.Repo'. */
+static bool name_matches(const char *shown, const char *want)
+{
+	size_t n = strlen(want), k = strlen(shown);
+
+	if (strcmp(shown, want) == 0)
+		return true;
+	if (k == n + 2 && shown[0] == '\'' && shown[k - 1] == '\'' &&
+	    strncmp(shown + 1, want, n) == 0)
+		return true;
+	return strncmp(want, "Elixir.", 7) == 0 && strcmp(shown, want + 7) == 0;
 }
 
 bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
@@ -44,7 +79,7 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
 	if (s->opts.name) {
 		if (!p->name[0])
 			process__read_identity(&s->pr, p);
-		if (strcmp(p->name, s->opts.name) != 0)
+		if (!name_matches(p->name, s->opts.name))
 			return true;
 	}
 	return false;
@@ -68,6 +103,8 @@ static int jit_frame(struct sampler *s, const struct jit_range *r, uint64_t pc, 
 		return 0;
 	}
 	erlang = jitmap__frame_name(r, name, sizeof(name));
+	if (erlang)
+		names__display_inplace(name, sizeof(name), s->opts.erlang_names);
 
 	if (erlang && s->opts.lines && jitmap__line(s->t->jit, r, pc, &file, &line)) {
 		size_t n = strlen(name);
