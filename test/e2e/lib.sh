@@ -114,6 +114,29 @@ xp_has_perf_fd() {
 
 xp_ready_get() { sed -n "s/^$1=//p" "${2:-$XP_VM_READY}"; }
 
+# xp_watch_truth BEFORE AFTER: what test/targets/xp_watch.erl's target timed between two copies
+# of its watch.stats: "running waiting runnable median_us episodes", the shares of its wall time,
+# and the median of its runnable episodes (interpolated in runq_hist's 100 us buckets; - when
+# none). Used by e2e.watch and bench/watch_methods.
+xp_watch_truth() {
+	awk -F= 'FNR == 1 { f++ } { v[f, $1] = $2 }
+	function hist(s, sign,   x, kv, i, n) {
+		n = split(s, x, ",")
+		for (i = 1; i <= n; i++) { split(x[i], kv, ":"); c[kv[1]] += sign * kv[2]; e += sign * kv[2] }
+	}
+	END {
+		w = v[2, "wait_us"] - v[1, "wait_us"]; r = v[2, "run_us"] - v[1, "run_us"]
+		q = v[2, "runq_us"] - v[1, "runq_us"]; t = w + r + q
+		hist(v[2, "runq_hist"], 1); hist(v[1, "runq_hist"], -1)
+		m = "-"
+		if (e > 0) {
+			for (k = 0; seen + c[k] < e / 2; k++) seen += c[k]
+			m = sprintf("%.0f", 100 * k + 100 * (e / 2 - seen) / c[k])
+		}
+		printf "%.4f %.4f %.4f %s %d\n", t ? r / t : 0, t ? w / t : 0, t ? q / t : 0, m, e
+	}' "$1" "$2"
+}
+
 # Runs a command with OTP's root as / (directly for the host).
 xp_in_root() {
 	local root=$1

@@ -2,9 +2,12 @@
 # shellcheck disable=SC2015 # "COND && xp_pass || xp_fail": xp_pass always succeeds
 # ctest e2e.watch.OTP.CASE: `extrospect watch` against the xp_watch target (test/targets) on
 # OTP 25|27|29 with the agent's spy threads. CASE:
-#   truth      xp_watch_target waits ~10 ms in a receive and runs ~10 ms, timing both: the
-#              running and waiting(+runnable) shares must be within WATCH_TOL points of the
-#              target's own times over the window; at most 1 % invalid snapshots; the waiting
+#   truth      xp_watch_target waits ~10 ms in a receive, sits runnable 2-8 ms behind a
+#              high-priority process on its scheduler, and runs ~10 ms, timing all three: the
+#              running and waiting shares must be within WATCH_TOL points of the target's own
+#              times over the window, the runnable share within WATCH_RUNQ_TOL, and the
+#              median of the runnable episodes within WATCH_MEDIAN_TOL of the target's own
+#              median; at most 1 % invalid snapshots; the waiting
 #              time is at xp_watch:wait/0 called from xp_watch:loop/3, the running time in
 #              xp_watch:now_us/0 or spin/2 (scheduler samples), also in the -o flame
 #              graph; --erlang-pid on the parked victim: all waiting at xp_watch:victim/0;
@@ -28,6 +31,15 @@ set -euo pipefail
 otp=${1:?usage: watch_test.sh 25|27|29 truth|lifecycle|unload|vmexit|errors|strace}
 case=${2:?usage: watch_test.sh 25|27|29 truth|lifecycle|unload|vmexit|errors|strace}
 WATCH_TOL=${WATCH_TOL:-0.10} # share points: 10 (see README, "watch": accuracy)
+# Runnable: bench/watch_methods (load average 33-40 on this 2-core machine, 27 windows of 4 s
+# over OTP 25/27/29) measured the runnable share within ±3 points of the target's own on
+# average, two windows at -5.8 and -5.9, and the episodes' median at 0.93-1.04 of the target's
+# on average, 0.84-1.33 in single windows; this test's own windows gave -3.0 to +3.9 points. CI
+# runs as loaded, so the tolerances are about the worst seen plus half again: 8 points of a
+# runnable share of ~20-25 % (runnable read as waiting, or the reverse, is off by 20 or more),
+# and the median within 50 %.
+WATCH_RUNQ_TOL=${WATCH_RUNQ_TOL:-0.08}	  # share points: 8
+WATCH_MEDIAN_TOL=${WATCH_MEDIAN_TOL:-0.5} # watch's median within 50 % of the target's
 
 xp_require_sampler
 [[ $(id -u) -eq 0 ]] || xp_skip "perf_event_open on another process's thread with kernel samples needs root here"
@@ -57,8 +69,6 @@ wait_spy() {
 	return 1
 }
 
-stat_get() { sed -n "s/^$1=//p" "$XP_VM_DIR/watch.stats"; }
-
 # Runs watch in the background: sets WPID; output in $XP_VM_DIR/w.json, status in w.rc.
 watch_bg() {
 	rm -f "$WDIR/w.rc" "$WDIR/w.json"
@@ -79,28 +89,39 @@ watch_wait() {
 
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
 
+# ratio_near A B T: A / B within T of 1.
+ratio_near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { r = a / b; exit !(b > 0 && r >= 1 - t && r <= 1 + t) }'; }
+
 case_truth() {
-	local w0 r0 w1 r1 truth run wait inval taken asked top rc
+	local truth twait trunq tmed tn run wait runq med inval taken asked top rc
 	xp_expect "spies at start" "parked parked" "$(spy_states)"
-	w0=$(stat_get wait_us) r0=$(stat_get run_us)
+	cat "$XP_VM_DIR/watch.stats" >"$WDIR/s0" # cp refuses a file renamed over mid-copy
 	rc=0
 	xp_sampler watch --json --name xp_watch_target -d 4 -o "$WDIR/t.folded" "$XP_VM_PID" \
 		>"$XP_VM_DIR/t.json" || rc=$?
-	w1=$(stat_get wait_us) r1=$(stat_get run_us)
+	cat "$XP_VM_DIR/watch.stats" >"$WDIR/s1" # cp refuses a file renamed over mid-copy
 	xp_expect "watch exit status" 0 "$rc"
-	truth=$(awk -v w=$((w1 - w0)) -v r=$((r1 - r0)) 'BEGIN { printf "%.4f", r / (w + r) }')
+	read -r truth twait trunq tmed tn < <(xp_watch_truth "$WDIR/s0" "$WDIR/s1")
 	run=$(jq -r .states.running.share "$XP_VM_DIR/t.json")
-	wait=$(jq -r '.states.waiting.share + .states.runnable.share' "$XP_VM_DIR/t.json")
+	wait=$(jq -r .states.waiting.share "$XP_VM_DIR/t.json")
+	runq=$(jq -r .states.runnable.share "$XP_VM_DIR/t.json")
+	med=$(jq -r .runnable_median_us "$XP_VM_DIR/t.json")
 	taken=$(jq -r .snapshots.taken "$XP_VM_DIR/t.json")
 	asked=$(jq -r .snapshots.asked "$XP_VM_DIR/t.json")
 	inval=$(jq -r .snapshots.invalid "$XP_VM_DIR/t.json")
-	xp_log "OTP $otp: truth running $truth; watch running $run, waiting+runnable $wait;" \
+	xp_log "OTP $otp: truth running $truth, waiting $twait, runnable $trunq ($tn episodes," \
+		"median $tmed us); watch running $run, waiting $wait, runnable $runq (median $med us);" \
 		"$taken of $asked snapshots, $inval invalid"
 	near "$run" "$truth" "$WATCH_TOL" && xp_pass "running $run within $WATCH_TOL of $truth" ||
 		xp_fail "running $run vs truth $truth (tolerance $WATCH_TOL)"
-	near "$wait" "$(awk -v t="$truth" 'BEGIN { print 1 - t }')" "$WATCH_TOL" &&
-		xp_pass "waiting+runnable $wait within $WATCH_TOL of truth" ||
-		xp_fail "waiting+runnable $wait vs truth $(awk -v t="$truth" 'BEGIN { print 1 - t }')"
+	near "$wait" "$twait" "$WATCH_TOL" && xp_pass "waiting $wait within $WATCH_TOL of $twait" ||
+		xp_fail "waiting $wait vs truth $twait (tolerance $WATCH_TOL)"
+	near "$runq" "$trunq" "$WATCH_RUNQ_TOL" &&
+		xp_pass "runnable $runq within $WATCH_RUNQ_TOL of $trunq" ||
+		xp_fail "runnable $runq vs truth $trunq (tolerance $WATCH_RUNQ_TOL)"
+	[[ "$med" != null && "$tmed" != - ]] && ratio_near "$med" "$tmed" "$WATCH_MEDIAN_TOL" &&
+		xp_pass "runnable median $med us within $WATCH_MEDIAN_TOL of $tmed us" ||
+		xp_fail "runnable median $med us vs truth $tmed us (tolerance $WATCH_MEDIAN_TOL)"
 	((taken >= 200)) && xp_pass "$taken snapshots" || xp_fail "only $taken snapshots"
 	((inval * 100 <= taken + inval)) && xp_pass "$inval invalid (<= 1 %)" ||
 		xp_fail "$inval invalid of $((taken + inval))"

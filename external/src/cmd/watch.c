@@ -171,23 +171,33 @@ static int row_of(struct watch *w, enum watch_state st, const char *fn)
 /* Split the time since the previous snapshot (the spy blocked then for one interval) between
  * it and the new one (row). The part a punctual spy would have waited is split evenly: where in
  * it the state changed is unknown. The spy's lateness beyond that goes to the running side when
- * exactly one of the two is running: a spy is late because the cores are busy, and P running is
- * what keeps them so. P starting made the spy late (that time ran); P stopping freed a core, so
- * the late spy ran at once (the time before ran too). Even splits of late gaps made running
- * short by 2-6 points on a loaded machine (bench/watch_methods). A gap counts at most
- * WATCH_GAP_CAP intervals. */
-static void credit(struct watch *w, uint64_t t, int row, enum watch_state st)
+ * one of the two is running and the other idle (waiting, gc, suspended, exiting): a spy is late
+ * because the cores are busy, and P running is what keeps them so. P starting made the spy late
+ * (that time ran); P stopping freed a core, so the late spy ran at once (the time before ran
+ * too). Even splits of late gaps made running short by 2-6 points on a loaded machine
+ * (bench/watch_methods). Next to runnable the lateness is split evenly too: runnable means
+ * another process holds P's scheduler, as busy as P running, so the lateness says nothing of
+ * where the change fell; giving it to the running side made runnable 1-5 points short and the
+ * runnable episodes' median 8-17 % short (bench/watch_methods, two runs). A gap counts at most
+ * WATCH_GAP_CAP intervals. Returns where the split put the change: the end of the previous
+ * snapshot's part (t for the first snapshot). */
+static bool lateness_runs(enum watch_state a, enum watch_state b)
+{
+	return (a == WS_RUNNING) != (b == WS_RUNNING) && a != WS_RUNNABLE && b != WS_RUNNABLE;
+}
+
+static uint64_t credit(struct watch *w, uint64_t t, int row, enum watch_state st)
 {
 	uint64_t dt, cap = WATCH_GAP_CAP * w->interval_ns, planned, late = 0;
 	int late_row = -1;
 
 	if (w->prev_row < 0 || t <= w->prev_ns)
-		return;
+		return t;
 	dt = t - w->prev_ns;
 	if (dt > cap)
 		dt = cap;
 	planned = w->interval_ns + WATCH_WAKE_NS;
-	if (dt > planned && (st == WS_RUNNING) != (w->prev_state == WS_RUNNING)) {
+	if (dt > planned && lateness_runs(st, w->prev_state)) {
 		late = dt - planned;
 		late_row = st == WS_RUNNING ? row : w->prev_row;
 		dt = planned;
@@ -197,26 +207,22 @@ static void credit(struct watch *w, uint64_t t, int row, enum watch_state st)
 		w->rows[row].ns += dt - dt / 2;
 	if (late_row >= 0)
 		w->rows[late_row].ns += late;
+	return w->prev_ns + dt / 2 + (late_row >= 0 && late_row == w->prev_row ? late : 0);
 }
 
-/* Runnable episodes (queued for a scheduler): each starts and ends halfway between the
- * snapshots around its edges, so a duration is known to about one interval, and an episode
- * shorter than the gap between two snapshots may go unseen. Log2 buckets of microseconds. */
-static void runq_track(struct watch *w, enum watch_state st, uint64_t time)
+/* Runnable episodes (queued for a scheduler): each starts and ends where credit() put the
+ * changes around its edges, so the histogram holds the same time as the runnable share. An
+ * edge is known to about one interval, and an episode shorter than the gap between two
+ * snapshots may go unseen. */
+static void runq_track(struct watch *w, enum watch_state st, uint64_t edge)
 {
-	uint64_t mid = w->prev_ns ? w->prev_ns + (time - w->prev_ns) / 2 : time, us;
-	unsigned b = 0;
-
 	if (st == WS_RUNNABLE && !w->runq_start) {
-		w->runq_start = mid;
+		w->runq_start = edge;
 		return;
 	}
 	if (st == WS_RUNNABLE || !w->runq_start)
 		return;
-	us = (mid - w->runq_start) / 1000;
-	while (b + 1 < WATCH_HIST_BUCKETS && us >= (2ull << b))
-		b++;
-	w->runq_hist[b]++;
+	watch_hist__add(w->runq_fine, edge > w->runq_start ? (edge - w->runq_start) / 1000 : 0);
 	w->runq_start = 0;
 }
 
@@ -258,8 +264,7 @@ static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 	row = row_of(w, st, fn);
 	if (row >= 0 && st != WS_RUNNING && s->have_i)
 		stack_under(w, &w->rows[row], s->i);
-	runq_track(w, st, time);
-	credit(w, time, row, st);
+	runq_track(w, st, credit(w, time, row, st));
 	if (row >= 0)
 		w->rows[row].n++;
 	w->prev_row = row;

@@ -38,6 +38,15 @@ struct watch_counts {
 };
 
 #define WATCH_HIST_BUCKETS 24 /* runnable episodes: [0, 2) us, [2, 4) us, ... */
+/* The same, 16 buckets per power of two (exact below 16 us); the last also holds any longer. */
+#define WATCH_FINE_BUCKETS (16 + (WATCH_HIST_BUCKETS - 4) * 16)
+
+/* Runnable episodes (watch_hist.c): add one of us microseconds to fine[WATCH_FINE_BUCKETS]; the
+ * counts per power of two; the q quantile (0 < q <= 1) in us, interpolated in its bucket (0
+ * when empty). */
+void watch_hist__add(uint64_t *fine, uint64_t us);
+void watch_hist__log2(const uint64_t *fine, uint64_t out[WATCH_HIST_BUCKETS]);
+double watch_hist__quantile(const uint64_t *fine, double q);
 
 /* Process.state -> state; -ESRCH when the struct is being freed (P is gone). */
 int watch__classify(uint32_t state, enum watch_state *out);
@@ -85,6 +94,7 @@ struct watch_report {
 	const struct watch_report_row *rows;
 	size_t nrows;
 	uint64_t runq_hist[WATCH_HIST_BUCKETS]; /* runnable episodes by duration, log2 us */
+	double runq_median_us, runq_p90_us;	/* from the fine histogram; 0 without episodes */
 };
 
 void watch__print_text(const struct watch_report *r, FILE *f);

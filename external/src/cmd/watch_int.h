@@ -41,7 +41,7 @@ struct watch {
 	int prev_row;
 	enum watch_state prev_state;
 	uint64_t runq_start; /* the current runnable episode's estimated start, 0 outside one */
-	uint64_t runq_hist[WATCH_HIST_BUCKETS];
+	uint64_t runq_fine[WATCH_FINE_BUCKETS]; /* episodes by duration (watch_hist.c) */
 	struct watch_row rows[WATCH_MAX_ROWS];
 	size_t nrows;
 	struct watch_counts c;

@@ -70,8 +70,10 @@ static void runq_text(const struct watch_report *r, FILE *f)
 		n += r->runq_hist[b];
 	if (!n)
 		return;
-	fprintf(f, "\nrunnable episodes (queued for a scheduler; +- one interval): %" PRIu64 "\n",
-		n);
+	fprintf(f,
+		"\nrunnable episodes (queued for a scheduler; +- one interval): %" PRIu64
+		", median %.0f us, 90th percentile %.0f us\n",
+		n, r->runq_median_us, r->runq_p90_us);
 	for (b = 0; b < WATCH_HIST_BUCKETS; b++) {
 		uint64_t lo = b ? 1ull << b : 0, hi = 2ull << b;
 
@@ -178,6 +180,11 @@ void watch__print_json(const struct watch_report *r, FILE *f)
 		json__end_array(&j);
 	}
 	json__end_array(&j);
+	/* null without episodes */
+	json__kv_uint_known(&j, "runnable_median_us", r->runq_median_us > 0,
+			    (uint64_t)(r->runq_median_us + 0.5));
+	json__kv_uint_known(&j, "runnable_p90_us", r->runq_p90_us > 0,
+			    (uint64_t)(r->runq_p90_us + 0.5));
 	json__key(&j, "functions");
 	json__array(&j);
 	for (i = 0; v && i < r->nrows; i++) {
@@ -297,7 +304,9 @@ void watch__report(struct watch *w)
 	size_t i, n = 0, k;
 
 	r.c.lost = w->ps ? perf_session__stats(w->ps)->lost : 0;
-	memcpy(r.runq_hist, w->runq_hist, sizeof(r.runq_hist));
+	watch_hist__log2(w->runq_fine, r.runq_hist);
+	r.runq_median_us = watch_hist__quantile(w->runq_fine, 0.5);
+	r.runq_p90_us = watch_hist__quantile(w->runq_fine, 0.9);
 	for (i = 0; i < w->nrows; i++) {
 		const struct watch_row *x = &w->rows[i];
 
