@@ -95,7 +95,10 @@ static int update(struct target *t, uint64_t desc_addr, struct follow *f, char *
 	rc = load_jit(t, desc_addr, &f->desc, &jit);
 	if (rc) {
 		snprintf(err, errlen, "cannot read the VM's JIT map: %s",
-			 rc == -EAGAIN ? "the list kept changing during the walk" : strerror(-rc));
+			 rc == -EAGAIN
+			     ? "every walk of the list stopped early (it kept changing, "
+			       "or it is corrupt: a bad link, a cycle, over the size limits)"
+			     : strerror(-rc));
 		return rc == -ESRCH ? TARGET_EGONE : rc;
 	}
 	rc = perfmap__from_jit(jit, &pm);
