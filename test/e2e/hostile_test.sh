@@ -3,7 +3,7 @@
 # (test/targets/xp_fake_beam.c: a C program named beam.smp that exports what an OTP 25 beam.smp
 # exports) serves a JIT list that cycles with consistent links, one that would read 544 MiB,
 # atoms with bad pointers and lengths, processes with huge or inverted sizes, a million-word
-# stack, and one process in many slots. Every command must finish within its timeout, under an
+# stack, and one process in many slots. Also: record -o a planted symlink is refused. Every command must finish within its timeout, under an
 # RSS limit (ASan's hard_rss_limit_mb when built with it, else ulimit -v), with a documented exit
 # status and no sanitizer report, and must refuse the data or mark it unknown. OTP-independent:
 # no real VM is involved (the fake takes the OTP 25 row's offsets from external/vm/layout.c).
@@ -87,6 +87,21 @@ if cut -d';' -f2- "$FAKE_DIR/x.folded" | grep -qE '[a-z_]+:[a-z_]+/[0-9]+'; then
 else
 	xp_pass "record names no Erlang function ($(wc -l <"$FAKE_DIR/x.folded") stacks)"
 fi
+# An output path that another user made a symbolic link in /tmp (sticky, world-writable) is not
+# followed (SECURITY.md): the target is untouched. /dev/stdout, a link of root's, still works.
+echo precious >"$FAKE_DIR/victim"
+link=/tmp/xp-hostile-link-$$.svg
+ln -s "$FAKE_DIR/victim" "$link"
+xp_defer "rm -f '$link'"
+if chown -h 65534:65534 "$link" 2>/dev/null; then
+	run record-symlink 1 record -d 1 -o "$link" "$p"
+	want "record -o another user's symlink in /tmp: says why" "$ERR" \
+		"cannot write $link: it is a symbolic link (not followed: SECURITY.md)"
+	xp_expect "record -o a symlink: target untouched" precious "$(cat "$FAKE_DIR/victim")"
+else
+	xp_log "not root: cannot give the link to another user; its refusal is not tested"
+fi
+run record-stdout 0 record -d 1 --format collapsed -o /dev/stdout "$p"
 run sched 0 sched -d 1 "$p"
 run perf-map 1 perf-map "$p"
 want "perf-map says why" "$ERR" "cannot read the VM's JIT map: every walk of the list stopped early"

@@ -1,6 +1,13 @@
 /* Text helpers shared by the report formats: strict UTF-8 validation (names come from the VM and
- * are untrusted bytes) and the final flush / error check. Does not own: any format. */
+ * are untrusted bytes), opening the output file and the final flush / error check. Does not own:
+ * any format. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "report.h"
 
@@ -61,5 +68,47 @@ int report__finish(FILE *f)
 {
 	if (fflush(f) || ferror(f))
 		return -EIO;
+	return 0;
+}
+
+/* May we follow the symbolic link at path (see report__open_output)? */
+static bool link_trusted(const char *path, const struct stat *link)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	struct stat d;
+
+	if (link->st_uid == geteuid())
+		return true;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &d))
+		return false;
+	return !((d.st_mode & S_ISVTX) && (d.st_mode & S_IWOTH)) || link->st_uid == d.st_uid;
+}
+
+int report__open_output(const char *path, FILE **out)
+{
+	int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, fd;
+	struct stat st;
+
+	/* Not a link now: never one between this check and the open. A trusted link cannot be
+	 * swapped by another user (the sticky bit, or a directory they cannot write). */
+	if (lstat(path, &st) || !S_ISLNK(st.st_mode))
+		flags |= O_NOFOLLOW;
+	else if (!link_trusted(path, &st))
+		return -ELOOP;
+	fd = open(path, flags, 0644);
+	if (fd < 0)
+		return -errno;
+	*out = fdopen(fd, "w");
+	if (!*out) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
 	return 0;
 }
