@@ -3,7 +3,8 @@
 # (test/targets/xp_fake_beam.c: a C program named beam.smp that exports what an OTP 25 beam.smp
 # exports) serves a JIT list that cycles with consistent links, one that would read 544 MiB,
 # atoms with bad pointers and lengths, processes with huge or inverted sizes, a million-word
-# stack, and one process in many slots. Also: record -o a planted symlink is refused. Every command must finish within its timeout, under an
+# stack, and one process in many slots. Also: record -o a planted symlink is refused, and a FIFO
+# planted at the VM's executable path is never opened. Every command must finish within its timeout, under an
 # RSS limit (ASan's hard_rss_limit_mb when built with it, else ulimit -v), with a documented exit
 # status and no sanitizer report, and must refuse the data or mark it unknown. OTP-independent:
 # no real VM is involved (the fake takes the OTP 25 row's offsets from external/vm/layout.c).
@@ -21,10 +22,11 @@ nm "$XP_SAMPLER" 2>/dev/null | grep -q __asan_init && asan=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1}:hard_rss_limit_mb=400:allocator_may_return_null=0"
 LIMIT_S=40
 
-# Starts the fake with environment $1 (e.g. XP_FAKE_JIT=big); sets FAKE_PID and FAKE_DIR.
+# Starts the fake (FAKE_EXE, default $fake) with the environment given (e.g. XP_FAKE_JIT=big);
+# sets FAKE_PID and FAKE_DIR.
 start_fake() {
 	FAKE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/xp-hostile-XXXXXX")
-	(exec env "$@" "$fake" "$FAKE_DIR/ready") </dev/null >"$FAKE_DIR/vm.log" 2>&1 &
+	(exec env "$@" "${FAKE_EXE:-$fake}" "$FAKE_DIR/ready") </dev/null >"$FAKE_DIR/vm.log" 2>&1 &
 	FAKE_PID=$!
 	xp_track_vm "$FAKE_PID" "$FAKE_DIR" /
 	xp_wait_ready "$FAKE_PID" "$FAKE_DIR"
@@ -113,5 +115,18 @@ xp_stop_vm "$p"
 start_fake XP_FAKE_JIT=big
 run info-big 0 info "$FAKE_PID"
 want "the 544 MiB JIT list stops at 512 MiB" "$OUT" "0 modules, 0 functions, 17 unreadable entries"
+xp_stop_vm "$FAKE_PID"
+
+# A FIFO planted at the VM's executable path once it runs: the sampler opens only the file
+# mapped (same inode, a regular file), here through /proc/PID/exe, and never blocks on the FIFO.
+copy=$(mktemp -d "${TMPDIR:-/tmp}/xp-hostile-exe-XXXXXX")
+xp_defer "rm -rf '$copy'"
+mkdir -p "$copy/erts-13.1.5/bin"
+cp "$fake" "$copy/erts-13.1.5/bin/beam.smp"
+FAKE_EXE=$copy/erts-13.1.5/bin/beam.smp start_fake
+rm "$copy/erts-13.1.5/bin/beam.smp"
+mkfifo "$copy/erts-13.1.5/bin/beam.smp"
+run info-fifo 0 info "$FAKE_PID"
+want "a FIFO at the executable's path: read from /proc/PID/exe" "$OUT" "layout row    erts 13.1.x"
 xp_stop_vm "$FAKE_PID"
 xp_summary

@@ -343,12 +343,11 @@ int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, s
 		return err;
 	cand[0] = path;
 	cand[1] = rooted;
+	/* Only the mapped file itself: a file of another name, kind or inode (replaced on disk, or
+	 * a link a container planted, which /proc/PID/root would resolve against our own root) is
+	 * never opened in its place (SECURITY.md). */
 	for (i = 0; i < 2; i++) {
-		if (stat(cand[i], &st) == 0 && (uint64_t)st.st_ino == inode)
-			goto found;
-	}
-	for (i = 1; i >= 0; i--) {
-		if (access(cand[i], R_OK) == 0)
+		if (stat(cand[i], &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == inode)
 			goto found;
 	}
 	return -ENOENT;

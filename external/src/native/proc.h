@@ -47,8 +47,8 @@ int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
 
 /* A path from the target's maps, made reachable from here. The kernel prints map paths relative
  * to the reader's root when it can (a chroot below ours), else relative to the target's mount
- * namespace: try the path as is and under /proc/PID/root, and keep the one whose inode matches.
- * 0, or -ENOENT when neither exists. */
+ * namespace: try the path as is and under /proc/PID/root, and keep the regular file whose inode
+ * matches. 0, or -ENOENT when neither is the mapped file (the caller may use /proc/PID/exe). */
 int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, size_t len);
 
 /* Does /proc/PID exist? 0, -ENOENT, or -EACCES. */
