@@ -155,7 +155,7 @@ static int slurp(const char *path, char **buf, size_t *len)
 	char *b = NULL, *nb;
 	int fd, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	for (;;) {
@@ -251,14 +251,20 @@ void proc_maps__free(struct proc_maps *maps)
 
 int proc__read_file(const char *path, char *buf, size_t len)
 {
+	struct stat st;
 	ssize_t r;
 	int fd;
 
 	if (len == 0)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Also files of a VM's install, through /proc/PID/root: never a FIFO or a device. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	r = read(fd, buf, len - 1);
 	if (r < 0) {
 		int err = -errno;
