@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctest e2e.security.hostile / e2e.asan.hostile (SECURITY.md "A hostile VM"): a fake VM
+# ctest e2e.asan.hostile (SECURITY.md "A hostile VM"): a fake VM
 # (test/targets/xp_fake_beam.c: a C program named beam.smp that exports what an OTP 25 beam.smp
 # exports) serves a JIT list that cycles with consistent links, one that would read 544 MiB,
 # atoms with bad pointers and lengths, processes with huge or inverted sizes, a million-word
