@@ -195,7 +195,7 @@ case_cookie() {
 	check_started "^pushed the agent from $d/inst/lib/extrospect: $nbeams beams, extrospect.app, extrospect_nif.so \([0-9]+ KiB\) into (/.+/extrospect-inject-[0-9a-f]{12})/extrospect on the node$"
 	xp_defer "rm -rf '$(sed -n 's/^pushed the agent from .* into \(.*\)\/extrospect on the node$/\1/p' "$d/out")'"
 	xp_expect "command lines holding the cookie during inject ($scans scans of /proc/*/cmdline)" "" "$hits"
-	((scans >= 3)) && xp_pass "$scans scans while inject ran" || xp_fail "only $scans scans while inject ran"
+	if ((scans >= 3)); then xp_pass "$scans scans while inject ran"; else xp_fail "only $scans scans while inject ran"; fi
 	xp_expect "inject's output holding the cookie" "" "$(grep -hFf "$d/pattern" "$d/out" "$d/err" || true)"
 }
 

@@ -138,7 +138,9 @@ check_agent_symlink() {
 		xp_fail "write_perf_map() over a symlink: $(cat "$XP_VM_READY.agentmap2.result")"
 	fi
 	xp_expect "agent: symlink target untouched" precious "$(cat "$victim")"
-	[[ -L "${XP_VM_ROOT%/}$inner" ]] && xp_pass "agent: the symlink is still a symlink" || xp_fail "agent: the symlink was replaced"
+	if [[ -L "${XP_VM_ROOT%/}$inner" ]]; then xp_pass "agent: the symlink is still a symlink"; else
+		xp_fail "agent: the symlink was replaced"
+	fi
 	rm -f "${XP_VM_ROOT%/}$inner"
 }
 

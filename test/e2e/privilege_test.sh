@@ -21,7 +21,9 @@ set -euo pipefail
 USER_NAME=xptest
 xp_require_sampler
 [[ $(id -u) == 0 ]] || xp_skip "needs root to create the test user and the namespaces"
-command -v unshare >/dev/null && command -v setpriv >/dev/null || xp_skip "no unshare / setpriv (util-linux)"
+if ! command -v unshare >/dev/null || ! command -v setpriv >/dev/null; then
+	xp_skip "no unshare / setpriv (util-linux)"
+fi
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
 ((paranoid <= 2)) || xp_skip "kernel.perf_event_paranoid is $paranoid: no unprivileged sampling here"
 xp_otp_lookup 25 || xp_skip "$XP_OTP_WHY"
@@ -49,9 +51,10 @@ want() { # want WHAT FILE TEXT: FILE holds the fixed string TEXT
 
 # The host pid of the VM whose own pid is nspid, a child of the unshare'd shell (pid 1 inside).
 ns_host_pid() {
-	local upid=$1 nspid=$2 sh c
+	local upid=$1 nspid=$2 sh c kids=()
 	sh=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null) || return 1
-	for c in $(cat "/proc/${sh// /}/task/${sh// /}/children" 2>/dev/null); do
+	read -ra kids <"/proc/${sh// /}/task/${sh// /}/children" || true
+	for c in "${kids[@]}"; do
 		if [[ "$(awk '/^NSpid:/ { print $NF }' "/proc/$c/status")" == "$nspid" ]]; then
 			echo "$c"
 			return 0
@@ -78,8 +81,9 @@ start_ns_vm() {
 	pid=$(ns_host_pid "$upid" "$nspid") || xp_die "no host pid for the VM's pid $nspid"
 	xp_log "VM: pid $nspid in its namespace, $pid on the host, user $(stat -c %U "/proc/$pid")"
 	xp_expect "the VM's user" "$USER_NAME" "$(stat -c %U "/proc/$pid")"
-	[[ "$pid" != "$nspid" ]] && xp_pass "the VM's own pid ($nspid) is not its host pid ($pid)" ||
+	if [[ "$pid" != "$nspid" ]]; then xp_pass "the VM's own pid ($nspid) is not its host pid ($pid)"; else
 		xp_fail "same pid inside and out: no pid namespace?"
+	fi
 }
 
 # The test user samples its own VM: no capability, names right, what was refused said exactly.
@@ -180,8 +184,9 @@ check_as_root() {
 	map=/proc/$pid/root/tmp/perf-$nspid.map
 	want "the agent's map, seen through /proc/$pid/root" "$map" "\$xp_split:work_a/2"
 	xp_expect "the agent's map: owner" "$USER_NAME" "$(stat -c %U "$map" 2>/dev/null || echo none)"
-	[[ ! -e "/tmp/perf-$nspid.map" ]] && xp_pass "the agent wrote nothing in the host's /tmp" ||
+	if [[ ! -e "/tmp/perf-$nspid.map" ]]; then xp_pass "the agent wrote nothing in the host's /tmp"; else
 		xp_fail "/tmp/perf-$nspid.map exists on the host"
+	fi
 	if command -v perf >/dev/null; then
 		perf record -q -F 499 -p "$pid" -o "$d/perf.data" -- sleep 2 >"$d/perf.log" 2>&1 || true
 		run fix "$XP_SAMPLER" perf-map --perf-data "$d/perf.data" "$pid"
