@@ -9,7 +9,8 @@
 #   which the plain sampler refuses with exit 5 and the same line.
 #   As root: the sampler uses host pids, the VM its own; names; the agent's map is
 #   /tmp/perf-NSPID.map in the VM's /tmp, perf-map's /tmp/perf-HOSTPID.map in the host's (perf
-#   looks in both), and perf on the host names the Erlang functions.
+#   looks in both), and perf on the host names the Erlang functions; watch leases a spy whose tid
+#   the agent published as the namespace numbers it.
 # OTP 25 only (the host's): what is tested is the sampler's privileges and pid translation, which
 # do not depend on the release; the chroots of 27 / 29 have neither the user nor setpriv.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
@@ -186,6 +187,19 @@ check_as_root() {
 	xp_expect "the agent's map: owner" "$USER_NAME" "$(stat -c %U "$map" 2>/dev/null || echo none)"
 	if [[ ! -e "/tmp/perf-$nspid.map" ]]; then xp_pass "the agent wrote nothing in the host's /tmp"; else
 		xp_fail "/tmp/perf-$nspid.map exists on the host"
+	fi
+	# watch: the agent publishes its spies' tids as the VM's namespace numbers them; the sampler
+	# finds the same threads in its own (NSpid) before it opens perf on one or writes its slot.
+	touch "$d/ready.spies"
+	for _ in $(seq 150); do [[ -s "$d/ready.spies.result" ]] && break; sleep 0.1; done
+	xp_expect "extrospect:start_spies(1) in the namespace" ok "$(xp_ready_get result "$d/ready.spies.result")"
+	run watch "$XP_SAMPLER" watch --name xp_split -d 1 "$pid"
+	xp_expect "watch in the namespace: exit status" 0 "$rc"
+	if grep -qE '^snapshots: [0-9]+ taken of [0-9]+ asked .*; spy xp_spy_1 \(tid [0-9]+\)$' "$d/watch.out" &&
+		grep -qE '^running +[0-9.]+%' "$d/watch.out"; then
+		xp_pass "watch leased the spy by its host tid and saw xp_split running"
+	else
+		xp_fail "watch in the namespace: $(head -n 3 "$d/watch.out") $(cat "$d/watch.err")"
 	fi
 	if command -v perf >/dev/null; then
 		perf record -q -F 499 -p "$pid" -o "$d/perf.data" -- sleep 2 >"$d/perf.log" 2>&1 || true

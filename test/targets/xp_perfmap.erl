@@ -6,6 +6,7 @@
 %%                      READY.agentmap.result (ok=true path=... symbols=N, or ok=false error=...)
 %%   READY.agentmap2 -> the same again, into READY.agentmap2.result (after the harness planted a
 %%                      symlink at the map's path: SECURITY.md)
+%%   READY.spies     -> extrospect:start_spies(1), its result into READY.spies.result
 -module(xp_perfmap).
 
 -export([start/1]).
@@ -20,7 +21,8 @@ start([Ready | _] = Args) ->
 watch(Ready, Done) ->
     receive after 20 -> ok end,
     Steps = [{".load", fun load_late/1}, {".agentmap", fun(R) -> agent_map(R ++ ".agentmap") end},
-             {".agentmap2", fun(R) -> agent_map(R ++ ".agentmap2") end}],
+             {".agentmap2", fun(R) -> agent_map(R ++ ".agentmap2") end},
+             {".spies", fun start_spies/1}],
     New = [begin Fun(Ready), Ext end
            || {Ext, Fun} <- Steps, not lists:member(Ext, Done), filelib:is_file(Ready ++ Ext)],
     watch(Ready, New ++ Done).
@@ -46,3 +48,6 @@ agent_map(Step) ->
                   [{ok, false}, {error, {Class, Error}}]
           end,
     xp_ready:write(Step ++ ".result", KVs).
+
+start_spies(Ready) ->
+    xp_ready:write(Ready ++ ".spies.result", [{result, extrospect:start_spies(1)}]).

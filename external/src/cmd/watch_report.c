@@ -285,7 +285,7 @@ void watch__report(struct watch *w)
 	    .name = w->name,
 	    .end = watch__end_names[w->end],
 	    .method = w->o->watch_poll ? "poll" : "spy",
-	    .spy_tid = w->lease.tid,
+	    .spy_tid = w->lease.host_tid,
 	    .spy_index = w->lease.index,
 	    .interval_ns = w->interval_ns,
 	    .wall_ns = watch__now_ns() - w->start_ns,

@@ -375,3 +375,58 @@ int proc__exists(pid_t pid)
 		return 0;
 	return errno == ENOENT ? -ENOENT : -errno;
 }
+
+/* The last number of the NSpid: line of a /proc status file (the innermost namespace's id), and
+ * how many it has (1: the same pid namespace as ours). */
+static int nspid_last(const char *path, long *last, int *count)
+{
+	char buf[2048], *p;
+
+	if (proc__read_file(path, buf, sizeof(buf)) || !(p = strstr(buf, "\nNSpid:")))
+		return -ENOENT;
+	p += 7;
+	*count = 0;
+	for (;;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		*last = v;
+		(*count)++;
+		p = end;
+	}
+	return *count ? 0 : -ENOENT;
+}
+
+int proc__host_tid(pid_t pid, int32_t vm_tid, pid_t *host)
+{
+	char path[96];
+	struct dirent *de;
+	long last;
+	int count, err = -ENOENT;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (vm_tid <= 0 || nspid_last(path, &last, &count))
+		return -ENOENT;
+	if (count == 1) {
+		*host = vm_tid;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while (err && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/status", (int)pid, de->d_name);
+		if (!nspid_last(path, &last, &count) && last == vm_tid) {
+			*host = (pid_t)atoi(de->d_name);
+			err = 0;
+		}
+	}
+	closedir(d);
+	return err;
+}

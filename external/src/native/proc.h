@@ -51,6 +51,11 @@ int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
  * matches. 0, or -ENOENT when neither is the mapped file (the caller may use /proc/PID/exe). */
 int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, size_t len);
 
+/* The tid, in our pid namespace, of the thread of pid that its own namespace calls vm_tid (what
+ * the agent publishes: gettid() inside a container). The same number when the VM shares our pid
+ * namespace. 0, or -ENOENT when no thread of pid has that tid. */
+int proc__host_tid(pid_t pid, int32_t vm_tid, pid_t *host);
+
 /* Does /proc/PID exist? 0, -ENOENT, or -EACCES. */
 int proc__exists(pid_t pid);
 
