@@ -204,6 +204,8 @@ check_as_root() {
 	if command -v perf >/dev/null; then
 		perf record -q -F 499 -p "$pid" -o "$d/perf.data" -- sleep 2 >"$d/perf.log" 2>&1 || true
 		run fix "$XP_SAMPLER" perf-map --perf-data "$d/perf.data" "$pid"
+		want "perf-map --perf-data names both maps" "$d/fix.out" \
+			"of pid $pid now read through /tmp/perf-$pid.map, or /tmp/perf-$nspid.map in the VM's mount namespace when it has one (perf looks there first)"
 		perf report -i "$d/perf.data" --stdio --sort sym 2>/dev/null | grep -v '^#' >"$d/report.txt" || true
 		want "perf on the host names \$xp_split:work_a/2" "$d/report.txt" "\$xp_split:work_a/2"
 	fi

@@ -430,3 +430,16 @@ int proc__host_tid(pid_t pid, int32_t vm_tid, pid_t *host)
 	closedir(d);
 	return err;
 }
+
+int proc__ns_pid(pid_t pid, pid_t *ns_pid)
+{
+	char path[64];
+	long last;
+	int count;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (nspid_last(path, &last, &count))
+		return -ENOENT;
+	*ns_pid = (pid_t)last;
+	return 0;
+}

@@ -56,6 +56,10 @@ int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, s
  * namespace. 0, or -ENOENT when no thread of pid has that tid. */
 int proc__host_tid(pid_t pid, int32_t vm_tid, pid_t *host);
 
+/* pid as its own (innermost) pid namespace numbers it: pid itself when it shares ours. 0, or
+ * -ENOENT when /proc/PID/status cannot be read. */
+int proc__ns_pid(pid_t pid, pid_t *ns_pid);
+
 /* Does /proc/PID exist? 0, -ENOENT, or -EACCES. */
 int proc__exists(pid_t pid);
 
