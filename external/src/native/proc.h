@@ -52,8 +52,9 @@ int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
 int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, size_t len);
 
 /* The tid, in our pid namespace, of the thread of pid that its own namespace calls vm_tid (what
- * the agent publishes: gettid() inside a container). The same number when the VM shares our pid
- * namespace. 0, or -ENOENT when no thread of pid has that tid. */
+ * the agent publishes: gettid() inside a container). When the VM shares our pid namespace, the
+ * same number, unchecked (the caller checks the thread). 0, or -ENOENT when vm_tid <= 0 or, in
+ * another namespace, no thread of pid has that tid. */
 int proc__host_tid(pid_t pid, int32_t vm_tid, pid_t *host);
 
 /* pid as its own (innermost) pid namespace numbers it: pid itself when it shares ours. 0, or
