@@ -2,7 +2,8 @@
 # (build/fuzz/) whatever compiler builds the rest, and the ctest fuzz.NAME running each for
 # XP_FUZZ_SECONDS (8 by default) over a copy of its checked-in corpus. Included from the tests
 # section; needs Erlang_EI_INCLUDE_DIR and Erlang_EI_LIBRARY.
-set(XP_FUZZ_TARGETS fuzz_jitmap fuzz_perf fuzz_agent fuzz_estack fuzz_term fuzz_epmd fuzz_capfile)
+set(XP_FUZZ_TARGETS fuzz_jitmap fuzz_perf fuzz_agent fuzz_estack fuzz_term fuzz_epmd fuzz_capfile
+    fuzz_process)
 set(XP_FUZZ_DIR ${CMAKE_BINARY_DIR}/fuzz)
 
 if(CMAKE_C_COMPILER_ID STREQUAL "Clang")

@@ -14,7 +14,8 @@ packages=(
 	erlang-syntax-tools erlang-parsetools erlang-reltool rebar3
 	elixir                                        # e2e.elixir: a mix release with the agent (Elixir 1.14 on OTP 25)
 	debootstrap                                   # OTP 27 / 29 chroots for the e2e tests
-	jq procps util-linux                          # e2e assertions, pgrep, setpriv / runuser
+	jq procps util-linux                          # e2e assertions, pgrep, setpriv / runuser / unshare
+	libcap2-bin passwd                            # e2e.privilege: setcap, useradd
 	linux-perf strace tmux                        # cross-checking samples by hand; tmux: e2e.top (top_tty_test.sh)
 	shellcheck                                    # `make fmt-check` lints the test scripts
 	chromium libxml2-utils                        # flame graph outputs checked in a browser

@@ -376,15 +376,19 @@ int jitmap__read_descriptor(struct mem *m, uint64_t addr, struct jit_descriptor 
 	return 0;
 }
 
-/* Read one entry's symfile and add it; 0, or why the entry was skipped. */
+/* Read one entry's symfile and add it; 0, or why the entry was skipped. *budget is what the walk
+ * may still read: a hostile or corrupt VM cannot make it read (and parse) without bound. */
 static int load_symfile(struct mem *m, struct jitmap *map, const struct jit_entry *e, uint64_t addr,
-			uint32_t gen, uint8_t **buf, size_t *cap)
+			uint32_t gen, uint8_t **buf, size_t *cap, uint64_t *budget)
 {
 	size_t len = (size_t)e->symfile_size;
 	int err;
 
 	if (e->symfile_size < DI_SIZE || e->symfile_size > JIT_MAX_SYMFILE)
 		return -EPROTO;
+	if (e->symfile_size > *budget)
+		return -E2BIG;
+	*budget -= e->symfile_size;
 	if (grow((void **)buf, cap, len, 1))
 		return -ENOMEM;
 	err = mem__read(m, e->symfile_addr, *buf, len);
@@ -393,44 +397,97 @@ static int load_symfile(struct mem *m, struct jitmap *map, const struct jit_entr
 	return jitmap__add_symfile(map, *buf, len, addr, gen);
 }
 
-/* Walk newest to oldest. Every link must point back (prev) to the entry we came from: that both
- * detects cycles (a revisited entry has two different predecessors) and notices a concurrent
- * unlink on 27+, which free()s entries (beamasm_delete_gdb_info, J/beam_jit_metadata.cpp 27:245).
+/* The entries a walk has visited: an open-addressing set of addresses, grown at half full. */
+struct seen {
+	uint64_t *v;
+	size_t cap, n;
+};
+
+static size_t seen_slot(const struct seen *s, uint64_t a)
+{
+	size_t i = (size_t)((a >> 3) * 0x9e3779b97f4a7c15ull) & (s->cap - 1);
+
+	while (s->v[i] && s->v[i] != a)
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+/* 1 when a was seen before, 0 when added now, -ENOMEM. */
+static int seen_add(struct seen *s, uint64_t a)
+{
+	size_t i;
+
+	if (2 * (s->n + 1) > s->cap) {
+		struct seen g = {.cap = s->cap ? 2 * s->cap : 1024};
+
+		g.v = calloc(g.cap, sizeof(*g.v));
+		if (!g.v)
+			return -ENOMEM;
+		for (size_t k = 0; k < s->cap; k++)
+			if (s->v[k])
+				g.v[seen_slot(&g, s->v[k])] = s->v[k];
+		g.n = s->n;
+		free(s->v);
+		*s = g;
+	}
+	i = seen_slot(s, a);
+	if (s->v[i])
+		return 1;
+	s->v[i] = a;
+	s->n++;
+	return 0;
+}
+
+/* Walk newest to oldest. Every link must point back (prev) to the entry we came from, which
+ * notices a concurrent unlink on 27+, which free()s entries (beamasm_delete_gdb_info,
+ * J/beam_jit_metadata.cpp 27:245), and an entry already visited ends the walk: a cycle whose
+ * prev links agree (only a corrupt or hostile VM makes one) is not walked round again.
  * A broken link stops the walk; what was read so far is kept. The head's prev is not checked:
  * OTP 25 sets it only when the list was empty (beamasm_update_gdb_info, J/beam_jit_metadata.cpp
  * 25:229), so the newest entry's prev is whatever malloc left there (27 sets it to NULL). */
 static int walk(struct mem *m, struct jitmap *map, uint64_t addr)
 {
-	uint64_t from = 0;
+	uint64_t from = 0, budget = JIT_MAX_TOTAL;
+	struct seen seen = {0};
 	uint8_t *buf = NULL;
 	size_t cap = 0;
-	int err = 0;
+	int err = 0, again;
 
 	for (uint32_t gen = 0; addr; gen++) {
 		struct jit_entry e;
 
-		if (gen >= JIT_MAX_ENTRIES) {
+		if (gen >= JIT_MAX_ENTRIES || (again = seen_add(&seen, addr)) == 1) {
 			map->stats.chain_broken = 1;
 			break;
 		}
-		err = (addr & 7) ? -EPROTO : mem__read(m, addr, &e, sizeof(e));
+		err = again < 0 ? again : (addr & 7) ? -EPROTO : mem__read(m, addr, &e, sizeof(e));
 		if (!err && gen && e.prev != from)
 			err = -EPROTO;
 		if (err) {
-			if (!gen)
-				goto cleanup; /* broken at the head: nothing to report */
+			if (!gen || err == -ENOMEM)
+				goto cleanup; /* broken at the head: nothing to report; or no memory
+					       */
 			map->stats.bad_entries++;
 			map->stats.chain_broken = 1;
 			err = 0;
 			break;
 		}
 		map->stats.entries++;
-		if (load_symfile(m, map, &e, addr, gen, &buf, &cap))
+		err = load_symfile(m, map, &e, addr, gen, &buf, &cap, &budget);
+		if (err)
 			map->stats.bad_entries++;
+		if (err == -E2BIG) {
+			map->stats.chain_broken =
+			    1; /* read JIT_MAX_TOTAL bytes: the rest is garbage */
+			err = 0;
+			break;
+		}
+		err = 0;
 		from = addr;
 		addr = e.next;
 	}
 cleanup:
+	free(seen.v);
 	free(buf);
 	return err;
 }

@@ -12,8 +12,9 @@
 
 #include "mem.h"
 
-#define JIT_MAX_ENTRIES 200000u	    /* a walk stops here: a cycle or garbage */
-#define JIT_MAX_SYMFILE (64u << 20) /* a symfile larger than this is garbage */
+#define JIT_MAX_ENTRIES 200000u	     /* a walk stops here: a cycle or garbage */
+#define JIT_MAX_SYMFILE (64u << 20)  /* a symfile larger than this is garbage */
+#define JIT_MAX_TOTAL	(512u << 20) /* symfile bytes a walk reads at most: a walk stops here */
 
 struct jit_descriptor {
 	uint32_t version; /* 1 */
@@ -50,7 +51,8 @@ struct jitmap_stats {
 	uint64_t ranges;    /* all ranges */
 	uint64_t lines;	    /* line_info records kept (jitmap__line) */
 	uint64_t bad_entries;  /* entries skipped: unreadable or unparseable */
-	uint64_t chain_broken; /* 1 when the walk stopped early: bad link, cycle, too many */
+	uint64_t chain_broken; /* 1 when the walk stopped early: bad link, cycle, too many
+				* entries or bytes (JIT_MAX_ENTRIES, JIT_MAX_TOTAL) */
 	int32_t frame_layout;  /* from the emulator entry, -1 when none */
 	uint64_t normal_exit;  /* from the emulator entry, 0 when none */
 };

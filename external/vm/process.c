@@ -437,6 +437,7 @@ int process__parse_snap(const struct process_reader *r, uint64_t addr, const uin
 	if (check_bounds(p, s->heap_sz))
 		return -EINVAL;
 	snap_field(r, buf, n, XP_OFF_P_FRAME_POINTER, 8, &p->frame_pointer);
+	s->have_sizes = p->heap <= p->htop && p->htop <= p->stop && p->stop <= p->hend;
 	s->have_state = snap_field(r, buf, n, XP_OFF_P_STATE, 4, &s->state);
 	s->have_i = snap_field(r, buf, n, XP_OFF_P_I, 8, &s->i);
 	s->have_msg_len = snap_field(r, buf, n, XP_OFF_P_MSG_LEN, 8, &s->msg_len) &&

@@ -74,6 +74,9 @@ struct process_snap {
 	uint32_t state;	     /* XP_PSFLG_* */
 	int64_t msg_len;
 	bool have_state, have_i, have_msg_len, have_reg, have_initial;
+	/* heap <= htop <= stop <= hend: false mid-GC or in garbage, and then the heap's used words
+	 * and the stack size (htop - heap, hend - stop) are unknown, never shown. */
+	bool have_sizes;
 	/* Memory (extrospect heap), in words as the VM counts them; see process__snap_memory. */
 	uint64_t old_heap, old_htop, old_hend; /* 0 when the process has no old generation */
 	uint64_t mbuf_sz;		       /* heap and message fragments */

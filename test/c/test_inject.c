@@ -121,12 +121,18 @@ static void cookie_checks(void)
 	CHECK_STR("first line, trailing blanks cut", "SeCrEt", out);
 	CHECK_STR("source is the file", path, src);
 	CHECK_INT(
-	    "--cookie", 0,
+	    "EXTROSPECT_COOKIE", 0,
 	    inject_cookie__get("abc", NULL, out, sizeof(out), src, sizeof(src), err, sizeof(err)));
-	CHECK_STR("--cookie value", "abc", out);
+	CHECK_STR("EXTROSPECT_COOKIE value", "abc", out);
+	CHECK_STR("EXTROSPECT_COOKIE source", "EXTROSPECT_COOKIE", src);
 	CHECK_INT(
-	    "empty --cookie", -EINVAL,
+	    "--cookie-file wins over EXTROSPECT_COOKIE", 0,
+	    inject_cookie__get("abc", path, out, sizeof(out), src, sizeof(src), err, sizeof(err)));
+	CHECK_STR("--cookie-file's value", "SeCrEt", out);
+	CHECK_INT(
+	    "empty EXTROSPECT_COOKIE", -EINVAL,
 	    inject_cookie__get("", NULL, out, sizeof(out), src, sizeof(src), err, sizeof(err)));
+	CHECK("the message does not hold the value", !strstr(err, "abc"));
 	if (truncate(path, 0) != 0)
 		CHECK("truncate the cookie file", false);
 	CHECK_INT(

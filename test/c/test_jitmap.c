@@ -549,6 +549,15 @@ static void test_chain(struct blob *fx)
 	CHECK_STR("cycle kept what was read", "erl_init:run/3", name_at(map, 0x7f8730205300));
 	jitmap__free(map);
 
+	chain_init(e, syms, 4);
+	e[3].next = ENTRY_ADDR(0); /* 0 -> 1 -> 2 -> 3 -> 0 with every prev agreeing: only a */
+	e[0].prev = ENTRY_ADDR(3); /* hostile VM makes one; it is walked once, not 50,000 times */
+	CHECK_INT("consistent cycle load", 0, chain_load(e, 4, 1, &map));
+	CHECK_INT("consistent cycle entries", 4, jitmap__stats(map)->entries);
+	CHECK_INT("consistent cycle modules", 3, jitmap__stats(map)->modules);
+	CHECK_INT("consistent cycle broken", 1, jitmap__stats(map)->chain_broken);
+	jitmap__free(map);
+
 	chain_init(e, syms, 1);
 	e[0].next = ENTRY_ADDR(0);
 	CHECK_INT("self loop load", 0, chain_load(e, 1, 1, &map));

@@ -118,10 +118,29 @@ static void test_self(void)
 	CHECK_INT("root path too long", -ENAMETOOLONG, proc__root_path(42, "/usr/lib", path, 8));
 }
 
+/* In our own pid namespace a pid and a tid are their own numbers; an unknown tid is refused. (The
+ * other namespace is e2e.privilege's: watch on a VM under unshare --pid.) */
+static void test_namespace_ids(void)
+{
+	pid_t ns = 0, host = 0;
+
+	CHECK_INT("ns pid of ourselves", 0, proc__ns_pid(getpid(), &ns));
+	CHECK_INT("ns pid is our pid", getpid(), ns);
+	CHECK_INT("host tid of our main thread", 0,
+		  proc__host_tid(getpid(), (int32_t)getpid(), &host));
+	CHECK_INT("host tid is the same", getpid(), host);
+	/* In our namespace the number is returned as is: the caller checks the thread. */
+	CHECK_INT("a tid not of this process, same namespace", 0,
+		  proc__host_tid(getpid(), 0x3fffffff, &host));
+	CHECK_INT("returned as is", 0x3fffffff, host);
+	CHECK_INT("tid 0", -ENOENT, proc__host_tid(getpid(), 0, &host));
+}
+
 int main(void)
 {
 	test_sample();
 	test_malformed();
 	test_self();
+	test_namespace_ids();
 	return check_done();
 }

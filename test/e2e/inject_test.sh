@@ -8,14 +8,19 @@
 #             sees the agent from that dir; a second inject reports it already running.
 #   codepath  --code-path to a directory the node cannot see (refused, exit 1), then to an install
 #             inside the VM's root (nothing pushed); `info` sees the agent from there.
+#   cookie    (SECURITY.md) the VM reads its cookie from $HOME/.erlang.cookie, so no command line
+#             holds it; --cookie is refused (exit 2); a wrong cookie's message names its source,
+#             not its value; then a push with EXTROSPECT_COOKIE while every /proc/*/cmdline is
+#             read again and again: the cookie is in none, nor in inject's output. Run on OTP 25
+#             only: what is tested is the sampler's own command line and output, not the node.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-otp=${1:?usage: inject_test.sh 25|27|29 push|codepath}
-case=${2:?usage: inject_test.sh 25|27|29 push|codepath}
+otp=${1:?usage: inject_test.sh 25|27|29 push|codepath|cookie}
+case=${2:?usage: inject_test.sh 25|27|29 push|codepath|cookie}
 
 # Runs the sampler; stdout, stderr and the status land in $d/out, $d/err, $rc.
 inject() {
@@ -100,17 +105,17 @@ case_push() {
 	stage_install "$d/inst"
 	unset EXTROSPECT_AGENT_DIR
 
-	EXTROSPECT_INJECT_MIN_OTP=$((otp + 1)) inject --node "$node" --cookie "$cookie"
+	EXTROSPECT_COOKIE=$cookie EXTROSPECT_INJECT_MIN_OTP=$((otp + 1)) inject --node "$node"
 	expect_refusal "node older than the floor" 6 \
 		"extrospect: inject: the node runs OTP $otp; the agent needs OTP $((otp + 1)) or newer"
-	inject --node "$node" --cookie "not-$cookie"
+	EXTROSPECT_COOKIE=not-$cookie inject --node "$node"
 	expect_refusal "wrong cookie" 9 \
-		"extrospect: inject: node $node refused the cookie (cookie from --cookie)"
-	inject --node "xp_inj_nosuch_$$@$host" --cookie "$cookie"
+		"extrospect: inject: node $node refused the cookie (cookie from EXTROSPECT_COOKIE)"
+	EXTROSPECT_COOKIE=$cookie inject --node "xp_inj_nosuch_$$@$host"
 	expect_refusal "no such node" 8 \
 		"extrospect: inject: epmd on $host has no node named 'xp_inj_nosuch_$$' (is it running?)"
 	port=$(free_port)
-	ERL_EPMD_PORT=$port inject --node "$node" --cookie "$cookie"
+	EXTROSPECT_COOKIE=$cookie ERL_EPMD_PORT=$port inject --node "$node"
 	expect_refusal "epmd down" 8 \
 		"extrospect: inject: cannot reach epmd on $host port $port: Connection refused (is the node running?)"
 	xp_expect "info before inject: .agent" null "$(xp_sampler info --json "$XP_VM_PID" | jq -r '.agent')"
@@ -167,6 +172,33 @@ case_codepath() {
 	check_info_agent "$inner/priv/extrospect_nif.so"
 }
 
+# The push with the cookie in EXTROSPECT_COOKIE, reading every /proc/*/cmdline while it runs.
+case_cookie() {
+	local ipid scans=0 hits=
+	stage_install "$d/inst"
+	unset EXTROSPECT_AGENT_DIR
+	printf '%s\n' "$cookie" >"$d/pattern" # grep -f: the cookie is not on grep's command line either
+	inject --node "$node" --cookie "$cookie"
+	expect_refusal "--cookie on the command line" 2 \
+		"extrospect: inject: --cookie would show the cookie to every user on this host (ps, /proc/PID/cmdline): give --cookie-file F, or set EXTROSPECT_COOKIE"
+	EXTROSPECT_COOKIE=not-$cookie inject --node "$node"
+	expect_refusal "wrong cookie from the environment" 9 \
+		"extrospect: inject: node $node refused the cookie (cookie from EXTROSPECT_COOKIE)"
+	rc=0
+	EXTROSPECT_COOKIE=$cookie xp_sampler inject --node "$node" >"$d/out" 2>"$d/err" &
+	ipid=$!
+	while kill -0 "$ipid" 2>/dev/null; do
+		hits+=$(grep -lsFf "$d/pattern" /proc/[0-9]*/cmdline || true)
+		scans=$((scans + 1))
+	done
+	wait "$ipid" || rc=$?
+	check_started "^pushed the agent from $d/inst/lib/extrospect: $nbeams beams, extrospect.app, extrospect_nif.so \([0-9]+ KiB\) into (/.+/extrospect-inject-[0-9a-f]{12})/extrospect on the node$"
+	xp_defer "rm -rf '$(sed -n 's/^pushed the agent from .* into \(.*\)\/extrospect on the node$/\1/p' "$d/out")'"
+	xp_expect "command lines holding the cookie during inject ($scans scans of /proc/*/cmdline)" "" "$hits"
+	if ((scans >= 3)); then xp_pass "$scans scans while inject ran"; else xp_fail "only $scans scans while inject ran"; fi
+	xp_expect "inject's output holding the cookie" "" "$(grep -hFf "$d/pattern" "$d/out" "$d/err" || true)"
+}
+
 xp_require_sampler
 host=$(hostname -s)
 # erl -sname names the node after this host; the sampler must resolve it to reach epmd.
@@ -174,7 +206,17 @@ getent hosts "$host" >/dev/null || xp_skip "this host's name '$host' does not re
 cookie=xp$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
 name=xp_inj_${otp}_$$
 node=$name@$host
-xp_start_vm "$otp" noagent xp_idle -sname "$name" -setcookie "$cookie"
+if [[ "$case" == cookie ]]; then
+	# The VM takes its cookie from $HOME/.erlang.cookie (owner-only, as erl demands), not from
+	# its command line, so that a cookie found in /proc/*/cmdline could only be the sampler's.
+	vmhome=$(mktemp -d "${TMPDIR:-/tmp}/xp-inj-home-XXXXXX")
+	xp_defer "rm -rf '$vmhome'"
+	printf '%s' "$cookie" >"$vmhome/.erlang.cookie"
+	chmod 400 "$vmhome/.erlang.cookie"
+	HOME=$vmhome xp_start_vm "$otp" noagent xp_idle -sname "$name"
+else
+	xp_start_vm "$otp" noagent xp_idle -sname "$name" -setcookie "$cookie"
+fi
 d=$XP_VM_DIR
 srcs=("$XP_REPO"/src/*.erl)
 nbeams=${#srcs[@]}
@@ -182,6 +224,7 @@ erts=$(xp_ready_get erts_version)
 case $case in
 push) case_push ;;
 codepath) case_codepath ;;
+cookie) case_cookie ;;
 *) xp_die "unknown case '$case' (push or codepath)" ;;
 esac
 if xp_alive "$XP_VM_PID"; then xp_pass "the VM is still running"; else xp_fail "the VM died"; fi

@@ -123,6 +123,27 @@ check_follow() {
 	xp_expect "map first line after --follow" "$MARKER" "$(head -n 1 "$map")"
 }
 
+# The agent's writer and a symlink planted at its path (SECURITY.md): refused, the target kept.
+check_agent_symlink() {
+	local inner=$1 victim=$XP_VM_DIR/victim-agent
+	echo precious >"$victim"
+	rm -f "${XP_VM_ROOT%/}$inner"
+	ln -s "${victim#"${XP_VM_ROOT%/}"}" "${XP_VM_ROOT%/}$inner"
+	touch "$XP_VM_READY.agentmap2"
+	wait_for_line "$XP_VM_READY.agentmap2.result" "ok=" 15 || xp_die "the second write_perf_map() gave no result"
+	xp_expect "write_perf_map() over a planted symlink: ok" false "$(xp_ready_get ok "$XP_VM_READY.agentmap2.result")"
+	if grep -qF "/tmp/perf-$XP_VM_PID.map is a symbolic link: not following it" "$XP_VM_READY.agentmap2.result"; then
+		xp_pass "write_perf_map() says the path is a symbolic link"
+	else
+		xp_fail "write_perf_map() over a symlink: $(cat "$XP_VM_READY.agentmap2.result")"
+	fi
+	xp_expect "agent: symlink target untouched" precious "$(cat "$victim")"
+	if [[ -L "${XP_VM_ROOT%/}$inner" ]]; then xp_pass "agent: the symlink is still a symlink"; else
+		xp_fail "agent: the symlink was replaced"
+	fi
+	rm -f "${XP_VM_ROOT%/}$inner"
+}
+
 xp_start_vm "$otp" "$mode" xp_perfmap
 xp_defer "rm -f /tmp/perf-$XP_VM_PID.map"
 if [[ "$mode" == agent ]]; then
@@ -146,6 +167,7 @@ else
 	check_file "/tmp/perf-$XP_VM_PID.map" root
 fi
 check_perf
+[[ "$mode" != agent ]] || check_agent_symlink "$inner"
 xp_log "refusals"
 check_refusals
 xp_log "--follow"

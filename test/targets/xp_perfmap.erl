@@ -4,6 +4,9 @@
 %%                      writes READY.loaded
 %%   READY.agentmap  -> calls extrospect:write_perf_map() (agent mode) and writes its result to
 %%                      READY.agentmap.result (ok=true path=... symbols=N, or ok=false error=...)
+%%   READY.agentmap2 -> the same again, into READY.agentmap2.result (after the harness planted a
+%%                      symlink at the map's path: SECURITY.md)
+%%   READY.spies     -> extrospect:start_spies(1), its result into READY.spies.result
 -module(xp_perfmap).
 
 -export([start/1]).
@@ -17,7 +20,9 @@ start([Ready | _] = Args) ->
 
 watch(Ready, Done) ->
     receive after 20 -> ok end,
-    Steps = [{".load", fun load_late/1}, {".agentmap", fun agent_map/1}],
+    Steps = [{".load", fun load_late/1}, {".agentmap", fun(R) -> agent_map(R ++ ".agentmap") end},
+             {".agentmap2", fun(R) -> agent_map(R ++ ".agentmap2") end},
+             {".spies", fun start_spies/1}],
     New = [begin Fun(Ready), Ext end
            || {Ext, Fun} <- Steps, not lists:member(Ext, Done), filelib:is_file(Ready ++ Ext)],
     watch(Ready, New ++ Done).
@@ -33,7 +38,7 @@ load_late(Ready) ->
     late = Mod:hello(),
     xp_ready:write(Ready ++ ".loaded", [{module, Mod}]).
 
-agent_map(Ready) ->
+agent_map(Step) ->
     KVs = try extrospect:write_perf_map() of
               {ok, #{path := Path, symbols := N}} ->
                   [{ok, true}, {path, binary_to_list(Path)}, {symbols, N}];
@@ -42,4 +47,7 @@ agent_map(Ready) ->
           catch Class:Error ->
                   [{ok, false}, {error, {Class, Error}}]
           end,
-    xp_ready:write(Ready ++ ".agentmap.result", KVs).
+    xp_ready:write(Step ++ ".result", KVs).
+
+start_spies(Ready) ->
+    xp_ready:write(Ready ++ ".spies.result", [{result, extrospect:start_spies(1)}]).

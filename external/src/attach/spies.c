@@ -115,7 +115,8 @@ static enum spies_status read_slots(const struct target *t, struct spies_view *v
 	if (mem__read(t->mem, r->slots_addr, v->slot, (size_t)r->nslots * r->slot_size))
 		return SPIES_BLOCK_GONE;
 	for (i = 0; i < r->nslots; i++) {
-		if (!spies__tid_is_spy(t->pid, r->desc[i].tid, i))
+		if (proc__host_tid(t->pid, r->desc[i].tid, &v->host_tid[i]) ||
+		    !spies__tid_is_spy(t->pid, v->host_tid[i], i))
 			return SPIES_BAD_TID;
 		v->slot_ok[i] =
 		    v->slot[i].tid == r->desc[i].tid && v->slot[i].state <= XP_SPY_STOPPED;
@@ -210,6 +211,7 @@ enum spies_status spy_lease__acquire(const struct target *t, uint64_t target, ui
 	out->pid = getpid();
 	out->index = (unsigned)i;
 	out->tid = v->region.desc[i].tid;
+	out->host_tid = v->host_tid[i];
 	out->slot = v->region.desc[i].slot;
 	out->target = target;
 	out->generation = v->slot[i].generation;

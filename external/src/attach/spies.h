@@ -37,6 +37,9 @@ struct spies_view {
 	struct xp_spy_region region;
 	struct xp_spy_slot slot[XP_SPY_MAX];
 	bool slot_ok[XP_SPY_MAX];
+	/* Each spy's tid in our pid namespace: the agent publishes its own gettid(), which in a
+	 * container is the container's number (proc__host_tid). */
+	pid_t host_tid[XP_SPY_MAX];
 };
 
 /* Read the block again at the agent's address, then the region and every slot, validating all.
@@ -46,7 +49,8 @@ enum spies_status spies__read(const struct target *t, struct spies_view *out);
 struct spy_lease {
 	pid_t pid;
 	unsigned index;
-	int32_t tid;
+	int32_t tid;	/* as the VM's pid namespace numbers it (the block's) */
+	pid_t host_tid; /* the same thread in ours: what perf_event_open and /proc take */
 	uint64_t slot, target, generation, lease, block_generation;
 };
 

@@ -9,13 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "target.h"
+#include <sys/stat.h>
+#include <unistd.h>
 
-#define PERM_HINT                                                                                  \
-	"run as root, or give the sampler CAP_SYS_PTRACE (process_vm_readv needs ptrace read "     \
-	"access: same user, kernel.yama.ptrace_scope=0; in a container add --cap-add "             \
-	"SYS_PTRACE); "                                                                            \
-	"sampling will also need kernel.perf_event_paranoid <= 1 or CAP_PERFMON"
+#include "privilege.h"
+#include "target.h"
 
 static int fail(struct target *t, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -30,13 +28,42 @@ static int fail(struct target *t, int code, const char *fmt, ...)
 	return code;
 }
 
+/* Reading a VM's memory (process_vm_readv) takes ptrace read access: its own user's VM, unless
+ * Yama or a non-dumpable VM say no; another user's with CAP_SYS_PTRACE. Says which, and the
+ * line that grants it (SECURITY.md "Privileges"). */
+static int fail_perm(struct target *t, const char *what)
+{
+	char setcap[4200], dir[64];
+	struct stat st;
+
+	privilege__setcap_line(setcap, sizeof(setcap));
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)t->pid);
+	if (geteuid() == 0)
+		return fail(
+		    t, TARGET_EPERM,
+		    "permission denied reading %s of pid %d, though we are root: this "
+		    "process lacks CAP_SYS_PTRACE (in a container: --cap-add SYS_PTRACE), or "
+		    "a security module (Yama ptrace_scope 3, SELinux, AppArmor) forbids it",
+		    what, (int)t->pid);
+	if (!stat(dir, &st) && st.st_uid != geteuid())
+		return fail(t, TARGET_EPERM,
+			    "permission denied reading %s of pid %d: it runs as uid %u and we as "
+			    "uid %u; another user's VM needs root or CAP_SYS_PTRACE: %s (in a "
+			    "container: --cap-add SYS_PTRACE)",
+			    what, (int)t->pid, (unsigned)st.st_uid, (unsigned)geteuid(), setcap);
+	return fail(t, TARGET_EPERM,
+		    "permission denied reading %s of pid %d, which runs as our uid %u: "
+		    "kernel.yama.ptrace_scope >= 1 or a VM that is not dumpable asks for "
+		    "CAP_SYS_PTRACE: run as root, or %s (or: sysctl kernel.yama.ptrace_scope=0)",
+		    what, (int)t->pid, (unsigned)geteuid(), setcap);
+}
+
 static int map_errno(struct target *t, int err, const char *what)
 {
 	if (err == -ENOENT || err == -ESRCH)
 		return fail(t, TARGET_ENOPROC, "no such process: %d", (int)t->pid);
 	if (err == -EACCES || err == -EPERM)
-		return fail(t, TARGET_EPERM, "permission denied reading %s of pid %d: " PERM_HINT,
-			    what, (int)t->pid);
+		return fail_perm(t, what);
 	return fail(t, err, "cannot read %s of pid %d: %s", what, (int)t->pid, strerror(-err));
 }
 

@@ -75,7 +75,7 @@ struct target {
 	uint32_t nsched_by_type[3];
 	struct target_check checks[TARGET_MAX_CHECKS];
 	size_t nchecks;
-	char err[512]; /* the one-line explanation of a failed attach */
+	char err[1024]; /* the one-line explanation of a failed attach */
 };
 
 /* Attach read-only. On failure returns one of TARGET_E* (or -ENOMEM) with t->err explaining, and

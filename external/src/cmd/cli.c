@@ -461,8 +461,11 @@ static enum cli_result inject_args(int argc, char **argv, struct cli_opts *o, ch
 			 "inject: missing --node NAME@HOST (see extrospect inject --help)");
 		return CLI_USAGE_ERROR;
 	}
-	if (o->cookie && o->cookie_file) {
-		snprintf(err, errlen, "inject: give --cookie or --cookie-file, not both");
+	if (o->cookie) {
+		/* Every local user reads a command line (ps, /proc/PID/cmdline): SECURITY.md. */
+		snprintf(err, errlen,
+			 "inject: --cookie would show the cookie to every user on this host (ps, "
+			 "/proc/PID/cmdline): give --cookie-file F, or set EXTROSPECT_COOKIE");
 		return CLI_USAGE_ERROR;
 	}
 	return CLI_RUN;

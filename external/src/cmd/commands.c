@@ -121,10 +121,12 @@ static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid
 	int rc;
 
 	snprintf(title, sizeof(title), "extrospect: BEAM pid %d", (int)pid);
-	f = fopen(o->output, "w");
-	if (!f) {
-		snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(errno));
-		return -errno;
+	rc = report__open_output(o->output, &f);
+	if (rc) {
+		snprintf(err, errlen, "cannot write %s: %s", o->output,
+			 rc == -ELOOP ? "it is a symbolic link (not followed: SECURITY.md)"
+				      : strerror(-rc));
+		return rc;
 	}
 	if (o->format == CLI_FMT_SVG)
 		rc = report__svg(a, f, title);

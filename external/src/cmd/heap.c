@@ -100,7 +100,8 @@ static void columns(struct heap_ctx *c, struct heap_row *r, struct process_snap 
 	if (s->have_old)
 		old = (s->old_hend - s->old_heap);
 	set(r, HEAP_COL_HEAP, heap);
-	set(r, HEAP_COL_STACK, s->v.hend - s->v.stop);
+	if (s->have_sizes)
+		set(r, HEAP_COL_STACK, s->v.hend - s->v.stop);
 	if (s->have_old)
 		set(r, HEAP_COL_OLD, old);
 	if (s->have_mbuf)
@@ -152,13 +153,14 @@ static void slim(struct heap_proc *p, const struct process_snap *s)
 	    .addr = s->v.addr,
 	    .pid = s->v.pid,
 	    .i = s->i,
-	    .heap_used = (s->v.htop - s->v.heap) / 8,
+	    .heap_used = s->have_sizes ? (s->v.htop - s->v.heap) / 8 : 0,
 	    .old_used = s->have_old ? (s->old_htop - s->old_heap) / 8 : 0,
 	    .vheap_limit = s->vheap_sz * 8,
 	    .state = s->state,
 	    .have_state = s->have_state,
 	    .have_i = s->have_i,
 	    .have_old = s->have_old,
+	    .have_used = s->have_sizes,
 	    .have_vheap = s->have_vheap,
 	};
 }

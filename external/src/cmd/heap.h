@@ -45,7 +45,7 @@ struct heap_proc {
 	uint64_t heap_used, old_used; /* words: htop - heap, old_htop - old_heap */
 	uint64_t vheap_limit;	      /* bytes: bin_vheap_sz * 8 */
 	uint32_t state;
-	bool have_state, have_i, have_old, have_vheap;
+	bool have_state, have_i, have_old, have_vheap, have_used;
 };
 
 struct heap_row {

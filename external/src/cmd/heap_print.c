@@ -156,7 +156,7 @@ static void json_row(const struct heap_ctx *c, const struct heap_row *r, struct 
 	json__kv_string(j, "status", s->have_state ? process__status_name(s->state) : NULL);
 	kv_words(j, "total_heap_size", r, HEAP_COL_TOTAL);
 	kv_words(j, "heap_size", r, HEAP_COL_HEAP);
-	json__kv_int(j, "heap_used", (int64_t)s->heap_used);
+	json__kv_uint_known(j, "heap_used", s->have_used, s->heap_used);
 	kv_words(j, "old_heap_size", r, HEAP_COL_OLD);
 	json__kv_uint_known(j, "old_heap_used", s->have_old, s->old_used);
 	kv_words(j, "heap_fragments_size", r, HEAP_COL_FRAG);

@@ -31,7 +31,7 @@
 #define MKDIR_TRIES	   8
 
 const char inject__usage[] =
-    "Usage: extrospect inject --node NAME@HOST [--cookie C | --cookie-file F] [--code-path DIR]\n"
+    "Usage: extrospect inject --node NAME@HOST [--cookie-file F] [--code-path DIR]\n"
     "\n"
     "Add the agent to a running distributed Erlang node that was started without it. extrospect\n"
     "connects as a hidden C node (erl_interface; the node's nodes() does not list it), checks\n"
@@ -41,13 +41,16 @@ const char inject__usage[] =
     "agent it only reports. Afterwards `extrospect info PID` shows the agent.\n"
     "\n"
     "  --node NAME@HOST     the node, as named by erl -sname / -name (HOST must resolve to IPv4)\n"
-    "  --cookie C           the node's cookie\n"
-    "  --cookie-file F      read the cookie from F (default: $HOME/.erlang.cookie, as erl does)\n"
+    "  --cookie-file F      read the cookie from F (default: EXTROSPECT_COOKIE if set, else\n"
+    "                       $HOME/.erlang.cookie, as erl does). Never on the command line:\n"
+    "                       --cookie C is refused (exit 2), since every user sees it in ps\n"
     "  --code-path DIR      copy nothing: load the agent from DIR, an extrospect application\n"
     "                       directory (with ebin/ and priv/) or its ebin/, as the node sees its\n"
     "                       file system (a node in a chroot or container sees its own root)\n"
     "\n"
-    "Environment: EXTROSPECT_AGENT_DIR the agent to copy (default: ../lib/extrospect or\n"
+    "Environment: EXTROSPECT_COOKIE the node's cookie (only the same user and root can read a\n"
+    "process's environment); EXTROSPECT_AGENT_DIR the agent to copy (default: ../lib/extrospect "
+    "or\n"
     "../_build/default/lib/extrospect beside this executable); ERL_EPMD_PORT epmd's port.\n"
     "Exit status: 0 started or already running, 2 usage or cookie file, 6 node older than\n"
     "OTP 25, 8 epmd or node unreachable, 9 the node refused the cookie, 1 anything else.\n"
@@ -55,6 +58,7 @@ const char inject__usage[] =
     "Examples:\n"
     "  extrospect inject --node myapp@$(hostname -s)       # erl -sname myapp, ~/.erlang.cookie\n"
     "  extrospect inject --node myapp@db1.example.com --cookie-file /etc/myapp/cookie\n"
+    "  EXTROSPECT_COOKIE=\"$(cat /run/secrets/cookie)\" extrospect inject --node myapp@db1\n"
     "  extrospect inject --node myapp@db1 --code-path /opt/myapp/lib/extrospect-0.1.0\n"
     "  extrospect info 4242      # the OS pid inject printed: the agent is there\n";
 
@@ -475,8 +479,8 @@ static int run(struct inject *in)
 	char cookie[EI_MAX_COOKIE_SIZE + 2], source[4096];
 	int e, running;
 
-	e = inject_cookie__get(in->o->cookie, in->o->cookie_file, cookie, sizeof(cookie), source,
-			       sizeof(source), in->err, sizeof(in->err));
+	e = inject_cookie__get(getenv("EXTROSPECT_COOKIE"), in->o->cookie_file, cookie,
+			       sizeof(cookie), source, sizeof(source), in->err, sizeof(in->err));
 	if (e)
 		return e;
 	e = inject_conn__open(in->o->node, cookie, CONNECT_TMO_MS, in->stop, &in->c, in->err,

@@ -87,7 +87,7 @@ static int run_command(const struct cli_opts *opts)
 	    .no_builtin_layout = env_flag("EXTROSPECT_NO_BUILTIN_LAYOUT"),
 	};
 	struct target *t = NULL;
-	char msg[256] = "";
+	char msg[1024] = "";
 	int err, code = EXIT_OK;
 
 	/* perf.data may outlive the VM: this step does not attach. */

@@ -95,7 +95,10 @@ static int update(struct target *t, uint64_t desc_addr, struct follow *f, char *
 	rc = load_jit(t, desc_addr, &f->desc, &jit);
 	if (rc) {
 		snprintf(err, errlen, "cannot read the VM's JIT map: %s",
-			 rc == -EAGAIN ? "the list kept changing during the walk" : strerror(-rc));
+			 rc == -EAGAIN
+			     ? "every walk of the list stopped early (it kept changing, "
+			       "or it is corrupt: a bad link, a cycle, over the size limits)"
+			     : strerror(-rc));
 		return rc == -ESRCH ? TARGET_EGONE : rc;
 	}
 	rc = perfmap__from_jit(jit, &pm);
@@ -184,6 +187,7 @@ static int follow_loop(struct target *t, uint64_t desc_addr, struct follow *f, d
 static int fix_data(const char *path, pid_t pid, char *err, size_t errlen)
 {
 	char map[64];
+	pid_t ns_pid;
 	unsigned n = 0;
 	int rc;
 
@@ -191,8 +195,15 @@ static int fix_data(const char *path, pid_t pid, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	perfmap__path(map, sizeof(map), PERFMAP_DIR, pid);
-	printf("%s: %u JIT mapping%s of pid %d now read through %s\n", path, n, n == 1 ? "" : "s",
+	printf("%s: %u JIT mapping%s of pid %d now read through %s", path, n, n == 1 ? "" : "s",
 	       (int)pid, map);
+	/* perf looks in the VM's own mount namespace first (tools/perf/util/symbol.c,
+	 * dso__find_perf_map), under the pid the VM has there. */
+	if (!proc__ns_pid(pid, &ns_pid) && ns_pid != pid)
+		printf(", or /tmp/perf-%d.map in the VM's mount namespace when it has one "
+		       "(perf looks there first)",
+		       (int)ns_pid);
+	printf("\n");
 	if (!n)
 		fprintf(stderr,
 			"extrospect: note: %s holds no dual-mapped JIT code of pid %d (not "

@@ -182,7 +182,7 @@ static void emit_json(struct listing *l, const struct entry *e, const char *pid,
 	else
 		json__null(j);
 	json__kv_int(j, "heap_size", (int64_t)e->s.heap_sz);
-	json__kv_int(j, "stack_size", (int64_t)((e->s.v.hend - e->s.v.stop) / 8));
+	json__kv_uint_known(j, "stack_size", e->s.have_sizes, (e->s.v.hend - e->s.v.stop) / 8);
 	json__kv_string(j, "current_function", cur[0] ? cur : NULL);
 	json__kv_addr(j, "pc", process__is_running(e->s.state) ? 0 : e->s.i);
 	json__kv_string(j, "stack", stack);
@@ -200,8 +200,11 @@ static void emit_text(struct listing *l, const struct entry *e, const char *pid,
 		e->s.have_state ? process__status_name(e->s.state) : "?");
 	if (e->s.have_msg_len)
 		fprintf(f, "  msgq %" PRId64, e->s.msg_len);
-	fprintf(f, "  heap %" PRIu64 "  stack %" PRIu64, e->s.heap_sz,
-		(e->s.v.hend - e->s.v.stop) / 8);
+	fprintf(f, "  heap %" PRIu64, e->s.heap_sz);
+	if (e->s.have_sizes)
+		fprintf(f, "  stack %" PRIu64, (e->s.v.hend - e->s.v.stop) / 8);
+	else
+		fprintf(f, "  stack ?");
 	if (cur[0])
 		fprintf(f, "  current %s", cur);
 	if (strcmp(stack, "complete") != 0)

@@ -243,7 +243,8 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 	if (ps->kernel_excluded)
 		fprintf(f, "  time in the kernel: not sampled (%s)\n",
 			ctx->opts.user_only ? "--user-only"
-					    : "not permitted: needs root or CAP_PERFMON");
+					    : "not permitted: needs root or CAP_PERFMON, or "
+					      "kernel.perf_event_paranoid <= 1");
 	else if (st->kernel)
 		fprintf(f,
 			"  time in the kernel on a scheduler's behalf: %" PRIu64

@@ -337,7 +337,7 @@ void watch__on_sample(const struct perf_sample *ps, void *ctx)
 
 	if (w->done)
 		return;
-	if ((int32_t)ps->tid != w->lease.tid) {
+	if ((pid_t)ps->tid != w->lease.host_tid) {
 		w->c.other++;
 		return;
 	}
@@ -374,7 +374,7 @@ static int open_events(struct watch *w, char *err, size_t errlen)
 	    .mmap_pages = WATCH_PAGES,
 	    .wakeup_events = 16,
 	};
-	pid_t tid = w->lease.tid;
+	pid_t tid = w->lease.host_tid;
 	int rc = perf_session__open(&w->ps, &tid, 1, &po);
 
 	if (rc == -EACCES || rc == -EPERM) {
@@ -458,7 +458,7 @@ static void run(struct watch *w, volatile sig_atomic_t *stop)
 			break;
 		}
 		if (rc < 0 || perf_session__nthreads(w->ps) == 0 ||
-		    !task_alive(w->t->pid, w->lease.tid)) {
+		    !task_alive(w->t->pid, w->lease.host_tid)) {
 			w->end = why_spy_gone(w);
 			break;
 		}

@@ -238,11 +238,8 @@ int watch__write_graph(const struct watch_report *r, const char *path, int forma
 
 	if ((rc = agg__new(&a)) || (rc = fill_agg(r, a)))
 		goto cleanup;
-	f = fopen(path, "we");
-	if (!f) {
-		rc = -errno;
+	if ((rc = report__open_output(path, &f)))
 		goto cleanup;
-	}
 	snprintf(title, sizeof(title), "extrospect watch %s: wall time (us) by state", r->pid_text);
 	if (format == CLI_FMT_SVG)
 		rc = report__svg(a, f, title);
@@ -289,12 +286,13 @@ static size_t split_running(const struct watch *w, const struct watch_row *run,
 void watch__report(struct watch *w)
 {
 	struct watch_report_row rows[WATCH_MAX_ROWS + WATCH_CPU_FNS + 1];
+	int rc;
 	struct watch_report r = {
 	    .pid_text = w->pid_text,
 	    .name = w->name,
 	    .end = watch__end_names[w->end],
 	    .method = w->o->watch_poll ? "poll" : "spy",
-	    .spy_tid = w->lease.tid,
+	    .spy_tid = w->lease.host_tid,
 	    .spy_index = w->lease.index,
 	    .interval_ns = w->interval_ns,
 	    .wall_ns = watch__now_ns() - w->start_ns,
@@ -324,6 +322,9 @@ void watch__report(struct watch *w)
 	else
 		watch__print_text(&r, stdout);
 	fflush(stdout);
-	if (w->o->output && watch__write_graph(&r, w->o->output, (int)w->o->format))
-		fprintf(stderr, "extrospect: cannot write %s\n", w->o->output);
+	rc = w->o->output ? watch__write_graph(&r, w->o->output, (int)w->o->format) : 0;
+	if (rc)
+		fprintf(stderr, "extrospect: cannot write %s: %s\n", w->o->output,
+			rc == -ELOOP ? "it is a symbolic link (not followed: SECURITY.md)"
+				     : strerror(-rc));
 }

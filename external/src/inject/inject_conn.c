@@ -72,25 +72,28 @@ static int read_cookie_file(const char *path, char *out, size_t len, char *err, 
 	return 0;
 }
 
-int inject_cookie__get(const char *cookie, const char *cookie_file, char *out, size_t len,
+int inject_cookie__get(const char *env_cookie, const char *cookie_file, char *out, size_t len,
 		       char *source, size_t srclen, char *err, size_t errlen)
 {
 	const char *home = getenv("HOME");
 	char path[4096];
 
-	if (cookie) {
-		if (!cookie[0] || strlen(cookie) >= len || strlen(cookie) > EI_MAX_COOKIE_SIZE) {
-			snprintf(err, errlen, "--cookie must be 1 to %d characters",
+	if (env_cookie && !cookie_file) {
+		size_t n = strlen(env_cookie);
+
+		if (!n || n >= len || n > EI_MAX_COOKIE_SIZE) {
+			snprintf(err, errlen, "EXTROSPECT_COOKIE must be 1 to %d characters",
 				 EI_MAX_COOKIE_SIZE);
 			return -EINVAL;
 		}
-		snprintf(out, len, "%s", cookie);
-		snprintf(source, srclen, "--cookie");
+		snprintf(out, len, "%s", env_cookie);
+		snprintf(source, srclen, "EXTROSPECT_COOKIE");
 		return 0;
 	}
 	if (!cookie_file) {
 		if (!home || !home[0]) {
-			snprintf(err, errlen, "HOME is not set: give --cookie or --cookie-file");
+			snprintf(err, errlen,
+				 "HOME is not set: give --cookie-file or set EXTROSPECT_COOKIE");
 			return -EINVAL;
 		}
 		snprintf(path, sizeof(path), "%s/.erlang.cookie", home);

@@ -27,9 +27,10 @@ struct inject_conn;
  *   -EINTR         stopped by a signal
  *   -EINVAL        a bad or missing cookie (local); -ENOMEM; -EPROTO (a reply not understood). */
 
-/* The cookie: `cookie` if set, else the first line of `cookie_file`, else of
- * $HOME/.erlang.cookie (as erl). `source` names where it came from, for messages. */
-int inject_cookie__get(const char *cookie, const char *cookie_file, char *out, size_t len,
+/* The cookie: the first line of `cookie_file` if set, else `env_cookie` (EXTROSPECT_COOKIE's
+ * value) if set, else the first line of $HOME/.erlang.cookie (as erl). `source` names where it
+ * came from, for messages; no message ever holds the cookie itself. */
+int inject_cookie__get(const char *env_cookie, const char *cookie_file, char *out, size_t len,
 		       char *source, size_t srclen, char *err, size_t errlen);
 
 /* Connects to `node` (NAME@HOST) as a hidden node named after this process, within tmo_ms. */

@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 
 #include "kcapture.skel.h"
+#include "privilege.h"
 #endif
 
 struct kcapture_bpf;
@@ -119,10 +120,14 @@ static int load_program(struct kcapture *k, uint32_t cpus, char *why, size_t why
 		goto cleanup;
 	}
 	if ((err = kcapture_bpf__load(skel))) {
-		snprintf(why, whylen, "the kernel refused the capture program: %s%s%s",
+		char setcap[4200] = "";
+
+		if (err == -EPERM)
+			privilege__setcap_line(setcap, sizeof(setcap));
+		snprintf(why, whylen, "the kernel refused the capture program: %s%s%s%s%s",
 			 strerror(-err),
-			 err == -EPERM ? " (needs root or CAP_BPF and CAP_PERFMON)" : "",
-			 log[0] ? ": " : "");
+			 err == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON: " : "", setcap,
+			 err == -EPERM ? ")" : "", log[0] ? ": " : "");
 		if (log[0])
 			snprintf(why + strlen(why), whylen - strlen(why), "%s", last_line(log));
 		goto cleanup;

@@ -155,7 +155,7 @@ static int slurp(const char *path, char **buf, size_t *len)
 	char *b = NULL, *nb;
 	int fd, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	for (;;) {
@@ -251,14 +251,20 @@ void proc_maps__free(struct proc_maps *maps)
 
 int proc__read_file(const char *path, char *buf, size_t len)
 {
+	struct stat st;
 	ssize_t r;
 	int fd;
 
 	if (len == 0)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Also files of a VM's install, through /proc/PID/root: never a FIFO or a device. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	r = read(fd, buf, len - 1);
 	if (r < 0) {
 		int err = -errno;
@@ -343,12 +349,11 @@ int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, s
 		return err;
 	cand[0] = path;
 	cand[1] = rooted;
+	/* Only the mapped file itself: a file of another name, kind or inode (replaced on disk, or
+	 * a link a container planted, which /proc/PID/root would resolve against our own root) is
+	 * never opened in its place (SECURITY.md). */
 	for (i = 0; i < 2; i++) {
-		if (stat(cand[i], &st) == 0 && (uint64_t)st.st_ino == inode)
-			goto found;
-	}
-	for (i = 1; i >= 0; i--) {
-		if (access(cand[i], R_OK) == 0)
+		if (stat(cand[i], &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == inode)
 			goto found;
 	}
 	return -ENOENT;
@@ -369,4 +374,72 @@ int proc__exists(pid_t pid)
 	if (access(path, F_OK) == 0)
 		return 0;
 	return errno == ENOENT ? -ENOENT : -errno;
+}
+
+/* The last number of the NSpid: line of a /proc status file (the innermost namespace's id), and
+ * how many it has (1: the same pid namespace as ours). */
+static int nspid_last(const char *path, long *last, int *count)
+{
+	char buf[2048], *p;
+
+	if (proc__read_file(path, buf, sizeof(buf)) || !(p = strstr(buf, "\nNSpid:")))
+		return -ENOENT;
+	p += 7;
+	*count = 0;
+	for (;;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		*last = v;
+		(*count)++;
+		p = end;
+	}
+	return *count ? 0 : -ENOENT;
+}
+
+int proc__host_tid(pid_t pid, int32_t vm_tid, pid_t *host)
+{
+	char path[96];
+	struct dirent *de;
+	long last;
+	int count, err = -ENOENT;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (vm_tid <= 0 || nspid_last(path, &last, &count))
+		return -ENOENT;
+	if (count == 1) {
+		*host = vm_tid;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while (err && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/status", (int)pid, de->d_name);
+		if (!nspid_last(path, &last, &count) && last == vm_tid) {
+			*host = (pid_t)atoi(de->d_name);
+			err = 0;
+		}
+	}
+	closedir(d);
+	return err;
+}
+
+int proc__ns_pid(pid_t pid, pid_t *ns_pid)
+{
+	char path[64];
+	long last;
+	int count;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (nspid_last(path, &last, &count))
+		return -ENOENT;
+	*ns_pid = (pid_t)last;
+	return 0;
 }

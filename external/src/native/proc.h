@@ -47,9 +47,19 @@ int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
 
 /* A path from the target's maps, made reachable from here. The kernel prints map paths relative
  * to the reader's root when it can (a chroot below ours), else relative to the target's mount
- * namespace: try the path as is and under /proc/PID/root, and keep the one whose inode matches.
- * 0, or -ENOENT when neither exists. */
+ * namespace: try the path as is and under /proc/PID/root, and keep the regular file whose inode
+ * matches. 0, or -ENOENT when neither is the mapped file (the caller may use /proc/PID/exe). */
 int proc__resolve_path(pid_t pid, const char *path, uint64_t inode, char *out, size_t len);
+
+/* The tid, in our pid namespace, of the thread of pid that its own namespace calls vm_tid (what
+ * the agent publishes: gettid() inside a container). When the VM shares our pid namespace, the
+ * same number, unchecked (the caller checks the thread). 0, or -ENOENT when vm_tid <= 0 or, in
+ * another namespace, no thread of pid has that tid. */
+int proc__host_tid(pid_t pid, int32_t vm_tid, pid_t *host);
+
+/* pid as its own (innermost) pid namespace numbers it: pid itself when it shares ours. 0, or
+ * -ENOENT when /proc/PID/status cannot be read. */
+int proc__ns_pid(pid_t pid, pid_t *ns_pid);
 
 /* Does /proc/PID exist? 0, -ENOENT, or -EACCES. */
 int proc__exists(pid_t pid);

@@ -10,6 +10,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -177,21 +178,30 @@ static int unwinder__report_file(struct unwinder *u, const struct proc_maps *map
 	char path[PATH_MAX];
 	Dwfl_Module *mod;
 	uint64_t bias = 0;
+	struct stat st;
 	int fd, err;
 
 	if ((err = proc__resolve_path(u->pid, m->path, m->inode, path, sizeof(path))))
 		return err;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	err = unwinder__bias(fd, maps, m, &bias);
-	close(fd);
-	if (err)
+	/* The file mapped, checked once it is open, is what libdwfl reads (it takes fd): a path
+	 * swapped since (a container's link to a FIFO or a host file) is never read. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->inode)
+		err = -ENOENT;
+	else
+		err = unwinder__bias(fd, maps, m, &bias);
+	if (err) {
+		close(fd);
 		return err;
+	}
 	/* add_p_vaddr: base is the bias (libdwfl ignores it for ET_EXEC, whose bias is 0). */
-	mod = dwfl_report_elf(u->dwfl, base ? base + 1 : m->path, path, -1, bias, true);
-	if (!mod)
+	mod = dwfl_report_elf(u->dwfl, base ? base + 1 : m->path, path, fd, bias, true);
+	if (!mod) {
+		close(fd);
 		return -ENOEXEC;
+	}
 	unwinder__index_starts(mod);
 	return 0;
 }

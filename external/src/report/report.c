@@ -1,8 +1,14 @@
 /* Text helpers shared by the report formats: strict UTF-8 validation (names come from the VM and
- * are untrusted bytes), the final flush / error check and the '$initial_call' read summary.
- * Does not own: any format. */
+ * are untrusted bytes), opening the output file, the final flush / error check and the
+ * '$initial_call' read summary. Does not own: any format. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "procdict.h"
 #include "report.h"
@@ -85,4 +91,46 @@ void report__pdict_summary(const uint64_t *counts, FILE *f)
 			fprintf(f, " %s %" PRIu64, procdict__result_name(i), counts[i]);
 	}
 	fputc('\n', f);
+}
+
+/* May we follow the symbolic link at path (see report__open_output)? */
+static bool link_trusted(const char *path, const struct stat *link)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	struct stat d;
+
+	if (link->st_uid == geteuid())
+		return true;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &d))
+		return false;
+	return !((d.st_mode & S_ISVTX) && (d.st_mode & S_IWOTH)) || link->st_uid == d.st_uid;
+}
+
+int report__open_output(const char *path, FILE **out)
+{
+	int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, fd;
+	struct stat st;
+
+	/* Not a link now: never one between this check and the open. A trusted link cannot be
+	 * swapped by another user (the sticky bit, or a directory they cannot write). */
+	if (lstat(path, &st) || !S_ISLNK(st.st_mode))
+		flags |= O_NOFOLLOW;
+	else if (!link_trusted(path, &st))
+		return -ELOOP;
+	fd = open(path, flags, 0644);
+	if (fd < 0)
+		return -errno;
+	*out = fdopen(fd, "w");
+	if (!*out) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return 0;
 }

@@ -33,5 +33,12 @@ unsigned report__utf8_cp(const char *p, size_t n);
 void report__pdict_summary(const uint64_t *counts, FILE *f);
 /* Flushes f: 0, or -EIO when any write failed. */
 int report__finish(FILE *f);
+/* Opens the output file path for writing (created 0644 less the umask, or truncated). A symbolic
+ * link at its last component is followed only when no other user could have planted it: not in
+ * a sticky world-writable directory (/tmp), or owned by us or by that directory's owner, the
+ * rule of fs.protected_symlinks, kept even where that sysctl is off (SECURITY.md: a profiler
+ * often runs as root). /dev/stdout works. 0 with *out set, or a negative errno, -ELOOP for a
+ * link refused. */
+int report__open_output(const char *path, FILE **out);
 
 #endif /* XP_REPORT_H */

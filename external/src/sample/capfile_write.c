@@ -2,9 +2,11 @@
  * facts, one record at a time through a growing buffer into gzip. Does not own: parsing
  * (capfile.c), deciding what to record (capture.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "capfile.h"
@@ -310,13 +312,19 @@ static int write_all(gzFile g, const struct capfile *f)
 	return rc;
 }
 
+/* Never through a symbolic link at path (SECURITY.md), as report__open_output. */
 int capfile__write(const struct capfile *f, const char *path)
 {
-	gzFile g = gzopen(path, "wb9");
-	int rc;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644), rc;
+	gzFile g;
 
-	if (!g)
-		return errno ? -errno : -ENOMEM;
+	if (fd < 0)
+		return -errno;
+	g = gzdopen(fd, "wb9");
+	if (!g) {
+		close(fd);
+		return -ENOMEM;
+	}
 	rc = write_all(g, f);
 	if (gzclose(g) != Z_OK && !rc)
 		rc = -EIO;

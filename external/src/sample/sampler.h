@@ -109,7 +109,7 @@ struct sampler_stats {
 	/* In-kernel capture: on when kcapture_why is empty; the Erlang samples whose Process and
 	 * stack came from it. */
 	uint64_t captured;
-	char kcapture_why[200];
+	char kcapture_why[600];
 	uint64_t kernel; /* samples taken in the kernel on a thread's behalf, kept as [kernel] */
 	double elapsed_s;
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "privilege.h"
 #include "process.h"
 #include "sampler_int.h"
 
@@ -53,6 +54,31 @@ static bool learning(const struct sampler *s)
 	return false;
 }
 
+/* Why perf_event_open said no, and the exact line that grants it (SECURITY.md "Privileges"). */
+static void perf_refused(char *err, size_t errlen)
+{
+	int paranoid = privilege__paranoid();
+	char setcap[4200];
+
+	privilege__setcap_line(setcap, sizeof(setcap));
+	if (paranoid >= 3)
+		snprintf(
+		    err, errlen,
+		    "perf_event_open refused: kernel.perf_event_paranoid is %d, which lets no "
+		    "one without CAP_PERFMON sample, even their own processes: run as root, or "
+		    "grant it: %s (or: sysctl kernel.perf_event_paranoid=2)",
+		    paranoid, setcap);
+	else
+		snprintf(
+		    err, errlen,
+		    "perf_event_open refused (kernel.perf_event_paranoid is %d), or its rings "
+		    "were over what this user may lock (kernel.perf_event_mlock_kb, ulimit -l): "
+		    "run as root, or grant it: %s",
+		    paranoid, setcap);
+}
+
+#define PERF_MIN_RETRY_PAGES 16u
+
 static int open_perf(struct sampler *s, char *err, size_t errlen)
 {
 	struct perf_opts po = {.event = s->opts.event,
@@ -94,12 +120,19 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 		po.mmap_pages = 256;
 		po.wakeup_events = 0;
 	}
-	rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
+	/* Without CAP_IPC_LOCK a user may lock kernel.perf_event_mlock_kb (516 KiB) per CPU of
+	 * rings, then RLIMIT_MEMLOCK: beyond, mmap says EPERM. 14 threads of 256 pages (the
+	 * capture's) are 14 MiB, refused to a user with CAP_PERFMON and CAP_BPF: smaller rings are
+	 * read more often, not lost (the capture's copy does not age), down to 16 pages. */
+	for (;;) {
+		rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
+		if ((rc != -EPERM && rc != -EACCES) || po.mmap_pages <= PERF_MIN_RETRY_PAGES)
+			break;
+		po.mmap_pages /= 4;
+	}
 	free(tids);
 	if (rc == -EACCES || rc == -EPERM)
-		snprintf(err, errlen,
-			 "perf_event_open refused: run as root, or set "
-			 "kernel.perf_event_paranoid <= 1, or grant CAP_PERFMON");
+		perf_refused(err, errlen);
 	else if (rc == -ENOENT)
 		snprintf(err, errlen,
 			 "hardware cycles are not available on this machine: "
