@@ -201,8 +201,38 @@ static void test_large(void)
 	agg__free(ag);
 }
 
+/* pprof's scheduler label: stacks with other tags stay apart, in a stable order (tag last); the
+ * group kind says what follows the pid. */
+static void test_tags(void)
+{
+	struct agg *ag;
+	struct agg_stack s;
+	uint32_t g, h, f;
+
+	CHECK_INT("new", 0, agg__new(&ag));
+	CHECK_INT("group registered", 0, agg__group_kind(ag, "<0.1.0> x", GROUP_REGISTERED, &g));
+	CHECK_INT("group label", 0, agg__group(ag, "[idle]", &h));
+	CHECK_INT("kind registered", GROUP_REGISTERED, agg__group_kind_of(ag, g));
+	CHECK_INT("kind label", GROUP_LABEL, agg__group_kind_of(ag, h));
+	CHECK_INT("bad kind", -EINVAL, agg__group_kind(ag, "y", (enum group_kind)7, &h));
+	CHECK_INT("frame", 0, agg__frame(ag, "m:f/1", FRAME_ERLANG, &f));
+	CHECK_INT("tag 3", 0, agg__add_tagged(ag, g, 3, &f, 1, 2));
+	CHECK_INT("tag 1", 0, agg__add_tagged(ag, g, 1, &f, 1, 5));
+	CHECK_INT("tag 3 again", 0, agg__add_tagged(ag, g, 3, &f, 1, 1));
+	CHECK_INT("two stacks", 2, agg__nstacks(ag));
+	agg__stack(ag, 0, &s);
+	CHECK_INT("first: tag 1", 1, s.tag);
+	CHECK_INT("tag 1 count", 5, s.count);
+	agg__stack(ag, 1, &s);
+	CHECK_INT("second: tag 3", 3, s.tag);
+	CHECK_INT("tag 3 count", 3, s.count);
+	CHECK_INT("total", 8, agg__total(ag));
+	agg__free(ag);
+}
+
 int main(void)
 {
+	test_tags();
 	test_intern();
 	test_add();
 	test_order();

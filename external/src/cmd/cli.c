@@ -88,7 +88,12 @@ enum {
 	OPT_USER_ONLY,
 	OPT_METHOD,
 	OPT_SORT,
-	OPT_WATCH
+	OPT_WATCH,
+	OPT_EVERY,
+	OPT_KEEP,
+	OPT_PUSH,
+	OPT_APP_NAME,
+	OPT_LABEL
 };
 
 static const struct option longopts[] = {
@@ -123,6 +128,11 @@ static const struct option longopts[] = {
     {"perf-data", required_argument, NULL, OPT_PERF_DATA},
     {"sort", required_argument, NULL, OPT_SORT},
     {"watch", required_argument, NULL, OPT_WATCH},
+    {"every", required_argument, NULL, OPT_EVERY},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"push", required_argument, NULL, OPT_PUSH},
+    {"app-name", required_argument, NULL, OPT_APP_NAME},
+    {"label", required_argument, NULL, OPT_LABEL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -181,6 +191,13 @@ static bool allowed(const struct command *cmd, int c)
 	case OPT_PERF_DATA:
 		need = CO_PERFMAP;
 		break;
+	case OPT_EVERY:
+	case OPT_KEEP:
+	case OPT_PUSH:
+	case OPT_APP_NAME:
+	case OPT_LABEL:
+		need = CO_CONTINUOUS;
+		break;
 	case 'd':
 		need = CO_DURATION;
 		break;
@@ -237,6 +254,49 @@ static int parse_number(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* record --every: "60s", "5m", "1h", "1d" or plain seconds, from 1 s to 1 day. */
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0)
+		return -EINVAL;
+	if (!strcmp(end, "m"))
+		v *= 60;
+	else if (!strcmp(end, "h"))
+		v *= 3600;
+	else if (!strcmp(end, "d"))
+		v *= 86400;
+	else if (*end && strcmp(end, "s"))
+		return -EINVAL;
+	if (v < 1 || v > 86400)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* --label KEY=VALUE: KEY a Prometheus label name, VALUE without the characters that would
+ * break Pyroscope's name{k=v,...} syntax. */
+static bool valid_label(const char *s)
+{
+	const char *eq = strchr(s, '=');
+	const char *p;
+
+	if (!eq || eq == s || !eq[1] || strpbrk(eq + 1, "{},=&?# \\"))
+		return false;
+	if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+		return false;
+	for (p = s; p < eq; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_'))
+			return false;
+	}
+	return true;
+}
+
 /* watch --rate: an interval with a unit ("1ms", "250us", "0.5s"), or a number of snapshots per
  * second. Between 100 us and 1 s (the agent's clamp). */
 static int parse_interval(const char *s, uint64_t *ns)
@@ -269,10 +329,19 @@ static int parse_interval(const char *s, uint64_t *ns)
 	return 0;
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n > k && strcmp(s + n - k, tail) == 0;
+}
+
 static enum cli_format format_from_name(const char *path)
 {
 	size_t n = strlen(path);
 
+	if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof") || ends_with(path, ".pb"))
+		return CLI_FMT_PPROF;
 	if (n > 4 && strcmp(path + n - 4, ".svg") == 0)
 		return CLI_FMT_SVG;
 	if (n > 5 && strcmp(path + n - 5, ".json") == 0)
@@ -352,7 +421,35 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->watch_s = v;
 		return 0;
 	case 'o':
-		o->output = arg;
+		if (o->noutputs >= CLI_MAX_OUTPUTS)
+			break;
+		o->outputs[o->noutputs++] = arg;
+		o->output = o->outputs[0];
+		return 0;
+	case OPT_EVERY:
+		if (parse_seconds(arg, &v))
+			break;
+		o->every_s = v;
+		return 0;
+	case OPT_KEEP:
+		if (parse_number(arg, 1, 1000000, &v))
+			break;
+		o->keep = (unsigned)v;
+		return 0;
+	case OPT_PUSH:
+		if (strncmp(arg, "http://", 7) != 0 || !arg[7])
+			break;
+		o->push_url = arg;
+		return 0;
+	case OPT_APP_NAME:
+		if (!arg[0] || strpbrk(arg, "{}&?# ="))
+			break;
+		o->app_name = arg;
+		return 0;
+	case OPT_LABEL:
+		if (o->nlabels >= CLI_MAX_LABELS || !valid_label(arg))
+			break;
+		o->labels[o->nlabels++] = arg;
 		return 0;
 	case OPT_METHOD:
 		if (strcmp(arg, "spy") && strcmp(arg, "poll"))
@@ -404,6 +501,8 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 			o->format = CLI_FMT_SPEEDSCOPE;
 		else if (strcmp(arg, "collapsed") == 0)
 			o->format = CLI_FMT_COLLAPSED;
+		else if (strcmp(arg, "pprof") == 0)
+			o->format = CLI_FMT_PPROF;
 		else
 			break;
 		return 1; /* format given explicitly */
@@ -419,10 +518,40 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
 		 : c == OPT_NODE       ? "--node (like name@host)"
 		 : c == OPT_METHOD     ? "--method (spy or poll)"
-		 : c == OPT_SORT ? "--sort (total, heap, old, frag, stack, bin, msgq, reds or "
-				   "memory)"
-				 : "--format (svg, speedscope or collapsed)");
+		 : c == OPT_SORT     ? "--sort (total, heap, old, frag, stack, bin, msgq, reds or "
+				       "memory)"
+		 : c == 'o'	     ? "-o (given at most 4 times)"
+		 : c == OPT_EVERY    ? "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"
+		 : c == OPT_KEEP     ? "--keep (a number of profiles, 1 or more)"
+		 : c == OPT_PUSH     ? "--push (an http:// URL; for https use a local agent)"
+		 : c == OPT_APP_NAME ? "--app-name (no spaces or any of {}&?#=)"
+		 : c == OPT_LABEL    ? "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"
+				     : "--format (svg, speedscope, collapsed or pprof)");
 	return -EINVAL;
+}
+
+/* record --every and what only it takes. */
+static enum cli_result continuous_args(struct cli_opts *o, const char *cmd, bool format_given,
+				       char *err, size_t errlen)
+{
+	if (!o->every_s) {
+		if (o->keep || o->push_url || o->app_name || o->nlabels) {
+			snprintf(err, errlen,
+				 "%s: --keep, --push, --app-name and --label need --every", cmd);
+			return CLI_USAGE_ERROR;
+		}
+		return CLI_RUN;
+	}
+	if (o->noutputs > 1 || (format_given && o->format != CLI_FMT_PPROF)) {
+		snprintf(err, errlen,
+			 "%s --every: writes pprof profiles into one directory: give -o DIR/ once",
+			 cmd);
+		return CLI_USAGE_ERROR;
+	}
+	o->format = CLI_FMT_PPROF;
+	if (!o->keep)
+		o->keep = 24;
+	return CLI_RUN;
 }
 
 /* inject takes a node, not a pid. */
@@ -500,13 +629,19 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 		snprintf(err, errlen, "watch: give one of --erlang-pid P or --name NAME");
 		return CLI_USAGE_ERROR;
 	}
-	if ((o->command->opts & CO_OUTPUT) && !o->output) {
+	if ((o->command->opts & CO_OUTPUT) && !o->output && !(o->every_s && o->push_url)) {
 		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
 		return CLI_USAGE_ERROR;
 	}
-	if ((o->command->opts & CO_FORMAT) && o->output && !format_given)
-		o->format = format_from_name(o->output);
-	return CLI_RUN;
+	if (o->noutputs > 1 && !(o->command->opts & CO_CONTINUOUS)) {
+		snprintf(err, errlen, "%s: -o given more than once", cmd);
+		return CLI_USAGE_ERROR;
+	}
+	for (size_t i = 0; i < o->noutputs; i++)
+		o->formats[i] = format_given ? o->format : format_from_name(o->outputs[i]);
+	if ((o->command->opts & CO_FORMAT) && o->output)
+		o->format = o->formats[0];
+	return continuous_args(o, cmd, format_given, err, errlen);
 }
 
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen)

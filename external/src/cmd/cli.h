@@ -11,7 +11,10 @@
 
 #include "table.h"
 
-enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE };
+enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE, CLI_FMT_PPROF };
+
+#define CLI_MAX_OUTPUTS 4 /* record: -o given up to this many times */
+#define CLI_MAX_LABELS	8 /* record --push: --label given up to this many times */
 
 struct cli_opts {
 	const struct command *command; /* table.h; NULL before one is named */
@@ -23,8 +26,18 @@ struct cli_opts {
 	double duration_s;
 	bool cycles, all_threads, include_idle, only_erlang;
 	const char *erlang_pid, *name;
-	const char *output; /* record, capture */
+	const char *output; /* record, capture: the first -o */
 	enum cli_format format;
+	/* record: every -o (one recording, several files) and its format */
+	const char *outputs[CLI_MAX_OUTPUTS];
+	enum cli_format formats[CLI_MAX_OUTPUTS];
+	size_t noutputs;
+	/* record, continuous: --every (0: one profile), --keep, --push, --app-name, --label */
+	double every_s;
+	unsigned keep;
+	const char *push_url, *app_name;
+	const char *labels[CLI_MAX_LABELS];
+	size_t nlabels;
 	unsigned limit;	       /* top, blame, sched: rows; capture: samples kept */
 	bool skid_summary;     /* top, record, blame */
 	bool keep_priority;    /* sampling commands: do not raise the sampler's priority */

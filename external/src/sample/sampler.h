@@ -63,6 +63,7 @@ struct sampler_opts {
 	bool keep_priority;	    /* run.c: do not rank the sampler above the VM */
 	bool no_bpf;		    /* no in-kernel capture (kcapture.h) */
 	bool user_only;		    /* no samples taken in the kernel */
+	bool tag_scheduler;	    /* stacks kept apart by scheduler (sampler__sched_tag) */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 };
@@ -134,6 +135,14 @@ void sampler__more_stats(const struct sampler *s, struct unwind_stats *unw, stru
 size_t sampler__nthreads(const struct sampler *s);
 const char *sampler__drop_name(enum sampler_drop d);
 void sampler__free(struct sampler *s);
+
+/* Swap the aggregate samples go to (continuous recording): from the next sample on, new
+ * receives them; the caller owns the old one. Caches of the old one's ids are emptied. */
+void sampler__swap_agg(struct sampler *s, struct agg *new_agg);
+/* A scheduler as an aggregate tag (agg__add_tagged), 0 for a thread that is not one; and the
+ * tag as text, "normal 3", "dirty_cpu 1", "dirty_io 2" (false for 0). */
+uint32_t sampler__sched_tag(const struct target_sched *sch);
+bool sampler__sched_tag_text(uint32_t tag, char *buf, size_t len);
 
 /* sampler_src.c: hooks for a live sampler (capture.c), set before its first poll. */
 void sampler__set_hooks(struct sampler *s, const struct sampler_hooks *h);

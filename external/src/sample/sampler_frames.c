@@ -24,7 +24,8 @@ static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
 	process__read_identity(&s->pr, p);
 	process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
 	snprintf(name, sizeof(name), "%s %s", pid, p->name[0] ? p->name : p->initial);
-	if (agg__group(s->agg, name, group))
+	if (agg__group_kind(s->agg, name, p->name[0] ? GROUP_REGISTERED : GROUP_INITIAL_CALL,
+			    group))
 		return -ENOMEM;
 	*slot = (struct ident){.addr = p->addr, .pid = p->pid, .group = *group, .used = true};
 	return 0;
@@ -146,7 +147,9 @@ static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, u
 		    agg__frame(s->agg, "[kernel]", FRAME_NATIVE, &id) == 0)
 			s->frames[n++] = id;
 	}
-	if (agg__add(s->agg, group, s->frames, n, 1))
+	if (agg__add_tagged(s->agg, group,
+			    s->opts.tag_scheduler ? sampler__sched_tag(rec->sched) : 0, s->frames,
+			    n, 1))
 		return;
 	s->st.kept++;
 	if (!s->opts.on_record)
@@ -278,4 +281,30 @@ void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *re
 	rec->kind = p ? SAMPLE_ERLANG : SAMPLE_NO_PROCESS;
 	rec->process = p ? p->addr : 0;
 	keep(s, rec, group, n, 1);
+}
+
+void sampler__swap_agg(struct sampler *s, struct agg *new_agg)
+{
+	s->agg = new_agg;
+	memset(s->ident, 0, sizeof(s->ident));
+	memset(s->names, 0, sizeof(s->names));
+	memset(s->jit_names, 0, sizeof(s->jit_names));
+}
+
+uint32_t sampler__sched_tag(const struct target_sched *sch)
+{
+	if (!sch || sch->type > XP_SCHED_DIRTY_IO || sch->number > 0xffff)
+		return 0;
+	return (sch->type + 1) << 16 | sch->number;
+}
+
+bool sampler__sched_tag_text(uint32_t tag, char *buf, size_t len)
+{
+	static const char *const types[] = {"normal", "dirty_cpu", "dirty_io"};
+	uint32_t type = tag >> 16;
+
+	if (!type || type > 3)
+		return false;
+	snprintf(buf, len, "%s %u", types[type - 1], tag & 0xffff);
+	return true;
 }
