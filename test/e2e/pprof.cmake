@@ -7,3 +7,6 @@ foreach(otp 25 27 29)
   set_tests_properties(e2e.pprof.${otp} PROPERTIES
     SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 120 ENVIRONMENT "${XP_E2E_ENV}")
 endforeach()
+add_test(NAME e2e.every COMMAND ${XP_E2E_DIR}/every_test.sh)
+set_tests_properties(e2e.every PROPERTIES
+  SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 120 ENVIRONMENT "${XP_E2E_ENV}")

@@ -22,10 +22,11 @@ xp_require_sampler
 command -v go >/dev/null || xp_skip "go not installed (golang-go, tools/install-deps.sh)"
 export HOME=${HOME:-/root} GOCACHE=${GOCACHE:-/tmp/xp-gocache} GOFLAGS=-mod=mod
 
-# "count<TAB>function" of `go tool pprof -top`'s flat column, every function, sorted by name.
+# "count<TAB>function" of `go tool pprof -top`'s flat column, every function, sorted by name
+# (names as written: the collapsed output does not demangle C++ either).
 pprof_flat() {
-	go tool pprof -top -sample_index=samples -nodecount=1000000 -nodefraction=0 \
-		-edgefraction=0 "$1" 2>/dev/null |
+	go tool pprof -top -symbolize=none -sample_index=samples -nodecount=1000000 \
+		-nodefraction=0 -edgefraction=0 "$1" 2>/dev/null |
 		awk 'f { n = $1; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); if (n > 0) print n "\t" $0 }
 		     /flat%/ { f = 1 }' | LC_ALL=C sort -t$'\t' -k2
 }
@@ -85,10 +86,8 @@ done
 # Labels: xp_demo_fib's samples carry its pid, registered name and a normal scheduler.
 pid=$(awk '/^ *pid: / { p = $2 } /registered_name: +xp_demo_fib$/ { print p; exit }' \
 	"$XP_VM_DIR/plain.traces")
-[[ "$pid" =~ ^\<0\.[0-9]+\.0\>$ ]] && xp_pass "label pid $pid on xp_demo_fib's samples" ||
-	xp_fail "no pid label beside registered_name xp_demo_fib in -traces"
-grep -Eq '^ *scheduler: +normal [0-9]+$' "$XP_VM_DIR/plain.traces" &&
-	xp_pass "label scheduler: normal N" || xp_fail "no 'scheduler: normal N' label in -traces"
+if [[ "$pid" =~ ^\<0\.[0-9]+\.0\>$ ]]; then xp_pass "label pid $pid on xp_demo_fib's samples"; else xp_fail "no pid label beside registered_name xp_demo_fib in -traces"; fi
+if grep -Eq '^ *scheduler: +normal [0-9]+$' "$XP_VM_DIR/plain.traces"; then xp_pass "label scheduler: normal N"; else xp_fail "no 'scheduler: normal N' label in -traces"; fi
 
 # beam.smp's mapping and its build-id, as `info` reads it.
 bid=$(xp_sampler info --json "$XP_VM_PID" 2>/dev/null | jq -r '.. | .build_id? // empty' | head -n 1)
@@ -101,6 +100,5 @@ fi
 
 # --lines: Erlang locations name their file and line.
 n=$(go tool pprof -raw "$XP_VM_DIR/lines.pb.gz" 2>/dev/null | grep -cE 'xp_demo:fib/1 .*xp_demo\.erl:[0-9]+' || true)
-((n > 0)) && xp_pass "--lines: $n locations of xp_demo:fib/1 with xp_demo.erl:LINE" ||
-	xp_fail "--lines: no location of xp_demo:fib/1 with xp_demo.erl:LINE in -raw"
+if ((n > 0)); then xp_pass "--lines: $n locations of xp_demo:fib/1 with xp_demo.erl:LINE"; else xp_fail "--lines: no location of xp_demo:fib/1 with xp_demo.erl:LINE in -raw"; fi
 xp_summary

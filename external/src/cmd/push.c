@@ -167,6 +167,7 @@ static int post(struct pusher *p, const struct push_item *it, char *err, size_t 
 		rc = r > 0 ? 0 : r < 0 ? -errno : -ECONNRESET;
 		if (r > 0)
 			resp[r] = '\0';
+		resp[strcspn(resp, "\r\n")] = '\0'; /* the status line */
 	}
 	close(fd);
 	if (rc) {
