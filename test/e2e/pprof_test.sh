@@ -6,7 +6,7 @@
 #            equals the collapsed file's leaf count exactly, and the totals match; the cpu
 #            sample type is samples x 1e9/997 ns; the labels pid, registered_name and scheduler
 #            are on xp_demo_fib's samples; beam.smp's mapping carries its build-id (as `info`
-#            reports it)
+#            reports it) and is the first, which pprof takes for the main binary
 #   --lines  the same at function granularity (the collapsed " (file:line)" suffix stripped),
 #            and Erlang locations carry xp_demo.erl with a line number
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
@@ -50,6 +50,7 @@ check() {
 		return 0
 	fi
 	xp_pass "$name: go tool pprof -top reads it"
+	xp_expect "$name: the main binary (first mapping)" "File: beam.smp" "$(head -n 1 "$XP_VM_DIR/$name.top")"
 	if go tool pprof -traces "$pb" >"$XP_VM_DIR/$name.traces" 2>&1; then
 		xp_pass "$name: go tool pprof -traces reads it"
 	else

@@ -79,7 +79,7 @@ const char record__usage[] =
     "  --app-name NAME       the application name (default: the node's -sname/-name, else beam)\n"
     "  --label KEY=VALUE     a label of every pushed profile (up to 8)\n"
     "  SIGHUP ends the current interval now; SIGTERM or Ctrl-C writes the partial interval,\n"
-    "  waits up to 10 s for queued pushes, and exits.\n"
+    "  sends what is still queued (up to 10 s, no more retries), and exits.\n"
     "\n"
     "%s"
     "\n"

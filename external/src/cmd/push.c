@@ -181,17 +181,18 @@ static int post(struct pusher *p, const struct push_item *it, char *err, size_t 
 	return 0;
 }
 
-/* Wait until seconds have passed, or stopping's deadline; false when that deadline is past. */
+/* Wait seconds before the next attempt (the lock held, released while waiting): true to try
+ * again. A stop cuts the wait short for one last attempt, when its deadline allows. */
 static bool backoff(struct pusher *p, double seconds)
 {
-	struct timespec ts;
 	double until = mono_s() + seconds;
+	struct timespec ts;
 
-	while (!p->stopping || mono_s() < p->deadline) {
-		double left = (p->stopping && p->deadline < until ? p->deadline : until) - mono_s();
+	while (!p->stopping) {
+		double left = until - mono_s();
 
 		if (left <= 0)
-			return !p->stopping || mono_s() < p->deadline;
+			return true;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += (time_t)left;
 		ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
@@ -201,7 +202,7 @@ static bool backoff(struct pusher *p, double seconds)
 		}
 		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
 	}
-	return false;
+	return mono_s() < p->deadline;
 }
 
 static void *push_thread(void *arg)
@@ -242,7 +243,8 @@ static void *push_thread(void *arg)
 		}
 		p->st.attempts++;
 		snprintf(p->st.last_error, sizeof(p->st.last_error), "%s", why);
-		if (!backoff(p, delay))
+		/* Stopping: what failed now is not retried, the rest is dropped (counted). */
+		if (p->stopping || !backoff(p, delay))
 			break;
 		delay = delay * 2 > PUSH_BACKOFF_MAX_S ? PUSH_BACKOFF_MAX_S : delay * 2;
 	}

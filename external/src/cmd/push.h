@@ -30,7 +30,8 @@ int pusher__new(const char *url, const char *name, unsigned sample_rate, struct 
 /* Queue one gzipped profile covering [from, until) (Unix seconds); takes buf (malloc'd). Never
  * blocks on the network. */
 void pusher__push(struct pusher *p, uint8_t *buf, size_t len, int64_t from, int64_t until);
-/* Try what is queued for at most wait_s seconds, then stop the thread; the rest is dropped. */
+/* Send what is queued, for at most wait_s seconds and until an attempt fails (no more backoff),
+ * then stop the thread; the rest is dropped and counted. */
 void pusher__finish(struct pusher *p, double wait_s, struct push_stats *st);
 void pusher__free(struct pusher *p);
 

@@ -248,6 +248,9 @@ static uint64_t mapping_of(struct builder *b, const char *module)
 	uint64_t lo = 0, hi = 0;
 	size_t i;
 
+	pm = module_range(b->maps, module, &lo, &hi);
+	if (pm)
+		module = pm->path;
 	for (i = 0; i < b->nmap; i++) {
 		if (!strcmp(b->mod[i], module))
 			return b->map[i].id;
@@ -256,8 +259,7 @@ static uint64_t mapping_of(struct builder *b, const char *module)
 		return 0;
 	mp = &b->map[b->nmap];
 	perftools__profiles__mapping__init(mp);
-	pm = module_range(b->maps, module, &lo, &hi);
-	if (str_intern(&b->st, pm ? pm->path : module, &mp->filename))
+	if (str_intern(&b->st, module, &mp->filename))
 		return 0;
 	mp->id = b->nmap + 1;
 	mp->has_functions = true;
@@ -270,7 +272,7 @@ static uint64_t mapping_of(struct builder *b, const char *module)
 	    !elf_image__open(path, &img) && elf_image__build_id(img)[0])
 		(void)str_intern(&b->st, elf_image__build_id(img), &mp->build_id);
 	elf_image__free(img);
-	b->mod[b->nmap] = module;
+	b->mod[b->nmap] = module; /* the maps' path, or the aggregate's name */
 	b->mapp[b->nmap++] = mp;
 	return mp->id;
 }
@@ -301,6 +303,9 @@ static int add_locations(struct builder *b)
 	int64_t line;
 	int err;
 
+	/* pprof takes the first mapping for the main binary (beam.smp): the maps' first file. */
+	if (b->maps && b->maps->n && b->maps->v[0].path[0] == '/')
+		(void)mapping_of(b, b->maps->v[0].path);
 	for (i = 0; i < nf; i++) {
 		const char *name = agg__frame_name(b->a, (uint32_t)i);
 		const char *mod = agg__frame_module(b->a, (uint32_t)i);
