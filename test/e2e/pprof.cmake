@@ -10,3 +10,9 @@ endforeach()
 add_test(NAME e2e.every COMMAND ${XP_E2E_DIR}/every_test.sh)
 set_tests_properties(e2e.every PROPERTIES
   SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 120 ENVIRONMENT "${XP_E2E_ENV}")
+
+# Installing (package_test.sh): cmake --install, the man page and completion, the CPack .deb
+# unpacked and run (--version, a 1 s record of an OTP 25 VM). ~15 s.
+add_test(NAME e2e.package COMMAND ${XP_E2E_DIR}/package_test.sh)
+set_tests_properties(e2e.package PROPERTIES
+  SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 180 ENVIRONMENT "${XP_E2E_ENV}")

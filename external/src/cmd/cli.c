@@ -24,7 +24,7 @@ static const char usage_tail[] =
     "\n"
     "Options:\n"
     "  -h, --help    show help (also: extrospect COMMAND --help)\n"
-    "  -V, --version print the sampler's version\n"
+    "  -V, --version print the version, git revision and supported OTP releases\n"
     "\n"
     "Exit codes:\n"
     "  0 success            1 internal error          2 usage error\n"
@@ -212,6 +212,20 @@ static bool allowed(const struct command *cmd, int c)
 		break;
 	}
 	return (cmd->opts & need) != 0;
+}
+
+size_t cli__option_names(const struct command *cmd, const char **names, size_t max)
+{
+	size_t i, n = 0;
+
+	for (i = 0; longopts[i].name && n < max; i++) {
+		/* An alias ("--erlang-only") shares its value with the name listed before it. */
+		if (i && longopts[i - 1].val == longopts[i].val)
+			continue;
+		if (allowed(cmd, longopts[i].val))
+			names[n++] = longopts[i].name;
+	}
+	return n;
 }
 
 /* The option as the user wrote it, for messages. */
@@ -658,6 +672,10 @@ enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *e
 		return CLI_HELP;
 	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0)
 		return CLI_VERSION;
+	if (strcmp(cmd, "--help-man") == 0)
+		return CLI_MAN;
+	if (strcmp(cmd, "--help-completion") == 0)
+		return CLI_COMPLETION;
 	opts->freq_hz = 997;
 	opts->command = command__find(cmd);
 	if (opts->command) {

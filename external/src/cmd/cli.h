@@ -58,11 +58,18 @@ struct cli_opts {
 	bool watch_poll;      /* watch --method poll: the sampler reads the struct, no spy */
 };
 
-enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };
+/* CLI_MAN, CLI_COMPLETION: the build's --help-man and --help-completion (docgen.c). */
+enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR, CLI_MAN, CLI_COMPLETION };
 
 /* Parse argv. On CLI_USAGE_ERROR, err holds a one-line message. */
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen);
 /* The help of command, or the general help when NULL. */
 void cli__help(FILE *f, const struct command *command);
+/* The long options (without "--") command accepts, at most max of them; how many. */
+size_t cli__option_names(const struct command *cmd, const char **names, size_t max);
+/* docgen.c: a man page (roff) made of the same text as --help, and a bash completion script
+ * made of the command table; both written at build time (CMakeLists.txt). */
+void cli__man_page(FILE *f, const char *version);
+void cli__bash_completion(FILE *f);
 
 #endif /* XP_CLI_H */

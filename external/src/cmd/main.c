@@ -20,9 +20,32 @@
 #include "table.h"
 #include "target.h"
 
+#include "layout.h"
+#include "xp_git_rev.h"
+
 #ifndef XP_VERSION
 #define XP_VERSION "0.1.0"
 #endif
+
+/* --version: the version, the git revision built, and the OTP releases of the built-in layout
+ * rows (external/vm/layout.c), each once. */
+static void print_version(void)
+{
+	unsigned n = 0, i, j;
+	const struct xp_layout *rows = layout__rows(&n);
+
+	printf("extrospect %s (git %s)\n", XP_VERSION, XP_GIT_REV);
+	printf("supported OTP releases (built-in layouts):");
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i && strcmp(rows[j].otp_release, rows[i].otp_release); j++)
+			;
+		if (j == i)
+			printf("%s OTP %s (erts %s.x, %s %s)", i ? "," : "", rows[i].otp_release,
+			       rows[i].erts_series, rows[i].flavor == XP_FLAVOR_JIT ? "JIT" : "emu",
+			       rows[i].arch);
+	}
+	printf("\nother erts versions: only with the agent loaded, for what it verifies\n");
+}
 
 /* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report (RUN_STOP);
  * a second one exits at once (128 + the signal, as a shell reports it), as py-spy does. SIGHUP,
@@ -135,8 +158,14 @@ int main(int argc, char **argv)
 		cli__help(stdout, opts.command);
 		return EXIT_OK;
 	case CLI_VERSION:
-		printf("extrospect %s\n", XP_VERSION);
+		print_version();
 		return EXIT_OK;
+	case CLI_MAN:
+		cli__man_page(stdout, XP_VERSION);
+		return fflush(stdout) ? EXIT_INTERNAL : EXIT_OK;
+	case CLI_COMPLETION:
+		cli__bash_completion(stdout);
+		return fflush(stdout) ? EXIT_INTERNAL : EXIT_OK;
 	case CLI_USAGE_ERROR:
 		fprintf(stderr, "extrospect: %s\n", err);
 		return EXIT_USAGE;
