@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# ctest e2e.every: `record --every 2s --keep 2 -o DIR/ --push URL` against a local stand-in for
+# ctest e2e.every: `record --every 1s --keep 2 -o DIR/ --push URL` against a local stand-in for
 # Pyroscope's ingest endpoint (ingest_receiver.py, which answers its first request 503). OTP 25
 # with the agent only: interval rotation, files and pushes are the sampler's own, the same on
 # every OTP (the samples themselves are e2e.pprof's). Asserts:
-#   - SIGHUP ends an interval at once (that interval is shorter than 1.5 s of the 2 s)
+#   - SIGHUP ends an interval at once (that interval is shorter than 0.6 s of the 1 s)
 #   - SIGTERM writes the partial interval, waits for its push and exits 0
 #   - DIR keeps exactly the newest 2 profiles, named by UTC start time, each read by go tool pprof
 #   - every interval reached the receiver (the refused first push retried): as many accepted
@@ -45,7 +45,7 @@ xp_defer "kill $rpid"
 wait_for 20 test -s "$recv/port" || xp_die "the receiver wrote no port file"
 port=$(cat "$recv/port")
 
-"$XP_SAMPLER" record --every 2s --keep 2 -o "$dir/" --push "http://127.0.0.1:$port" \
+"$XP_SAMPLER" record --every 1s --keep 2 -o "$dir/" --push "http://127.0.0.1:$port" \
 	--app-name xp --label env=test "$XP_VM_PID" 2>"$XP_VM_DIR/every.err" &
 spid=$!
 xp_defer "kill -KILL $spid 2>/dev/null"
@@ -94,10 +94,10 @@ for line in "${ok[@]}"; do
 	t=$(date -u -d "$t" +%s.%N)
 	[[ -z "$last_t" ]] || d=$(awk -v a="$last_t" -v b="$t" 'BEGIN { printf "%.3f", b - a }')
 	echo "interval $i: $s samples, starts $t${last_t:+, the last lasted $d s}"
-	[[ -n "$last_t" ]] && awk -v d="$d" 'BEGIN { exit !(d < 1.5) }' && short=$((short + 1))
+	[[ -n "$last_t" ]] && awk -v d="$d" 'BEGIN { exit !(d < 0.6) }' && short=$((short + 1))
 	last_t=$t
 done
 xp_expect "samples in all pushed profiles = kept samples of the run" "$kept" "$sum"
 # The interval SIGHUP ended (the last one, ended by SIGTERM, has no successor to time it).
-if ((short == 1)); then xp_pass "one interval (SIGHUP's) under 1.5 s of the 2 s"; else xp_fail "$short intervals under 1.5 s, expected 1 (SIGHUP's)"; fi
+if ((short == 1)); then xp_pass "one interval (SIGHUP's) under 0.6 s of the 1 s"; else xp_fail "$short intervals under 0.6 s, expected 1 (SIGHUP's)"; fi
 xp_summary

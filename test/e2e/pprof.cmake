@@ -1,6 +1,6 @@
 # pprof output (pprof_test.sh): `record -o X.pb.gz -o X.folded` read back by `go tool pprof` on
-# OTP 25, 27 and 29 with the agent; one VM, two 2 s recordings (~8 s each). Continuous mode
-# (every_test.sh): --every 2s into a directory and --push to a local receiver, SIGHUP, --keep and
+# OTP 25, 27 and 29 with the agent; one VM, two 1 s recordings (~10 s each). Continuous mode
+# (every_test.sh): --every 1s into a directory and --push to a local receiver, SIGHUP, --keep and
 # SIGTERM; OTP-independent (the rotation and the push are the sampler's own), so OTP 25 only.
 foreach(otp 25 27 29)
   add_test(NAME e2e.pprof.${otp} COMMAND ${XP_E2E_DIR}/pprof_test.sh ${otp})
