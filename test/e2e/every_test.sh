@@ -24,15 +24,6 @@ export HOME=${HOME:-/root} GOCACHE=${GOCACHE:-/tmp/xp-gocache}
 
 samples_of() { go tool pprof -raw "$1" 2>/dev/null | awk '/^Samples:/ { f = 1; next } /^Locations/ { f = 0 } f && /^ *[0-9]+ +[0-9]+:/ { s += $1 } END { print s + 0 }'; }
 
-# wait_for SECONDS CONDITION...: polls a condition the sampler or receiver makes true.
-wait_for() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.1
-	done
-}
 intervals() { grep -c '^extrospect: interval ' "$XP_VM_DIR/every.err" || true; }
 at_least() { (($(intervals) >= $1)); }
 
@@ -42,20 +33,20 @@ mkdir -p "$recv"
 "$py" "$(dirname "$0")/ingest_receiver.py" "$recv" --fail-first 1 &
 rpid=$!
 xp_defer "kill $rpid"
-wait_for 20 test -s "$recv/port" || xp_die "the receiver wrote no port file"
+xp_await 20 test -s "$recv/port" || xp_die "the receiver wrote no port file"
 port=$(cat "$recv/port")
 
 "$XP_SAMPLER" record --every 1s --keep 2 -o "$dir/" --push "http://127.0.0.1:$port" \
 	--app-name xp --label env=test "$XP_VM_PID" 2>"$XP_VM_DIR/every.err" &
 spid=$!
 xp_defer "kill -KILL $spid 2>/dev/null"
-wait_for 20 at_least 2 || xp_fail "fewer than 2 intervals in 20 s"
+xp_await 20 at_least 2 || xp_fail "fewer than 2 intervals in 20 s"
 # Just after a rotation, SIGHUP: the next interval ends at once, not 2 s later.
 n=$(intervals)
-wait_for 5 at_least $((n + 1)) || true
+xp_await 5 at_least $((n + 1)) || true
 kill -HUP "$spid"
-wait_for 5 at_least $((n + 2)) || xp_fail "SIGHUP: no interval ended"
-wait_for 5 at_least $((n + 3)) || true
+xp_await 5 at_least $((n + 2)) || xp_fail "SIGHUP: no interval ended"
+xp_await 5 at_least $((n + 3)) || true
 kill -TERM "$spid"
 rc=0
 wait "$spid" || rc=$?
