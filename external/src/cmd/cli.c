@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_values.h"
 #include "commands.h"
 #include "table.h"
 
@@ -246,123 +247,6 @@ static const char *option_name(int c, const char *fallback, char *buf, size_t le
 	return fallback;
 }
 
-static bool valid_erlang_pid(const char *s)
-{
-	unsigned a, b, c;
-	char end;
-
-	return sscanf(s, "<%u.%u.%u%c", &a, &b, &c, &end) == 4 && end == '>' &&
-	       s[strlen(s) - 1] == '>';
-}
-
-static int parse_number(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* record --every: "60s", "5m", "1h", "1d" or plain seconds, from 1 s to 1 day. */
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0)
-		return -EINVAL;
-	if (!strcmp(end, "m"))
-		v *= 60;
-	else if (!strcmp(end, "h"))
-		v *= 3600;
-	else if (!strcmp(end, "d"))
-		v *= 86400;
-	else if (*end && strcmp(end, "s"))
-		return -EINVAL;
-	if (v < 1 || v > 86400)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* --label KEY=VALUE: KEY a Prometheus label name, VALUE without the characters that would
- * break Pyroscope's name{k=v,...} syntax. */
-static bool valid_label(const char *s)
-{
-	const char *eq = strchr(s, '=');
-	const char *p;
-
-	if (!eq || eq == s || !eq[1] || strpbrk(eq + 1, "{},=&?# \\"))
-		return false;
-	if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-		return false;
-	for (p = s; p < eq; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_'))
-			return false;
-	}
-	return true;
-}
-
-/* watch --rate: an interval with a unit ("1ms", "250us", "0.5s"), or a number of snapshots per
- * second. Between 100 us and 1 s (the agent's clamp). */
-static int parse_interval(const char *s, uint64_t *ns)
-{
-	static const struct {
-		const char *unit;
-		double ns;
-	} units[] = {{"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-	char *end;
-	double v, scale = 0;
-	size_t i;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0)
-		return -EINVAL;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].unit) == 0)
-			scale = units[i].ns;
-	}
-	if (*end == '\0')
-		v = 1e9 / v; /* per second */
-	else if (scale == 0)
-		return -EINVAL;
-	else
-		v *= scale;
-	if (v < 100e3 || v > 1e9)
-		return -EINVAL;
-	*ns = (uint64_t)v;
-	return 0;
-}
-
-static bool ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), k = strlen(tail);
-
-	return n > k && strcmp(s + n - k, tail) == 0;
-}
-
-static enum cli_format format_from_name(const char *path)
-{
-	size_t n = strlen(path);
-
-	if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof") || ends_with(path, ".pb"))
-		return CLI_FMT_PPROF;
-	if (n > 4 && strcmp(path + n - 4, ".svg") == 0)
-		return CLI_FMT_SVG;
-	if (n > 5 && strcmp(path + n - 5, ".json") == 0)
-		return CLI_FMT_SPEEDSCOPE;
-	return CLI_FMT_COLLAPSED;
-}
-
 static int take_option(struct cli_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
 	double v;
@@ -430,7 +314,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->sort = arg;
 		return 0;
 	case OPT_WATCH:
-		if (parse_number(arg, 0.1, 86400, &v))
+		if (cli__parse_number(arg, 0.1, 86400, &v))
 			break;
 		o->watch_s = v;
 		return 0;
@@ -441,12 +325,12 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->output = o->outputs[0];
 		return 0;
 	case OPT_EVERY:
-		if (parse_seconds(arg, &v))
+		if (cli__parse_seconds(arg, &v))
 			break;
 		o->every_s = v;
 		return 0;
 	case OPT_KEEP:
-		if (parse_number(arg, 1, 1000000, &v))
+		if (cli__parse_number(arg, 1, 1000000, &v))
 			break;
 		o->keep = (unsigned)v;
 		return 0;
@@ -461,7 +345,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->app_name = arg;
 		return 0;
 	case OPT_LABEL:
-		if (o->nlabels >= CLI_MAX_LABELS || !valid_label(arg))
+		if (o->nlabels >= CLI_MAX_LABELS || !cli__valid_label(arg))
 			break;
 		o->labels[o->nlabels++] = arg;
 		return 0;
@@ -472,21 +356,21 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case 'F':
 		if (o->command && (o->command->opts & CO_WATCH)) {
-			if (parse_interval(arg, &o->interval_ns))
+			if (cli__parse_interval(arg, &o->interval_ns))
 				break;
 			return 0;
 		}
-		if (parse_number(arg, 1, 100000, &v))
+		if (cli__parse_number(arg, 1, 100000, &v))
 			break;
 		o->freq_hz = (uint32_t)v;
 		return 0;
 	case 'd':
-		if (parse_number(arg, 0.01, 1e7, &v))
+		if (cli__parse_number(arg, 0.01, 1e7, &v))
 			break;
 		o->duration_s = v;
 		return 0;
 	case 'n':
-		if (parse_number(arg, 1, 10000, &v))
+		if (cli__parse_number(arg, 1, 10000, &v))
 			break;
 		o->limit = (unsigned)v;
 		return 0;
@@ -501,7 +385,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->all_threads = strcmp(arg, "all") == 0;
 		return 0;
 	case OPT_ERLANG_PID:
-		if (!valid_erlang_pid(arg))
+		if (!cli__valid_erlang_pid(arg))
 			break;
 		o->erlang_pid = arg;
 		return 0;
@@ -652,7 +536,7 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 		return CLI_USAGE_ERROR;
 	}
 	for (size_t i = 0; i < o->noutputs; i++)
-		o->formats[i] = format_given ? o->format : format_from_name(o->outputs[i]);
+		o->formats[i] = format_given ? o->format : cli__format_from_name(o->outputs[i]);
 	if ((o->command->opts & CO_FORMAT) && o->output)
 		o->format = o->formats[0];
 	return continuous_args(o, cmd, format_given, err, errlen);
