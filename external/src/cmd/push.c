@@ -1,5 +1,6 @@
 /* The push thread. See push.h. One connection per profile (Connection: close): a push a
- * minute needs no pool. Every socket operation is bounded by PUSH_IO_TIMEOUT_S. */
+ * minute needs no pool. Every socket operation (connect, send, receive) is bounded by
+ * PUSH_IO_TIMEOUT_S, so an attempt in flight at the end can hold it that long more. */
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -13,7 +14,7 @@
 
 #include "push.h"
 
-#define PUSH_IO_TIMEOUT_S  10
+#define PUSH_IO_TIMEOUT_S  5
 #define PUSH_BACKOFF_MIN_S 1
 #define PUSH_BACKOFF_MAX_S 60
 
