@@ -528,7 +528,8 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 		return CLI_USAGE_ERROR;
 	}
 	if ((o->command->opts & CO_OUTPUT) && !o->output && !(o->every_s && o->push_url)) {
-		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
+		snprintf(err, errlen, "%s: missing -o %s (see extrospect %s --help)", cmd,
+			 o->every_s ? "DIR/ or --push URL" : "FILE", cmd);
 		return CLI_USAGE_ERROR;
 	}
 	if (o->noutputs > 1 && !(o->command->opts & CO_CONTINUOUS)) {
