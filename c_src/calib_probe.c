@@ -5,6 +5,7 @@
  * (vm/mem.h). Does not own: finding the JIT range (calib_scan.c) or driving the stages
  * (extrospect_agent). */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "agent.h"
@@ -184,6 +185,57 @@ static void find_reds(struct calib *c, size_t nw)
 			  : "fewer than two snapshots with known, different reductions");
 }
 
+#define PDICT_PROBE_SLOTS 64 /* the probe's dictionary holds one entry: a small table */
+
+/* Is p the probe's dictionary: a ProcDict (B/erl_process_dict.h 25-29) of one element whose
+ * only used slot is the tuple {Name, Name} the probe put there (probe_loop/0)? */
+static bool probe_dictionary(uint64_t p, uint64_t name)
+{
+	uint64_t slots[PDICT_PROBE_SLOTS], t[3];
+	uint32_t sizes[4];
+	uint64_t nelems, tuple = 0;
+	unsigned i, used = 0;
+
+	if ((p & 7) || !mem__plausible(p) || mem__self_read(p, sizes, sizeof(sizes)) ||
+	    mem__self_read_u64(p + XP_PDICT_NUM_ELEMENTS, &nelems) || nelems != 1 || !sizes[2] ||
+	    sizes[2] > PDICT_PROBE_SLOTS ||
+	    mem__self_read(p + XP_PDICT_DATA, slots, sizes[2] * sizeof(slots[0])))
+		return false;
+	for (i = 0; i < sizes[2]; i++) {
+		if (slots[i] == XP_TERM_NIL)
+			continue;
+		used++;
+		tuple = slots[i];
+	}
+	return used == 1 && (tuple & XP_TAG_PRIMARY_MASK) == XP_TAG_BOXED &&
+	       mem__self_read(tuple & ~(uint64_t)XP_TAG_PRIMARY_MASK, t, sizeof(t)) == 0 &&
+	       t[0] == XP_TUPLE_HDR(2) && t[1] == name && t[2] == name;
+}
+
+/* dictionary: the word holding the same pointer in every snapshot, to the probe's dictionary. */
+static void find_dictionary(struct calib *c, size_t nw, uint64_t name)
+{
+	int k_hit = CALIB_NOT_FOUND;
+	unsigned i;
+	size_t k;
+
+	for (k = 0; k < nw; k++) {
+		uint64_t p = 0;
+		bool same = true;
+
+		for (i = 0; i < PROBE_STAGES && same; i++) {
+			if (!c->snap[i].valid)
+				continue;
+			same = !p || c->snap[i].w[k] == p;
+			p = c->snap[i].w[k];
+		}
+		if (same && p && p != c->probe_proc && probe_dictionary(p, name))
+			calib__hit(&k_hit, (int)k);
+	}
+	calib__record(c, XP_OFF_P_DICTIONARY, k_hit, k_hit * 8,
+		      "the pointer to a ProcDict holding only the probe's {Name, Name}");
+}
+
 /* state: a 32-bit slot with normal priority, RUNNING in the calling process and not RUNNING in
  * the parked probe; neither FREE nor EXITING. */
 static void find_state(struct calib *c, const struct xp_layout *row, size_t nw)
@@ -234,4 +286,5 @@ void calib__probe_analyze(const struct agent *a, struct calib *c, uint64_t i_lo,
 	find_msg_len(c, a->row, nw);
 	find_reds(c, nw);
 	find_state(c, a->row, nw);
+	find_dictionary(c, nw, reg_name);
 }

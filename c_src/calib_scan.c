@@ -275,6 +275,7 @@ int calib__scan(struct agent *a, const struct scan_args *g)
 		scan_atoms(a, c, &se, g);
 		scan_jit(c, &se, want, &jit);
 		find_ptab(a, c, &se, g);
+		calib__find_allctrs(a, c, &se);
 	}
 	check_normal_exit(c, &jit);
 	check_jit_caller(c, &want[1]);

@@ -26,4 +26,8 @@ struct scan_args {
  * the step that made everything else impossible (the ELF sections). */
 int calib__scan(struct agent *a, const struct scan_args *args);
 
+/* calib_alloc.c: erts_allctrs_info (dlsym, else a scan of se) into c->addr. */
+struct selfelf;
+void calib__find_allctrs(const struct agent *a, struct calib *c, const struct selfelf *se);
+
 #endif /* XP_CALIB_SCAN_H */

@@ -51,8 +51,9 @@ int calib__memory(struct agent *a, uint64_t proc, uint64_t pid, const uint64_t g
 
 /* Discover the fields only a parked process shows, from the snapshots in c: i (inside
  * [i_lo, i_hi), the probe function's JIT range), u.initial ({mod, fun, 0}), reg (a RegProc
- * naming reg_name and pointing back), the message-queue length, reductions and state. c is the
- * dirty scan's working copy of a->calib. */
+ * naming reg_name and pointing back), the message-queue length, reductions, state and
+ * dictionary (a ProcDict holding only {reg_name, reg_name}). c is the dirty scan's working copy
+ * of a->calib. */
 void calib__probe_analyze(const struct agent *a, struct calib *c, uint64_t i_lo, uint64_t i_hi,
 			  uint64_t mod, uint64_t fun, uint64_t reg_name);
 

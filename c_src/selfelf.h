@@ -1,7 +1,7 @@
-/* Where beam.smp's writable data lives in our own address space: the .data and .bss section
- * headers of /proc/self/exe (they survive stripping), parsed by hand with <elf.h>, plus the load
- * bias of the main program from dl_iterate_phdr, and the scan of them for a unique address. Does
- * not own: what is searched for in there (the callers' checks). */
+/* Where beam.smp's writable data lives in our own address space: its writable PT_LOAD segment
+ * past RELRO (.got.plt, .data, .bss), from the program headers dl_iterate_phdr gives, and the
+ * scan of it for a unique address. Reads no ELF file. Does not own: what is searched for in
+ * there (the callers' checks). */
 #ifndef XP_SELFELF_H
 #define XP_SELFELF_H
 
@@ -21,7 +21,7 @@ struct selfelf {
 	struct selfelf_range r[SELFELF_MAX_RANGES];
 };
 
-/* 0, or -ENOENT (no usable section), -EPROTO (not a 64-bit ELF we understand), -errno. */
+/* 0, or -ENOENT (no writable segment). */
 int selfelf__load(struct selfelf *out);
 
 /* Find the one 8-byte-aligned address a in the ranges, with [a, a + span) inside its range,

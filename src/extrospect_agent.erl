@@ -191,8 +191,11 @@ stop_probe(Probe) when is_pid(Probe) ->
 stop_probe(_) ->
     ok.
 
-%% Parked here (in receive) while the NIF reads its struct; junk messages stay queued.
+%% Parked here (in receive) while the NIF reads its struct; junk messages stay queued. Its
+%% dictionary holds one entry, {Name, Name} (Name: its registered name), by which the NIF finds
+%% Process.dictionary (c_src/calib_probe.c).
 probe_loop() ->
+    _ = put(?PROBE_NAME, ?PROBE_NAME),
     receive
         {xp_probe, From, Ref, whoami} ->
             From ! {Ref, try nif(self_proc, []) catch exit:Why -> {error, Why} end},

@@ -52,7 +52,7 @@ per_release("25") ->
       p_current => 472,
       p_initial => 448, p_reg => 48, p_state => 640, p_scheduler_data => 760,
       p_fcalls => 104, p_msg_len => undefined, esd_stride => 41728,
-      regs_x_reg_array => 128, p_sizeof => 776};
+      regs_x_reg_array => 128, p_sizeof => 776, p_dictionary => 416};
 per_release(R) when R =:= "27"; R =:= "29" ->
     #{p_old_heap => 512, p_old_htop => 504, p_old_hend => 496, p_mbuf_sz => 568,
       p_off_heap_overhead => 528, p_bin_old_vheap => 600, p_bin_vheap_sz => 584, p_reds => 272,
@@ -60,7 +60,7 @@ per_release(R) when R =:= "27"; R =:= "29" ->
       p_current => 464,
       p_initial => 440, p_reg => 32, p_state => 624, p_scheduler_data => 744,
       p_fcalls => 120, p_msg_len => 336, esd_stride => 41792, regs_x_reg_array => 64,
-      p_sizeof => case R of "27" -> 760; "29" -> 768 end}.
+      p_sizeof => case R of "27" -> 760; "29" -> 768 end, p_dictionary => 408}.
 
 %% Scheduler thread names (otp-internals.md §5), cut to the kernel's 15 characters.
 thread_name(Type, N) ->

@@ -12,6 +12,7 @@ packages=(
 	erlang-base erlang-dev                        # host OTP 25 and erl_nif.h for the agent NIF
 	erlang-eunit erlang-common-test erlang-tools  # rebar3 eunit / ct (cover lives in tools)
 	erlang-syntax-tools erlang-parsetools erlang-reltool rebar3
+	elixir                                        # e2e.elixir: a mix release with the agent (Elixir 1.14 on OTP 25)
 	debootstrap                                   # OTP 27 / 29 chroots for the e2e tests
 	jq procps util-linux                          # e2e assertions, pgrep, setpriv / runuser
 	linux-perf strace tmux                        # cross-checking samples by hand; tmux: e2e.top (top_tty_test.sh)

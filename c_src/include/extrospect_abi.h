@@ -57,6 +57,9 @@ enum xp_off_id {
 	XP_OFF_P_BIN_OLD_VHEAP,	    /* Process.bin_old_vheap (old vheap, words) */
 	XP_OFF_P_BIN_VHEAP_SZ,	    /* Process.bin_vheap_sz (vheap GC limit, words) */
 	XP_OFF_P_REDS,		    /* Process.reds (reductions up to its last schedule-out) */
+	/* Process.dictionary (ProcDict *, NULL when empty): proc_lib's '$initial_call' (appended).
+	 */
+	XP_OFF_P_DICTIONARY,
 	XP_OFF_COUNT
 };
 #define XP_OFF_SLOTS 64 /* room in the block; XP_OFF_COUNT <= XP_OFF_SLOTS */
@@ -94,6 +97,9 @@ enum xp_addr_id {
 	XP_ADDR_NORMAL_EXIT,	      /* the code address beam_normal_exit holds */
 	XP_ADDR_PROCESS_TABLE,	      /* erts_proc (ErtsPTab), 0 when unknown */
 	XP_ADDR_PROBE_PROCESS, /* Process * of a long-lived agent process, for cross-checks */
+	/* erts_allctrs_info[] (B/erl_alloc.c): the allocators, for `extrospect alloc`. Appended:
+	 * an older agent's block has n_addrs without it, and the sampler looks elsewhere. */
+	XP_ADDR_ALLCTRS_INFO,
 	XP_ADDR_COUNT
 };
 #define XP_ADDR_SLOTS 32

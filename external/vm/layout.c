@@ -12,7 +12,11 @@
  * and forky 29.1.1; every other offset the probe printed was unchanged. The agent calibrates
  * them (c_src/calib_probe.c: P_REDS; c_src/calib_memory.c: the old heap and vheap words) except
  * P_MBUF_SZ; the sampler's memory_fields check tests them on a known process, and
- * test/e2e/heap_test.sh compares what they give with process_info on each release. */
+ * test/e2e/heap_test.sh compares what they give with process_info on each release.
+ * P_DICTIONARY (Process.dictionary, `ProcDict *dictionary` four words before u.initial in
+ * B/erl_process.h 25.2.3:1063, 27.3.4.1:1087, 29.1.1:1110; no USE_VM_PROBES in Debian's builds)
+ * was added in November 2026 from those trees; test/e2e/names_test.sh compares the
+ * '$initial_call' read through it with process_info(P, dictionary) on each release. */
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +29,28 @@
 	.flavor = XP_FLAVOR_JIT, .arch = "x86_64", .ptab_tab = 192, .ptab_max = 208,               \
 	.ptab_pix_mask = 216, .ptab_pix_cl_mask = 224, .ptab_pix_cli_mask = 232,                   \
 	.ptab_pix_cl_shift = 240, .ptab_pix_cli_shift = 244
+
+/* The allocators (struct xp_alloc_layout), printed by tools/layout-probe/probe.c's print_alloc on
+ * bookworm 25.2.3, trixie 27.3.4.1 (+deb13u3) and forky 29.1.1 in November 2026: the three trees
+ * gave the same values (ErtsAllocatorInfo_t B/erl_alloc.h 25:136, 27:136, 29:136;
+ * ErtsAllocatorThrSpec_t 25:157; Allctr_t B/erl_alloc_util.h 25:648-807; CarriersStats_t
+ * 25:528-535; AOFF_Carrier_t B/erl_ao_firstfit_alloc.c 25:107; ErtsAlcCPoolData_t
+ * B/erl_alloc_util.h 25:474-492). ERTS_ALC_A_MAX + 1 = 13 types:
+ * invalid, sys, temp, sl, std, ll, eheap, ets, fix, literal, binary, driver, test. */
+#define ALLOC_25_29                                                                                \
+	{                                                                                          \
+		.n_types = 13, .a_min = 1, .a_count = 12, .strat_aoff = 4, .info_size = 24,        \
+		.info_alloc_util = 0, .info_enabled = 4, .info_thr_spec = 8, .info_extra = 16,     \
+		.tspec_size = 24, .tspec_n = 12, .tspec_allctr = 16, .allctr_size = 2400,          \
+		.allctr_name_prefix = 120, .allctr_alloc_no = 128, .allctr_strat = 132,            \
+		.allctr_ix = 136, .allctr_mbc_first = 336, .allctr_sbc_first = 352,                \
+		.allctr_pool_blocks_size = 456, .allctr_pool_no_blocks = 552,                      \
+		.allctr_pool_carriers_size = 648, .allctr_pool_no_carriers = 656,                  \
+		.allctr_mbcs = 1744, .allctr_sbcs = 1088, .cs_carriers = 0, .cs_blocks = 80,       \
+		.bs_size = 48, .crr_mseg = 0, .crr_sys = 1, .crr_chdr = 0, .crr_next = 8,          \
+		.crr_allctr = 24, .aoff_crr_largest = 368, .allctr_cpool_sentinel = 392,           \
+		.cpd_next = 16, .cpd_orig_allctr = 32, .cpd_max_size = 48,                         \
+	}
 
 /* Process, ErtsSchedulerData, RegProc, Atom and IndexTable offsets: erl_process.h, erl_ptab.h,
  * register.h, atom.h and index.h of each tree. */
@@ -75,8 +101,10 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_BIN_OLD_VHEAP] = 616,
 		[XP_OFF_P_BIN_VHEAP_SZ] = 600,
 		[XP_OFF_P_REDS] = 280,
+		[XP_OFF_P_DICTIONARY] = 416,
 		[XP_OFF_P_SIZEOF] = 776,
 	    },
+	.alloc = ALLOC_25_29,
 	.fcalls_bytes = 8,
 	.atom_name_mode = XP_ATOM_NAME_POINTER,
 	.pid_format = XP_PID_HIGH_PIX,
@@ -131,8 +159,10 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_BIN_OLD_VHEAP] = 600,
 		[XP_OFF_P_BIN_VHEAP_SZ] = 584,
 		[XP_OFF_P_REDS] = 272,
+		[XP_OFF_P_DICTIONARY] = 408,
 		[XP_OFF_P_SIZEOF] = 760,
 	    },
+	.alloc = ALLOC_25_29,
 	.fcalls_bytes = 4,
 	.atom_name_mode = XP_ATOM_NAME_POINTER,
 	.pid_format = XP_PID_PIXDATA,
@@ -187,8 +217,10 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_BIN_OLD_VHEAP] = 600,
 		[XP_OFF_P_BIN_VHEAP_SZ] = 584,
 		[XP_OFF_P_REDS] = 272,
+		[XP_OFF_P_DICTIONARY] = 408,
 		[XP_OFF_P_SIZEOF] = 768,
 	    },
+	.alloc = ALLOC_25_29,
 	.fcalls_bytes = 4,
 	.atom_name_mode = XP_ATOM_NAME_BITSTRING,
 	.pid_format = XP_PID_PIXDATA,
@@ -238,6 +270,7 @@ static const char *const off_names[XP_OFF_COUNT] = {
     [XP_OFF_P_BIN_OLD_VHEAP] = "p_bin_old_vheap",
     [XP_OFF_P_BIN_VHEAP_SZ] = "p_bin_vheap_sz",
     [XP_OFF_P_REDS] = "p_reds",
+    [XP_OFF_P_DICTIONARY] = "p_dictionary",
 };
 
 static const char *const addr_names[XP_ADDR_COUNT] = {
@@ -249,6 +282,7 @@ static const char *const addr_names[XP_ADDR_COUNT] = {
     [XP_ADDR_NORMAL_EXIT] = "normal_exit",
     [XP_ADDR_PROCESS_TABLE] = "process_table",
     [XP_ADDR_PROBE_PROCESS] = "probe_process",
+    [XP_ADDR_ALLCTRS_INFO] = "allctrs_info",
 };
 
 const struct xp_layout *layout__find(const char *erts_version, uint32_t flavor, const char *arch)

@@ -42,7 +42,20 @@
 #define XP_PSFLG_DIRTY_ACTIVE_SYS  0x10000000u
 #define XP_PSFLG_DIRTY_RUNNING	   0x20000000u
 #define XP_PSFLG_DIRTY_RUNNING_SYS 0x40000000u
-#define XP_PTAB_MAX_SIZE	   (1u << 27) /* ERTS_PTAB_MAX_SIZE (B/erl_ptab.h), a power of 2 */
+/* ProcDict (B/erl_process_dict.h 25:25, 27:27, 29:29, the same in each): four unsigned ints
+ * (sizeMask, usedSlots, arraySize, splitPosition), Uint numElements, then Eterm data[arraySize];
+ * each slot is NIL, a boxed {Key, Value} or a list of them (B/erl_process_dict.c pd_hash_put). */
+#define XP_PDICT_ARRAY_SIZE   8
+#define XP_PDICT_NUM_ELEMENTS 16
+#define XP_PDICT_DATA	      24
+/* Terms (B/erl_term.h 25-29): NIL, the primary tags of lists and boxes, tuple headers, smalls. */
+#define XP_TERM_NIL	    0x3bu
+#define XP_TAG_PRIMARY_MASK 0x3u
+#define XP_TAG_LIST	    0x1u
+#define XP_TAG_BOXED	    0x2u
+#define XP_TUPLE_HDR(n)	    ((uint64_t)(n) << 6) /* make_arityval: header tag 0 */
+#define XP_TAG_SMALL	    0xfu		 /* (term & XP_TAG_IMMED1_MASK) */
+#define XP_PTAB_MAX_SIZE    (1u << 27) /* ERTS_PTAB_MAX_SIZE (B/erl_ptab.h), a power of 2 */
 
 /* How a pid term holds <0.NUM.SER> (B/erl_ptab.h, B/erl_term.h). */
 enum xp_pid_format {
@@ -56,6 +69,33 @@ enum xp_atom_name_mode {
 	XP_ATOM_NAME_BITSTRING,	  /* Atom.u.bin is a literal bitstring term (OTP 28+) */
 };
 
+/* The allocators (`extrospect alloc`, external/vm/alloc.c): erts_allctrs_info[] and
+ * erts_allctr_thr_spec[] (B/erl_alloc.h), each Allctr_t's statistics (B/erl_alloc_util.h), the
+ * AOFF carrier's largest free block (B/erl_ao_firstfit_alloc.c). Offsets in bytes. */
+struct xp_alloc_layout {
+	int32_t n_types;    /* ERTS_ALC_A_MAX + 1: entries of erts_allctrs_info[] */
+	int32_t a_min;	    /* ERTS_ALC_A_MIN: blocks[] index = alloc_no - a_min */
+	int32_t a_count;    /* ERTS_ALC_A_COUNT: entries of CarriersStats_t.blocks[] */
+	int32_t strat_aoff; /* ERTS_ALC_S_FIRSTFIT: the AOFF strategies (aoff, aoffcbf, ...) */
+	int32_t info_size, info_alloc_util, info_enabled, info_thr_spec, info_extra;
+	int32_t tspec_size, tspec_n, tspec_allctr; /* ErtsAllocatorThrSpec_t: size, allctr[] */
+	int32_t allctr_size, allctr_name_prefix, allctr_alloc_no, allctr_strat, allctr_ix;
+	int32_t allctr_mbc_first, allctr_sbc_first; /* mbc_list.first, sbc_list.first */
+	/* cpool.stat: blocks_size[a_count], no_blocks[a_count], carriers_size, no_carriers */
+	int32_t allctr_pool_blocks_size, allctr_pool_no_blocks, allctr_pool_carriers_size,
+	    allctr_pool_no_carriers;
+	int32_t allctr_mbcs, allctr_sbcs; /* CarriersStats_t */
+	int32_t cs_carriers, cs_blocks;	  /* carriers[mseg, sys]: {no, size}; blocks[a_count] */
+	int32_t bs_size;		  /* sizeof(BlockStats_t): curr {no, size} first */
+	int32_t crr_mseg, crr_sys;	  /* ERTS_CRR_ALLOC_MSEG, _SYS: carriers[] indexes */
+	int32_t crr_chdr, crr_next, crr_allctr; /* Carrier_t */
+	int32_t aoff_crr_largest; /* AOFF_Carrier_t.rbt_node.hdr.bhdr: largest free block */
+	/* Allctr_t.cpool.sentinel: the carrier pool's list head (an ErtsAlcCPoolData_t); each
+	 * pooled carrier's ErtsAlcCPoolData_t: next, orig_allctr (its creator) and max_size (its
+	 * largest free block). */
+	int32_t allctr_cpool_sentinel, cpd_next, cpd_orig_allctr, cpd_max_size;
+};
+
 struct xp_layout {
 	const char *erts_series; /* erts major.minor this row matches, e.g. "13.1" */
 	const char *otp_release; /* "25" */
@@ -63,6 +103,7 @@ struct xp_layout {
 	uint32_t flavor;	 /* enum xp_flavor */
 	const char *arch;	 /* "x86_64" */
 	int32_t off[XP_OFF_COUNT];
+	struct xp_alloc_layout alloc;
 	int32_t fcalls_bytes; /* width of Process.fcalls */
 	enum xp_atom_name_mode atom_name_mode;
 	int32_t ptab_tab; /* ErtsPTab.r.o.tab */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "process.h"
 
 static bool have(const struct target_value *off, enum xp_off_id id)
@@ -20,24 +21,46 @@ static const enum xp_off_id bounds_ids[] = {
     XP_OFF_P_ID,      XP_OFF_P_HTOP,	      XP_OFF_P_STOP,	       XP_OFF_P_HEAP, XP_OFF_P_HEND,
     XP_OFF_P_HEAP_SZ, XP_OFF_P_FRAME_POINTER, XP_OFF_P_ABANDONED_HEAP, XP_OFF_P_I};
 
+/* The identity fields, copied with the bounds when the span can hold them too: the in-kernel
+ * capture then keeps them as they were at the sample. */
+static const enum xp_off_id ident_ids[] = {XP_OFF_P_REG, XP_OFF_P_INITIAL, XP_OFF_P_DICTIONARY};
+
+static void span_extend(const struct process_reader *r, enum xp_off_id id, int64_t *lo, int64_t *hi)
+{
+	int64_t end = r->off[id].value + (id == XP_OFF_P_INITIAL ? 24 : 8);
+
+	if (r->off[id].value < *lo)
+		*lo = r->off[id].value;
+	if (end > *hi)
+		*hi = end;
+}
+
 /* The bytes of a Process that hold the fields read for every sample: one process_vm_readv
  * instead of one per field. Left 0 (a read per field) if they lie too far apart. */
 static void bounds_span(struct process_reader *r)
 {
-	int64_t lo = INT64_MAX, hi = 0;
+	int64_t lo = INT64_MAX, hi = 0, ilo, ihi;
 	size_t i;
 
 	for (i = 0; i < sizeof(bounds_ids) / sizeof(bounds_ids[0]); i++) {
-		if (!have(r->off, bounds_ids[i]))
-			continue;
-		if (r->off[bounds_ids[i]].value < lo)
-			lo = r->off[bounds_ids[i]].value;
-		if (r->off[bounds_ids[i]].value + 8 > hi)
-			hi = r->off[bounds_ids[i]].value + 8;
+		if (have(r->off, bounds_ids[i]))
+			span_extend(r, bounds_ids[i], &lo, &hi);
 	}
-	if (hi > lo && hi - lo <= BOUNDS_MAX_BYTES) {
-		r->bounds_lo = (uint32_t)lo;
-		r->bounds_len = (uint32_t)(hi - lo);
+	if (!(hi > lo && hi - lo <= BOUNDS_MAX_BYTES))
+		return;
+	r->bounds_lo = (uint32_t)lo;
+	r->bounds_len = (uint32_t)(hi - lo);
+	ilo = lo;
+	ihi = hi;
+	for (i = 0; i < sizeof(ident_ids) / sizeof(ident_ids[0]); i++) {
+		if (!have(r->off, ident_ids[i]))
+			return;
+		span_extend(r, ident_ids[i], &ilo, &ihi);
+	}
+	if (ihi - ilo <= BOUNDS_MAX_BYTES) {
+		r->bounds_lo = (uint32_t)ilo;
+		r->bounds_len = (uint32_t)(ihi - ilo);
+		r->with_ident = true;
 	}
 }
 
@@ -93,6 +116,13 @@ static void parse_span(const struct process_reader *r, const uint8_t *buf, struc
 		p->abandoned_heap = span_word(r, buf, XP_OFF_P_ABANDONED_HEAP);
 	if (have(r->off, XP_OFF_P_I))
 		p->i = span_word(r, buf, XP_OFF_P_I);
+	if (r->with_ident) {
+		p->reg = span_word(r, buf, XP_OFF_P_REG);
+		p->dict = span_word(r, buf, XP_OFF_P_DICTIONARY);
+		memcpy(p->mfa, buf + (r->off[XP_OFF_P_INITIAL].value - r->bounds_lo),
+		       sizeof(p->mfa));
+		p->ident_copied = true;
+	}
 }
 
 static int read_bounds_span(const struct process_reader *r, uint64_t addr, struct process_view *p,
@@ -254,7 +284,19 @@ static void atom_text(const struct process_reader *r, uint64_t term, char *buf, 
 		process__atom_quoted(raw, buf, len);
 }
 
-void process__read_identity(const struct process_reader *r, struct process_view *p)
+int process__still_alive(const struct process_reader *r, const struct process_view *p)
+{
+	uint64_t pid;
+	int err;
+
+	if ((err = word(r, p->addr, XP_OFF_P_ID, &pid)))
+		return err;
+	return pid == p->pid;
+}
+
+/* The registered name only while the process lives (its RegProc is freed with it); the initial
+ * call from the sample's copy when there is one (atoms are never freed), else live. */
+static void read_names(const struct process_reader *r, struct process_view *p, bool alive)
 {
 	uint64_t reg, name, mfa[3];
 	char m[XP_ATOM_MAX_BYTES + 3], f[XP_ATOM_MAX_BYTES + 3];
@@ -262,19 +304,42 @@ void process__read_identity(const struct process_reader *r, struct process_view 
 	p->name[0] = p->initial[0] = '\0';
 	if (!r->have_atoms)
 		return;
-	if (have(r->off, XP_OFF_P_REG) && have(r->off, XP_OFF_REGPROC_NAME) &&
+	if (alive && have(r->off, XP_OFF_P_REG) && have(r->off, XP_OFF_REGPROC_NAME) &&
 	    word(r, p->addr, XP_OFF_P_REG, &reg) == 0 && reg &&
 	    mem__read_u64(r->mem, reg + (uint64_t)r->off[XP_OFF_REGPROC_NAME].value, &name) == 0)
 		atom_text(r, name, p->name, sizeof(p->name));
-	if (!have(r->off, XP_OFF_P_INITIAL) ||
-	    mem__read(r->mem, p->addr + (uint64_t)r->off[XP_OFF_P_INITIAL].value, mfa,
-		      sizeof(mfa)) ||
-	    mfa[2] > 255)
+	if (p->ident_copied)
+		memcpy(mfa, p->mfa, sizeof(mfa));
+	else if (!alive || !have(r->off, XP_OFF_P_INITIAL) ||
+		 mem__read(r->mem, p->addr + (uint64_t)r->off[XP_OFF_P_INITIAL].value, mfa,
+			   sizeof(mfa)))
+		return;
+	if (mfa[2] > 255)
 		return;
 	atom_text(r, mfa[0], m, sizeof(m));
 	atom_text(r, mfa[1], f, sizeof(f));
 	if (m[0] && f[0])
 		snprintf(p->initial, sizeof(p->initial), "%s:%s/%" PRIu64, m, f, mfa[2]);
+}
+
+void process__read_identity(const struct process_reader *r, struct process_view *p)
+{
+	/* Not read (a capture without those bytes): read on, as the fields' own reads may work. */
+	bool alive = process__still_alive(r, p) != 0;
+
+	read_names(r, p, alive);
+	p->pd_result =
+	    alive ? procdict__initial_call(r, p, p->pd_initial, sizeof(p->pd_initial)) : PDICT_GONE;
+	if (!alive)
+		p->pd_initial[0] = '\0';
+	names__display_inplace(p->name, sizeof(p->name), r->erlang_names);
+	names__display_inplace(p->initial, sizeof(p->initial), r->erlang_names);
+	names__display_inplace(p->pd_initial, sizeof(p->pd_initial), r->erlang_names);
+}
+
+const char *process__label(const struct process_view *p)
+{
+	return p->name[0] ? p->name : p->pd_initial[0] ? p->pd_initial : p->initial;
 }
 
 #define SNAP_MAX_BYTES 1024 /* the Process prefix read in one copy */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "atom.h"
+#include "procdict.h"
 #include "provenance.h"
 
 #define PROCESS_MAX_HEAP (1ULL << 34) /* a heap larger than 16 GiB is garbage */
@@ -19,8 +20,17 @@ struct process_view {
 	uint64_t htop, stop, heap, hend, frame_pointer;
 	uint64_t abandoned_heap; /* non-zero in a delayed GC: heap/hend are a fragment's */
 	uint64_t i; /* c_p->i, where a parked process resumes (0: unknown); read with the rest */
+	/* Copied with the bounds when the span holds them (ident_copied): the RegProc *, u.initial
+	 * and the ProcDict *, as they were at the sample, so that a process that exited before
+	 * its identity was read is still named by its initial call. */
+	uint64_t reg, mfa[3], dict;
+	bool ident_copied;
 	char name[XP_ATOM_MAX_BYTES + 1];	  /* registered name, "" when none */
 	char initial[2 * XP_ATOM_MAX_BYTES + 32]; /* "mod:fun/2", "" when unreadable */
+	/* proc_lib's '$initial_call' from the process dictionary ("my_server:init/1"), "" when
+	 * there is none or it could not be read (pd_result says which). */
+	char pd_initial[2 * XP_ATOM_MAX_BYTES + 32];
+	enum pdict_result pd_result;
 };
 
 /* What turns a pid term into <0.NUM.SER> for this VM. */
@@ -37,8 +47,11 @@ struct process_reader {
 	const struct target_value *off; /* the XP_OFF_* offsets, e.g. target->off */
 	struct atom_reader atoms;
 	bool have_atoms;
-	/* process__read_bounds reads its fields in one copy of [addr + lo, addr + lo + len). */
+	bool erlang_names; /* names as Erlang prints them, not in Elixir form (names.h) */
+	/* process__read_bounds reads its fields in one copy of [addr + lo, addr + lo + len);
+	 * with_ident: the identity fields (reg, u.initial, dictionary) fall inside it too. */
 	uint32_t bounds_lo, bounds_len;
+	bool with_ident;
 };
 
 /* Prepare a reader over memory m, with the XP_OFF_* offsets off (kept, not copied), the pid
@@ -102,8 +115,15 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
  * in-kernel capture). -ENOTSUP when this reader has no span. */
 int process__bounds_from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
 			      struct process_view *p);
-/* Fill name and initial (after read_bounds). Unreadable parts are left empty. */
+/* Fill name, initial and pd_initial (after read_bounds), shown as names.h says. Unreadable
+ * parts are left empty. */
 void process__read_identity(const struct process_reader *r, struct process_view *p);
+/* Does the Process at p->addr still hold p->pid (it has not exited meanwhile)? 1 yes, 0 no (a
+ * different pid, or none, is there now), or a read error. */
+int process__still_alive(const struct process_reader *r, const struct process_view *p);
+/* What a process is, as observer and recon name it: its registered name, else proc_lib's
+ * '$initial_call', else its initial call; "" when none was read. */
+const char *process__label(const struct process_view *p);
 
 /* "<0.123.0>", or "<pid 0x...>" when this VM's pid encoding is not known. */
 void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size_t len);

@@ -201,20 +201,23 @@ static void test_large(void)
 	agg__free(ag);
 }
 
-/* pprof's scheduler label: stacks with other tags stay apart, in a stable order (tag last); the
- * group kind says what follows the pid. */
+/* pprof's labels: stacks with other tags stay apart, in a stable order (tag last); label sets
+ * intern like names. */
 static void test_tags(void)
 {
 	struct agg *ag;
 	struct agg_stack s;
-	uint32_t g, h, f;
+	uint32_t g, f, l1, l2, l3;
 
 	CHECK_INT("new", 0, agg__new(&ag));
-	CHECK_INT("group registered", 0, agg__group_kind(ag, "<0.1.0> x", GROUP_REGISTERED, &g));
-	CHECK_INT("group label", 0, agg__group(ag, "[idle]", &h));
-	CHECK_INT("kind registered", GROUP_REGISTERED, agg__group_kind_of(ag, g));
-	CHECK_INT("kind label", GROUP_LABEL, agg__group_kind_of(ag, h));
-	CHECK_INT("bad kind", -EINVAL, agg__group_kind(ag, "y", (enum group_kind)7, &h));
+	CHECK_INT("group", 0, agg__group(ag, "x", &g));
+	CHECK_INT("labelset", 0, agg__labelset(ag, "pid=<0.1.0>\x1fscheduler=normal 1", &l1));
+	CHECK_INT("labelset 2", 0, agg__labelset(ag, "pid=<0.1.0>", &l2));
+	CHECK_INT("labelset again", 0, agg__labelset(ag, "pid=<0.1.0>\x1fscheduler=normal 1", &l3));
+	CHECK_INT("same text, same id", l1, l3);
+	CHECK("other text, other id", l1 != l2);
+	CHECK_STR("text", "pid=<0.1.0>", agg__labelset_text(ag, l2));
+	CHECK("unknown id", agg__labelset_text(ag, 99) == NULL);
 	CHECK_INT("frame", 0, agg__frame(ag, "m:f/1", FRAME_ERLANG, &f));
 	CHECK_INT("tag 3", 0, agg__add_tagged(ag, g, 3, &f, 1, 2));
 	CHECK_INT("tag 1", 0, agg__add_tagged(ag, g, 1, &f, 1, 5));

@@ -1,6 +1,6 @@
 /* The pprof writer (external/src/report/pprof.c) on a made aggregate, read back with protobuf-c's
  * own decoder: sample types and period, locations leaf first with the process at the root, the
- * --lines split into function, file and line, labels by group kind and scheduler tag, native
+ * --lines split into function, file and line, labels from the stack's label set, native
  * frames in their module's mapping, and untrusted bytes made valid UTF-8. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,6 @@
 #include "check.h"
 #include "profile.pb-c.h"
 #include "report.h"
-#include "sampler.h"
 
 typedef Perftools__Profiles__Profile pb_profile;
 
@@ -84,22 +83,31 @@ static const Perftools__Profiles__Sample *sample_of(const pb_profile *p, const c
 	return NULL;
 }
 
+static uint32_t tag(struct agg *a, const char *text)
+{
+	uint32_t id;
+
+	return agg__labelset(a, text, &id) ? 0 : id + 1;
+}
+
 static struct agg *made_aggregate(void)
 {
-	struct target_sched normal2 = {.type = 0, .number = 2}, dcpu1 = {.type = 1, .number = 1};
 	uint32_t reg, init, idle, f[3];
 	struct agg *a;
 
 	agg__new(&a);
-	agg__group_kind(a, "<0.5.0> srv", GROUP_REGISTERED, &reg);
-	agg__group_kind(a, "<0.6.0> m:init/1", GROUP_INITIAL_CALL, &init);
+	agg__group(a, "srv", &reg);
+	agg__group(a, "m:init/1", &init);
 	agg__group(a, "[normal scheduler: no process]", &idle);
 	agg__frame(a, "m:loop/0 (m.erl:7)", FRAME_ERLANG, &f[0]);
 	agg__frame(a, "m:f/1 (m.erl:12)", FRAME_ERLANG, &f[1]);
 	agg__frame(a, "memcpy", FRAME_NATIVE, &f[2]);
 	agg__frame_set_module(a, f[2], "libc.so.6");
-	agg__add_tagged(a, reg, sampler__sched_tag(&normal2), f, 3, 5);
-	agg__add_tagged(a, init, sampler__sched_tag(&dcpu1), f, 2, 2);
+	agg__add_tagged(a, reg, tag(a, "pid=<0.5.0>\x1fregistered_name=srv\x1fscheduler=normal 2"),
+			f, 3, 5);
+	agg__add_tagged(a, init,
+			tag(a, "pid=<0.6.0>\x1finitial_call=m:init/1\x1fscheduler=dirty_cpu 1"), f,
+			2, 2);
 	agg__frame(a, "bad\xff", FRAME_NATIVE, &f[0]);
 	agg__add_tagged(a, idle, 0, f, 1, 1);
 	return a;
@@ -107,12 +115,12 @@ static struct agg *made_aggregate(void)
 
 static void check_registered(const pb_profile *p)
 {
-	const Perftools__Profiles__Sample *s = sample_of(p, "<0.5.0> srv");
+	const Perftools__Profiles__Sample *s = sample_of(p, "srv");
 	const Perftools__Profiles__Function *fn;
 	int64_t line;
 	uint64_t m;
 
-	if (!CHECK("a sample rooted at <0.5.0> srv", s != NULL))
+	if (!CHECK("a sample rooted at srv", s != NULL))
 		return;
 	CHECK_INT("locations: 3 frames + the process", 4, s->n_location_id);
 	CHECK_INT("samples value", 5, s->value[0]);
@@ -135,19 +143,20 @@ static void check_registered(const pb_profile *p)
 
 static void check_others(const pb_profile *p)
 {
-	const Perftools__Profiles__Sample *s = sample_of(p, "<0.6.0> m:init/1");
+	const Perftools__Profiles__Sample *s = sample_of(p, "m:init/1");
 	const Perftools__Profiles__Function *fn;
 	int64_t line;
 	uint64_t m;
 
-	if (CHECK("a sample rooted at <0.6.0> m:init/1", s != NULL)) {
+	if (CHECK("a sample rooted at m:init/1", s != NULL)) {
+		CHECK_STR("label pid", "<0.6.0>", label(p, s, "pid"));
 		CHECK_STR("label initial_call", "m:init/1", label(p, s, "initial_call"));
 		CHECK_STR("label scheduler dirty_cpu", "dirty_cpu 1", label(p, s, "scheduler"));
 	}
 	s = sample_of(p, "[normal scheduler: no process]");
 	if (CHECK("a sample rooted at the idle label", s != NULL)) {
 		CHECK("no pid label", label(p, s, "pid") == NULL);
-		CHECK("no scheduler label for tag 0", label(p, s, "scheduler") == NULL);
+		CHECK("no label for tag 0", s->n_label == 0);
 		fn = fn_of(p, s->location_id[0], &line, &m);
 		CHECK_STR("invalid UTF-8 replaced", "bad\xef\xbf\xbd",
 			  fn ? str(p, fn->name) : NULL);

@@ -332,6 +332,12 @@ xp_expect() {
 	fi
 }
 
+# Root frames (the groups) of a collapsed file with their samples: "COUNT<TAB>ROOT" lines.
+xp_roots() {
+	awk '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); split(line, fr, ";"); c[fr[1]] += n }
+		END { for (r in c) print c[r] "\t" r }' "$1"
+}
+
 # Prints "N passed, M failed"; status 1 when anything failed.
 xp_summary() {
 	echo "$XP_PASSED passed, $XP_FAILED failed"

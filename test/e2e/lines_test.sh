@@ -37,10 +37,10 @@ rec() {
 	xp_expect "exit status of 'record $*'" 0 "$rc"
 }
 
-# The dominant stack of the process registered as xp_lines (its label left out): "N TOTAL STACK".
+# The dominant stack of the process registered as xp_lines (its root, the name, left out): "N TOTAL STACK".
 dominant() {
 	awk '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); i = index(line, ";")
-		if (substr(line, 1, i - 1) ~ / xp_lines$/) { c[substr(line, i + 1)] += n; t += n } }
+		if (substr(line, 1, i - 1) == "xp_lines") { c[substr(line, i + 1)] += n; t += n } }
 		END { for (s in c) if (c[s] > best) { best = c[s]; b = s }; print best + 0, t + 0, b }' "$1"
 }
 
@@ -58,7 +58,7 @@ check_stack() {
 		xp_pass "$what: the dominant stack has $n of $total samples (>= $MIN_SHARE%)"
 	else
 		xp_fail "$what: the dominant stack has only $n of $total samples (< $MIN_SHARE%)"
-		grep ' xp_lines;' "$folded" | sort -t' ' -k2 -rn | head -n 5 | cut -c1-400
+		grep '^xp_lines;' "$folded" | sort -t' ' -k2 -rn | head -n 5 | cut -c1-400
 	fi
 }
 

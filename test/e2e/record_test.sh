@@ -106,7 +106,8 @@ rec() {
 	local name=$1
 	shift
 	REC_RC=0
-	xp_sampler record -d "$XP_RECORD_SECONDS" "$@" -o "$XP_VM_DIR/$name.folded" --format collapsed \
+	xp_sampler record -d "$XP_RECORD_SECONDS" --group pid "$@" -o "$XP_VM_DIR/$name.folded" \
+		--format collapsed \
 		"$XP_VM_PID" 2>"$XP_VM_DIR/$name.err" || REC_RC=$?
 	sed 's/^/    | /' "$XP_VM_DIR/$name.err"
 }
@@ -280,7 +281,7 @@ check_top() {
 	xp_sampler top -d 2 -n 10 "$XP_VM_PID" >"$out" 2>"$XP_VM_DIR/top.err" || rc=$?
 	xp_expect "exit status of 'top -d 2'" 0 "$rc"
 	if grep -qE '^ +[0-9.]+% +[0-9.]+% +xp_deep:spin/2$' "$out" &&
-		grep -qE '^ +[0-9.]+% +<.*> xp_split$' "$out"; then
+		grep -qE '^ +[0-9.]+%  xp_split$' "$out"; then
 		xp_pass "top lists xp_deep:spin/2 and the process xp_split"
 	else
 		xp_fail "top output lacks xp_deep:spin/2 or xp_split:"
@@ -551,7 +552,7 @@ case_robust() {
 	wait "$rpid" || rc=$?
 	sed 's/^/    | /' "$XP_VM_DIR/exit.err"
 	xp_expect "exit status of 'record -d 30' when the VM is killed after ~2 s" 7 "$rc"
-	if grep -q ' xp_split;.*xp_split:work_[ab]/2 [0-9]*$' "$folded" 2>/dev/null; then
+	if grep -q '^xp_split;.*xp_split:work_[ab]/2 [0-9]*$' "$folded" 2>/dev/null; then
 		xp_pass "the partial output has xp_split's samples ($(awk '{ s += $NF } END { print s }' "$folded") samples)"
 	else
 		xp_fail "the partial output $folded is missing or has no xp_split samples"
@@ -664,8 +665,8 @@ case_capture() {
 # frame is the phase's against the phase's share of the scheduler threads' CPU time (user and
 # system) over the same window (NAME_cpu_us / total_cpu_us, from schedstat): within
 # ±XP_CLASS_TOLERANCE points, and, so that a phase too small for the tolerance still fails when
-# its time goes elsewhere, at least a third of the samples its share expects when that is 30 or
-# more (Poisson: under 15 of 30 is p < 0.002). CPU time, user and system, as the sampler samples
+# its time goes elsewhere, at least a third of the samples its share expects, less the deferred
+# work, when that is 30 or more (Poisson: under 15 of 30 is p < 0.002). CPU time, user and system, as the sampler samples
 # both (time in the kernel as [kernel] on top of the code that entered it); not the wall time of
 # the other cases: a phase that waits (for a dirty scheduler, for the OS on a busy machine) is not
 # sampled meanwhile (the wall-time share is printed beside it). Like the measure, which is every
@@ -714,12 +715,16 @@ check_class() {
 			'BEGIN { printf "%.2f", sh + 100 * c / ct - 100 * s / t }')
 		verdict=$(awk -v s="$sampled" -v t="$total" -v c="$cpu" -v ct="$ctotal" -v w="$wall" \
 			-v wt="$wtotal" -v tol="$XP_CLASS_TOLERANCE" -v late_ok="${CLASS_LATE_OK:-}" \
-			-v pool="$pool" 'BEGIN {
+			-v pool="$pool" -v wk="$work" 'BEGIN {
 			a = 100 * s / t; b = 100 * c / ct; d = a - b; e = t * c / ct
 			# Never over: no time credited to the wrong phase. Short by up to the deferred
 			# work (the pool); without the capture, by any amount (its late stacks are
 			# labelled). Both totals are checked below.
-			ok = d <= tol && (late_ok ? 1 : d >= -tol - pool && (e < 30 || s >= e / 3))
+			# At least a third of what is expected beyond the deferred work: that work is
+			# the pool, wk samples, and may all come from this phase (a bignum phase whose
+			# heap fragments force a collection at each schedule-in: 9.3 % of one OTP 29 run).
+			f = e - wk; if (f < 0) f = 0
+			ok = d <= tol && (late_ok ? 1 : d >= -tol - pool && (f < 30 || s >= f / 3))
 			printf "%s sampled %.1f%% (%d of %d, %.0f expected), measured %.1f%% of CPU (%.1f%% of wall time), diff %+.1f points",
 				ok ? "ok" : "off", a, s, t, e, b, 100 * w / wt, d }')
 		echo "FIGURE: OTP $otp $mode $case $tag $phase: ${verdict#* }"

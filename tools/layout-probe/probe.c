@@ -13,6 +13,8 @@
 #include "register.h"
 #include "atom.h"
 #include "index.h"
+#define GET_ERL_ALLOC_UTIL_IMPL
+#include "erl_alloc_util.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -114,6 +116,62 @@ static void print_others(void)
 	SZ("P_SIZEOF", sizeof(Process));
 }
 
+/* erl_ao_firstfit_alloc.c keeps AOFF_Carrier_t in the .c file (25:107, 27 and 29 the same): its
+ * first fields, mirrored here. aoff_largest_fblk_in_mbc returns rbt_node.hdr.bhdr. */
+struct xp_aoff_carrier {
+	Carrier_t crr;
+	AOFF_RBTree_t rbt_node;
+};
+
+#define AOFF_(name, type, member) printf("\t\t\t." name " = %zu,\n", offsetof(type, member))
+#define ASZ(name, expr)		  printf("\t\t\t." name " = %zu,\n", (size_t)(expr))
+
+/* `extrospect alloc`: erts_allctrs_info[], erts_allctr_thr_spec[] (erl_alloc.h), Allctr_t and
+ * its statistics (erl_alloc_util.h), the AOFF carrier's largest free block. */
+static void print_alloc(void)
+{
+	printf("\t\t.alloc =\n\t\t\t{\n");
+	ASZ("n_types", ERTS_ALC_A_MAX + 1);
+	ASZ("a_min", ERTS_ALC_A_MIN);
+	ASZ("a_count", ERTS_ALC_A_COUNT);
+	ASZ("strat_aoff", ERTS_ALC_S_FIRSTFIT);
+	ASZ("info_size", sizeof(ErtsAllocatorInfo_t));
+	AOFF_("info_alloc_util", ErtsAllocatorInfo_t, alloc_util);
+	AOFF_("info_enabled", ErtsAllocatorInfo_t, enabled);
+	AOFF_("info_thr_spec", ErtsAllocatorInfo_t, thr_spec);
+	AOFF_("info_extra", ErtsAllocatorInfo_t, extra);
+	ASZ("tspec_size", sizeof(ErtsAllocatorThrSpec_t));
+	AOFF_("tspec_n", ErtsAllocatorThrSpec_t, size);
+	AOFF_("tspec_allctr", ErtsAllocatorThrSpec_t, allctr);
+	ASZ("allctr_size", sizeof(Allctr_t));
+	AOFF_("allctr_name_prefix", Allctr_t, name_prefix);
+	AOFF_("allctr_alloc_no", Allctr_t, alloc_no);
+	AOFF_("allctr_strat", Allctr_t, alloc_strat);
+	AOFF_("allctr_ix", Allctr_t, ix);
+	AOFF_("allctr_mbc_first", Allctr_t, mbc_list.first);
+	AOFF_("allctr_sbc_first", Allctr_t, sbc_list.first);
+	AOFF_("allctr_pool_blocks_size", Allctr_t, cpool.stat.blocks_size);
+	AOFF_("allctr_pool_no_blocks", Allctr_t, cpool.stat.no_blocks);
+	AOFF_("allctr_pool_carriers_size", Allctr_t, cpool.stat.carriers_size);
+	AOFF_("allctr_pool_no_carriers", Allctr_t, cpool.stat.no_carriers);
+	AOFF_("allctr_mbcs", Allctr_t, mbcs);
+	AOFF_("allctr_sbcs", Allctr_t, sbcs);
+	AOFF_("cs_carriers", CarriersStats_t, carriers);
+	AOFF_("cs_blocks", CarriersStats_t, blocks);
+	ASZ("bs_size", sizeof(BlockStats_t));
+	ASZ("crr_mseg", ERTS_CRR_ALLOC_MSEG);
+	ASZ("crr_sys", ERTS_CRR_ALLOC_SYS);
+	AOFF_("crr_chdr", Carrier_t, chdr);
+	AOFF_("crr_next", Carrier_t, next);
+	AOFF_("crr_allctr", Carrier_t, allctr);
+	AOFF_("aoff_crr_largest", struct xp_aoff_carrier, rbt_node.hdr.bhdr);
+	AOFF_("allctr_cpool_sentinel", Allctr_t, cpool.sentinel);
+	AOFF_("cpd_next", ErtsAlcCPoolData_t, next);
+	AOFF_("cpd_orig_allctr", ErtsAlcCPoolData_t, orig_allctr);
+	AOFF_("cpd_max_size", ErtsAlcCPoolData_t, max_size);
+	printf("\t\t\t},\n");
+}
+
 int main(void)
 {
 	Process *p = NULL;
@@ -132,6 +190,7 @@ int main(void)
 	print_process();
 	print_others();
 	printf("\t\t\t},\n");
+	print_alloc();
 	printf("\t\t.fcalls_bytes = %zu,\n", sizeof(p->fcalls));
 #ifdef XP_ATOM_BIN
 	printf("\t\t.atom_name_mode = XP_ATOM_NAME_BITSTRING,\n");

@@ -24,6 +24,7 @@ static const struct {
     {XP_ADDR_JIT_DESCRIPTOR, "__jit_debug_descriptor", false},
     {XP_ADDR_NORMAL_EXIT, "beam_normal_exit", true},
     {XP_ADDR_PROCESS_TABLE, "erts_proc", false},
+    {XP_ADDR_ALLCTRS_INFO, "erts_allctrs_info", false},
 };
 
 static void set_addr(struct target *t, enum xp_addr_id id, uint64_t v, enum target_src src)

@@ -11,10 +11,8 @@
 #include "readers.h"
 #include "target.h"
 
-#define PTAB_SCAN_CHUNK	   8192u       /* slots read to check a candidate */
-#define PTAB_SCAN_MAX	   (16u << 20) /* bytes of one data section scanned */
-#define PTAB_SCAN_PROBES   8u	       /* live slots whose pid must point back at their slot */
-#define PTAB_SCAN_MAX_HITS 4u
+#define PTAB_SCAN_CHUNK	 8192u /* slots read to check a candidate */
+#define PTAB_SCAN_PROBES 8u    /* live slots whose pid must point back at their slot */
 
 bool target__has_agent(const struct target *t)
 {
@@ -134,27 +132,24 @@ static bool candidate_ok(struct target *t, uint64_t addr, const uint8_t *b)
 	return slots_point_back(t, &c, &f);
 }
 
-/* OTP 28+ without the agent: the unique ErtsPTab in .data/.bss whose element size is
- * sizeof(Process) (erts_port's is sizeof(Port)) and whose live slots point back at themselves
- * through its own pid encoding: what lets pids print as <0.N.S> (process__pid_format). */
-static int scan(struct target *t, uint64_t *found)
+int target__scan_data(struct target *t, const char *const *sections, size_t nsections, size_t need,
+		      target_scan_fn ok, void *ctx, uint64_t *found)
 {
-	static const char *const sections[] = {".data", ".bss"};
-	size_t need = (size_t)t->layout->ptab_element_size + 8, s, hits = 0;
+	size_t s, hits = 0;
 
-	for (s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
+	for (s = 0; s < nsections; s++) {
 		uint64_t vaddr, size, off;
 		uint8_t *buf;
 
 		if (elf_image__section(t->beam, sections[s], &vaddr, &size) || size < need ||
-		    size > PTAB_SCAN_MAX)
+		    size > TARGET_SCAN_MAX)
 			continue;
 		buf = malloc(size);
 		if (!buf)
 			return -ENOMEM;
 		if (mem__read(t->mem, t->bias + vaddr, buf, size) == 0) {
-			for (off = 0; off + need <= size && hits < PTAB_SCAN_MAX_HITS; off += 8) {
-				if (candidate_ok(t, t->bias + vaddr + off, buf + off)) {
+			for (off = 0; off + need <= size && hits < TARGET_SCAN_MAX_HITS; off += 8) {
+				if (ok(t, t->bias + vaddr + off, buf + off, ctx)) {
 					*found = t->bias + vaddr + off;
 					hits++;
 				}
@@ -163,6 +158,23 @@ static int scan(struct target *t, uint64_t *found)
 		free(buf);
 	}
 	return hits == 1 ? 0 : hits ? -EEXIST : -ENOENT;
+}
+
+static bool ptab_candidate(struct target *t, uint64_t addr, const uint8_t *b, void *ctx)
+{
+	(void)ctx;
+	return candidate_ok(t, addr, b);
+}
+
+/* OTP 28+ without the agent: the unique ErtsPTab in .data/.bss whose element size is
+ * sizeof(Process) (erts_port's is sizeof(Port)) and whose live slots point back at themselves
+ * through its own pid encoding: what lets pids print as <0.N.S> (process__pid_format). */
+static int scan(struct target *t, uint64_t *found)
+{
+	static const char *const sections[] = {".data", ".bss"};
+
+	return target__scan_data(t, sections, 2, (size_t)t->layout->ptab_element_size + 8,
+				 ptab_candidate, NULL, found);
 }
 
 int ptab__locate(struct target *t, struct ptab *out, char *why, size_t whylen)

@@ -36,6 +36,7 @@ int cmd__capture(const struct cli_opts *o, struct target *t, volatile sig_atomic
 	int rc;
 
 	cmd__sampler_opts(o, &ctx.opts);
+	ctx.opts.group = GROUP_PID; /* each sample's line names its process, as replay compares */
 	if ((rc = agg__new(&ctx.agg)))
 		return rc;
 	if ((rc = capture__new(t, &ctx.opts, ctx.agg, o->limit, &c))) {

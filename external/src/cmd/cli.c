@@ -90,6 +90,8 @@ enum {
 	OPT_METHOD,
 	OPT_SORT,
 	OPT_WATCH,
+	OPT_GROUP,
+	OPT_ERLANG_NAMES,
 	OPT_EVERY,
 	OPT_KEEP,
 	OPT_PUSH,
@@ -129,6 +131,8 @@ static const struct option longopts[] = {
     {"perf-data", required_argument, NULL, OPT_PERF_DATA},
     {"sort", required_argument, NULL, OPT_SORT},
     {"watch", required_argument, NULL, OPT_WATCH},
+    {"group", required_argument, NULL, OPT_GROUP},
+    {"erlang-names", no_argument, NULL, OPT_ERLANG_NAMES},
     {"every", required_argument, NULL, OPT_EVERY},
     {"keep", required_argument, NULL, OPT_KEEP},
     {"push", required_argument, NULL, OPT_PUSH},
@@ -142,8 +146,8 @@ static const struct option longopts[] = {
 static bool watch_allows(int c)
 {
 	return c == 'h' || c == 'F' || c == 'd' || c == 'v' || c == OPT_JSON ||
-	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD || c == 'o' ||
-	       c == OPT_FORMAT;
+	       c == OPT_ERLANG_NAMES || c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD ||
+	       c == 'o' || c == OPT_FORMAT;
 }
 
 /* Which options each command accepts (its row's CO_* groups). */
@@ -180,6 +184,9 @@ static bool allowed(const struct command *cmd, int c)
 		break;
 	case OPT_ALL:
 		need = CO_ALL;
+		break;
+	case OPT_ERLANG_NAMES:
+		need = CO_SAMPLING | CO_ALL | CO_SORT;
 		break;
 	case OPT_STACKS:
 		need = CO_STACKS;
@@ -285,6 +292,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case OPT_ALL:
 		o->all = true;
 		return 0;
+	case OPT_ERLANG_NAMES:
+		o->erlang_names = true;
+		return 0;
 	case OPT_STACKS:
 		o->stacks = true;
 		return 0;
@@ -309,7 +319,8 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->perf_data = arg;
 		return 0;
 	case OPT_SORT:
-		if (heap__col_of(arg) < 0)
+		/* Each command checks that the column is one of its own (heap.c, alloc_cmd.c). */
+		if (heap__col_of(arg) < 0 && alloc__col_of(arg) < 0)
 			break;
 		o->sort = arg;
 		return 0;
@@ -392,6 +403,16 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	case OPT_NAME:
 		o->name = arg;
 		return 0;
+	case OPT_GROUP:
+		if (strcmp(arg, "name") == 0)
+			o->group = GROUP_NAME;
+		else if (strcmp(arg, "pid") == 0)
+			o->group = GROUP_PID;
+		else if (strcmp(arg, "none") == 0)
+			o->group = GROUP_NONE;
+		else
+			break;
+		return 0;
 	case OPT_FORMAT:
 		if (strcmp(arg, "svg") == 0)
 			o->format = CLI_FMT_SVG;
@@ -416,8 +437,10 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
 		 : c == OPT_NODE       ? "--node (like name@host)"
 		 : c == OPT_METHOD     ? "--method (spy or poll)"
-		 : c == OPT_SORT     ? "--sort (total, heap, old, frag, stack, bin, msgq, reds or "
-				       "memory)"
+		 : c == OPT_GROUP      ? "--group (name, pid or none)"
+		 : c == OPT_SORT
+		     ? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "
+		       "memory; alloc: carriers, blocks, free, largest or frag)"
 		 : c == 'o'	     ? "-o (given at most 4 times)"
 		 : c == OPT_EVERY    ? "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"
 		 : c == OPT_KEEP     ? "--keep (a number of profiles, 1 or more)"

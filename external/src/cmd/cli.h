@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "sample/sampler.h"
 #include "table.h"
 
 enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE, CLI_FMT_PPROF };
@@ -38,20 +39,22 @@ struct cli_opts {
 	const char *push_url, *app_name;
 	const char *labels[CLI_MAX_LABELS];
 	size_t nlabels;
-	unsigned limit;	       /* top, blame, sched: rows; capture: samples kept */
-	bool skid_summary;     /* top, record, blame */
-	bool keep_priority;    /* sampling commands: do not raise the sampler's priority */
-	bool no_bpf;	       /* sampling commands: no in-kernel capture */
-	bool user_only;	       /* sampling commands: no samples taken in the kernel */
-	bool verbose;	       /* sampling commands: the sampler's own counters in the summary */
-	bool lines;	       /* record, top, blame: file:line in Erlang frame names */
-	bool all;	       /* pstack: every process */
-	const char *sort;      /* heap: the column to sort by (checked: heap__col_of) */
-	double watch_s;	       /* heap: seconds between readings (0: one reading) */
-	bool stacks;	       /* blame: whole Erlang stacks */
-	bool follow;	       /* perf-map: keep the map current */
-	const char *perf_data; /* perf-map: mark the JIT mapping anonymous in this perf.data */
-	char **functions;      /* blame: the native functions (argv) */
+	unsigned limit;		 /* top, blame, sched: rows; capture: samples kept */
+	bool skid_summary;	 /* top, record, blame */
+	bool keep_priority;	 /* sampling commands: do not raise the sampler's priority */
+	bool no_bpf;		 /* sampling commands: no in-kernel capture */
+	bool user_only;		 /* sampling commands: no samples taken in the kernel */
+	bool verbose;		 /* sampling commands: the sampler's own counters in the summary */
+	bool lines;		 /* record, top, blame: file:line in Erlang frame names */
+	bool all;		 /* pstack: every process */
+	bool erlang_names;	 /* names as Erlang prints them, not in Elixir form */
+	enum sample_group group; /* sampling commands: the root of a process's samples */
+	const char *sort;	 /* heap: the column to sort by (checked: heap__col_of) */
+	double watch_s;		 /* heap: seconds between readings (0: one reading) */
+	bool stacks;		 /* blame: whole Erlang stacks */
+	bool follow;		 /* perf-map: keep the map current */
+	const char *perf_data;	 /* perf-map: mark the JIT mapping anonymous in this perf.data */
+	char **functions;	 /* blame: the native functions (argv) */
 	size_t nfunctions;
 	const char *node, *cookie, *cookie_file, *code_path; /* inject */
 	uint64_t interval_ns; /* watch: --rate as a snapshot interval */

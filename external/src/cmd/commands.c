@@ -30,6 +30,15 @@ const char cmd__sampling_usage[] =
     "  --lines               (record, top, blame) name Erlang frames with their source line, as\n"
     "                        a stack trace's {file, line}: \"mod:fun/2 (mod.erl:12)\"; a caller's\n"
     "                        line is its call's. Each line is then a frame of its own\n"
+    "  --group name|pid|none what a process's samples go under (record's root frame, top's\n"
+    "                        process table). name (default): what the process is, as observer\n"
+    "                        and recon name it: its registered name, else proc_lib's\n"
+    "                        '$initial_call' (my_server:init/1, not proc_lib:init_p/5), else\n"
+    "                        its initial call, so that all workers of one kind make one flame.\n"
+    "                        pid: one root per process, \"<0.123.0> name\". none: one root.\n"
+    "                        sched and capture always keep one per process\n"
+    "  --erlang-names        print Elixir modules as Erlang does ('Elixir.MyApp.Repo':get/2),\n"
+    "                        not in Elixir form (MyApp.Repo.get/2, the default)\n"
     "  --include-idle        keep scheduler time spent without a process (idle, spinning)\n"
     "  --skid-summary        report how long after each sample its process was read, and how\n"
     "                        often a later read contradicted the sample\n"
@@ -54,7 +63,9 @@ const char record__usage[] =
     "Sample a running VM and write where it spent its time, per Erlang process, as a flame\n"
     "graph or a pprof profile. Stacks are mixed: Erlang frames, the JIT's shared fragments\n"
     "(global::...) and native frames (BIFs, NIFs, the runtime). The root frame of each stack\n"
-    "names the process: \"<0.123.0> rabbit_channel\" (registered name, else initial call).\n"
+    "says what the process is: its registered name (rabbit_channel), else proc_lib's\n"
+    "'$initial_call' (my_server:init/1), else its initial call, so that processes of one kind\n"
+    "share one root; --group pid gives each process its own (\"<0.123.0> rabbit_channel\").\n"
     "Ctrl-C stops sampling and still writes the file.\n"
     "\n"
     "  -o, --output FILE     where to write (required); up to 4 times: one recording, several\n"
@@ -91,6 +102,7 @@ const char record__usage[] =
     "  extrospect record -d 10 -o vm.svg -o vm.pb.gz 4242  # one recording, two formats\n"
     "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n"
     "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n"
+    "  extrospect record --group pid -d 10 -o procs.svg 4242  # one root per process\n"
     "  extrospect record --every 60s --keep 1440 -o /var/lib/extrospect/ 4242\n"
     "  extrospect record --every 15s --push http://pyroscope:4040 --label env=prod 4242\n";
 
@@ -126,7 +138,9 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .skid = o->skid_summary,
 				    .keep_priority = o->keep_priority,
 				    .no_bpf = o->no_bpf,
-				    .user_only = o->user_only};
+				    .user_only = o->user_only,
+				    .group = o->group,
+				    .erlang_names = o->erlang_names};
 }
 
 void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
@@ -189,8 +203,10 @@ static int write_report(const struct cli_opts *o, const struct agg *a, const str
 	for (i = 0; i < o->noutputs; i++) {
 		if ((rc = write_one(o->outputs[i], o->formats[i], a, title, &m, err, errlen)))
 			return rc;
-		fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu processes)\n", o->outputs[i],
-			agg__nstacks(a), agg__ngroups(a));
+		/* Groups are processes with --group pid, kinds of process by default. */
+		fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->outputs[i],
+			agg__nstacks(a), agg__ngroups(a),
+			o->group == GROUP_PID ? "processes" : "roots");
 	}
 	return 0;
 }
@@ -201,7 +217,7 @@ static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size
 	int rc;
 
 	cmd__sampler_opts(o, &ctx->opts);
-	ctx->opts.tag_scheduler = ctx->tag_scheduler;
+	ctx->opts.labels = ctx->labels;
 	if ((rc = agg__new(&ctx->agg)))
 		return rc;
 	rc = run__sample(ctx);
@@ -223,7 +239,7 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if (o->every_s)
 		return cmd__record_every(o, t, stop, err, errlen);
 	for (i = 0; i < o->noutputs; i++)
-		ctx.tag_scheduler |= o->formats[i] == CLI_FMT_PPROF;
+		ctx.labels |= o->formats[i] == CLI_FMT_PPROF;
 	rc = sample(o, &ctx, err, errlen);
 	a = ctx.agg;
 	if (rc)

@@ -39,6 +39,11 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 	      size_t errlen);
 /* heap.c: the column a --sort name means, -1 when none (cli.c checks the option with it). */
 int heap__col_of(const char *name);
+/* alloc_cmd.c */
+int cmd__alloc(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	       size_t errlen);
+/* alloc_cmd.c: the column a --sort name means for alloc, -1 when none. */
+int alloc__col_of(const char *name);
 /* blame.c */
 int cmd__blame(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	       size_t errlen);
@@ -63,7 +68,8 @@ int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
 /* Each command's --help text, in the command's own file; how it combines with the sampling
  * options is in the command table (table.c). */
 extern const char pstack__usage[], heap__usage[], blame__usage[], sched__usage[], perfmap__usage[],
-    inject__usage[], record__usage[], top__usage[], capture__usage[], watch__usage[];
+    inject__usage[], record__usage[], top__usage[], capture__usage[], watch__usage[],
+    alloc__usage[];
 /* The sampling options, shared by the sampling commands' --help (commands.c). */
 extern const char cmd__sampling_usage[];
 

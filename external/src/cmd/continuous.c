@@ -377,7 +377,7 @@ int cmd__record_every(const struct cli_opts *o, struct target *t, volatile sig_a
 	}
 	ev.writer_started = true;
 	cmd__sampler_opts(o, &ctx.opts);
-	ctx.opts.tag_scheduler = true;
+	ctx.opts.labels = true;
 	ctx.turn = every_turn;
 	if ((rc = agg__new(&ctx.agg)))
 		goto cleanup;

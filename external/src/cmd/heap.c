@@ -45,6 +45,7 @@ const char heap__usage[] =
     "  -d SECS        with --watch: stop after SECS seconds\n"
     "  --json         with --watch: one JSON document per interval, one per line\n"
     "  --json         one JSON document: sizes in words as process_info gives them\n"
+    "  --erlang-names print Elixir modules as Erlang does, not in Elixir form\n"
     "  --no-agent     ignore the extrospect agent even when the VM has it loaded\n"
     "\n"
     "Examples:\n"
@@ -233,6 +234,7 @@ static int setup(struct heap_ctx *c, char *err, size_t errlen)
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
 		return TARGET_EUNSUPPORTED;
 	}
+	c->pr.erlang_names = c->o->erlang_names;
 	return 0;
 }
 
@@ -274,7 +276,12 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		snprintf(err, errlen, "-d/--duration goes with --watch");
 		return CMD_EUSAGE;
 	}
-	if (o->sort && heap__col_of(o->sort) >= 0)
+	if (o->sort && heap__col_of(o->sort) < 0) {
+		snprintf(err, errlen,
+			 "bad --sort (total, heap, old, frag, stack, bin, msgq, reds or memory)");
+		return CMD_EUSAGE;
+	}
+	if (o->sort)
 		c.sort = (enum heap_col)heap__col_of(o->sort);
 	if ((rc = setup(&c, err, errlen)))
 		goto cleanup;

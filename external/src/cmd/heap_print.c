@@ -9,6 +9,7 @@
 #include "heap.h"
 #include "info.h"
 #include "jitmap.h"
+#include "names.h"
 
 static const char *const skip_names[HEAP_SKIP_COUNT] = {"unreadable", "invalid", "wrong_slot"};
 
@@ -26,8 +27,8 @@ void heap__names(const struct heap_ctx *c, const struct heap_row *r, struct heap
 	if (!r->s.have_i || !r->s.have_state || process__is_running(r->s.state) || !c->t->jit)
 		return;
 	jr = jitmap__lookup(c->t->jit, r->s.i);
-	if (jr)
-		jitmap__frame_name(jr, n->cur, sizeof(n->cur));
+	if (jr && jitmap__frame_name(jr, n->cur, sizeof(n->cur)))
+		names__display_inplace(n->cur, sizeof(n->cur), c->pr.erlang_names);
 }
 
 static size_t shown(const struct heap_ctx *c)
@@ -78,9 +79,7 @@ static void text_row(const struct heap_ctx *c, const struct heap_row *r, FILE *f
 	cell(f, r, HEAP_COL_MSGQ, false, 7);
 	cell(f, r, HEAP_COL_REDS, false, 11);
 	fprintf(f, "  %-9s %s", r->s.have_state ? process__status_name(r->s.state) : "?",
-		n.v.name[0]	 ? n.v.name
-		: n.v.initial[0] ? n.v.initial
-				 : "-");
+		process__label(&n.v)[0] ? process__label(&n.v) : "-");
 	if (n.cur[0])
 		fprintf(f, "  %s", n.cur);
 	fputc('\n', f);
@@ -152,6 +151,7 @@ static void json_row(const struct heap_ctx *c, const struct heap_row *r, struct 
 	json__kv_addr(j, "address", s->addr);
 	json__kv_string(j, "name", n.v.name[0] ? n.v.name : NULL);
 	json__kv_string(j, "initial_call", n.v.initial[0] ? n.v.initial : NULL);
+	json__kv_string(j, "dictionary_initial_call", n.v.pd_initial[0] ? n.v.pd_initial : NULL);
 	json__kv_string(j, "current_function", n.cur[0] ? n.cur : NULL);
 	json__kv_string(j, "status", s->have_state ? process__status_name(s->state) : NULL);
 	kv_words(j, "total_heap_size", r, HEAP_COL_TOTAL);

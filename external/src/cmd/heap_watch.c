@@ -151,9 +151,7 @@ static void text_row(const struct watch *w, const struct seen *s, FILE *f)
 	signed_size((int64_t)(s->last[k] - s->first[k]), is_bytes(k), since, sizeof(since));
 	fprintf(f, "%-14s %8s %9s %9s  %-9s %s%s%s%s\n", n.pid, now, d, since,
 		r->s.have_state ? process__status_name(r->s.state) : "?",
-		n.v.name[0]	 ? n.v.name
-		: n.v.initial[0] ? n.v.initial
-				 : "-",
+		process__label(&n.v)[0] ? process__label(&n.v) : "-",
 		long_lived(s, HEAP_COL_OLD) || long_lived(s, HEAP_COL_BIN) ? "  long-lived:" : "",
 		long_lived(s, HEAP_COL_OLD) ? " old" : "",
 		long_lived(s, HEAP_COL_BIN) ? " bin" : "");
@@ -169,6 +167,7 @@ static void json_row(const struct watch *w, const struct seen *s, struct json *j
 	json__kv_string(j, "pid", n.pid);
 	json__kv_string(j, "name", n.v.name[0] ? n.v.name : NULL);
 	json__kv_string(j, "initial_call", n.v.initial[0] ? n.v.initial : NULL);
+	json__kv_string(j, "dictionary_initial_call", n.v.pd_initial[0] ? n.v.pd_initial : NULL);
 	json__key(j, "value");
 	json__uint(j, s->last[c->sort]);
 	json__kv_int(j, "growth", s->delta);

@@ -28,9 +28,14 @@ const char pstack__usage[] =
     "                  for a process that is not running; a running one is on a scheduler)\n"
     "  --erlang-only   leave out native (C) frames\n"
     "  --json          one JSON document on stdout\n"
+    "  --erlang-names  print Elixir modules as Erlang does ('Elixir.MyApp.Repo':get/2), not\n"
+    "                  in Elixir form (MyApp.Repo.get/2, the default)\n"
     "  --no-agent      ignore the extrospect agent even when the VM has it loaded\n"
     "\n"
-    "Stacks are innermost frame first. Without the agent on OTP 28+ the process table is found\n"
+    "A process is named as observer and recon name it: its registered name, else proc_lib's\n"
+    "'$initial_call' read from its dictionary (my_server:init/1, where its initial call is\n"
+    "proc_lib:init_p/5), else its initial call. Stacks are innermost frame first. Without the "
+    "agent on OTP 28+ the process table is found\n"
     "by a scan of beam.smp's data; when that fails, --all says so and pids print as <pid 0x..>.\n"
     "\n"
     "Examples:\n"
@@ -93,6 +98,7 @@ static int setup(struct pstack_ctx *c, char *err, size_t errlen)
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
 		return TARGET_EUNSUPPORTED;
 	}
+	c->pr.erlang_names = c->o->erlang_names;
 	erlang_stack__cfg(&c->ecfg, c->t->jit, c->t->frame_layout,
 			  (uint64_t)c->t->addr[XP_ADDR_NORMAL_EXIT].value, c->t->layout);
 	c->words = malloc(PSTACK_STACK_BYTES);

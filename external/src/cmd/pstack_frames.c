@@ -3,6 +3,7 @@
  * (pstack_sched.c) and the process listing (pstack_procs.c) call it; it calls none of them. */
 #include <stdio.h>
 
+#include "names.h"
 #include "pstack.h"
 
 static const char *const kind_names[] = {
@@ -17,6 +18,8 @@ int pstack__jit_frame(struct pstack_ctx *c, const struct jit_range *r, uint32_t 
 	char name[1024];
 	bool erlang = jitmap__frame_name(r, name, sizeof(name));
 
+	if (erlang)
+		names__display_inplace(name, sizeof(name), c->pr.erlang_names);
 	return agg__frame(c->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
 }
 

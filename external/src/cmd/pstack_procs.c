@@ -11,7 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "names.h"
 #include "pstack.h"
+#include "report/report.h"
 
 #define ATOM_SLOTS 16384 /* atom text cache, open addressing */
 #define READ_TRIES 2
@@ -42,6 +44,7 @@ struct listing {
 	struct atom_slot *atoms;
 	uint64_t skipped[SKIP_COUNT];
 	uint64_t walked, running, changed, ends[ESTACK_END_COUNT];
+	uint64_t pdict[PDICT_RESULT_COUNT]; /* '$initial_call' reads by result */
 };
 
 static double now_ms(void)
@@ -69,23 +72,29 @@ static const char *atom(struct listing *l, uint64_t term)
 	return s->text ? s->text : "";
 }
 
-static void identity(struct listing *l, const struct process_snap *s, char *name, size_t nlen,
-		     char *initial, size_t ilen)
+/* Registered name, initial call and proc_lib's '$initial_call', as names.h shows them. */
+static void identity(struct listing *l, const struct process_snap *s, struct process_view *id)
 {
 	const struct target_value *o = &l->c->t->off[XP_OFF_REGPROC_NAME];
+	bool erl = l->c->pr.erlang_names;
 	uint64_t term;
 	const char *m, *f;
 
-	name[0] = initial[0] = '\0';
+	id->name[0] = id->initial[0] = '\0';
 	if (s->have_reg && s->reg && o->present &&
 	    mem__read_u64(l->c->t->mem, s->reg + (uint64_t)o->value, &term) == 0)
-		snprintf(name, nlen, "%s", atom(l, term));
+		names__display(atom(l, term), erl, id->name, sizeof(id->name));
+	id->pd_result =
+	    procdict__initial_call(&l->c->pr, &s->v, id->pd_initial, sizeof(id->pd_initial));
+	l->pdict[id->pd_result]++;
+	names__display_inplace(id->pd_initial, sizeof(id->pd_initial), erl);
 	if (!s->have_initial || s->initial[2] > 255)
 		return;
 	m = atom(l, s->initial[0]);
 	f = atom(l, s->initial[1]);
 	if (m[0] && f[0])
-		snprintf(initial, ilen, "%s:%s/%" PRIu64, m, f, s->initial[2]);
+		snprintf(id->initial, sizeof(id->initial), "%s:%s/%" PRIu64, m, f, s->initial[2]);
+	names__display_inplace(id->initial, sizeof(id->initial), erl);
 }
 
 /* Did the process move between the two reads (scheduled, garbage collected, exited)? */
@@ -153,8 +162,8 @@ static void current_fn(struct listing *l, const struct entry *e, char *buf, size
 		snprintf(buf, len, "%s", agg__frame_name(l->c->agg, id));
 }
 
-static void emit_json(struct listing *l, const struct entry *e, const char *pid, const char *name,
-		      const char *initial, const char *cur, const char *stack,
+static void emit_json(struct listing *l, const struct entry *e, const char *pid,
+		      const struct process_view *id, const char *cur, const char *stack,
 		      const struct pstack_frames *fr)
 {
 	struct json *j = l->j;
@@ -162,8 +171,10 @@ static void emit_json(struct listing *l, const struct entry *e, const char *pid,
 	json__object(j);
 	json__kv_string(j, "pid", pid);
 	json__kv_addr(j, "address", e->s.v.addr);
-	json__kv_string(j, "name", name[0] ? name : NULL);
-	json__kv_string(j, "initial_call", initial[0] ? initial : NULL);
+	json__kv_string(j, "name", id->name[0] ? id->name : NULL);
+	json__kv_string(j, "initial_call", id->initial[0] ? id->initial : NULL);
+	json__kv_string(j, "dictionary_initial_call", id->pd_initial[0] ? id->pd_initial : NULL);
+	json__kv_string(j, "label", process__label(id)[0] ? process__label(id) : NULL);
 	json__kv_string(j, "status", e->s.have_state ? process__status_name(e->s.state) : NULL);
 	json__key(j, "message_queue_len");
 	if (e->s.have_msg_len)
@@ -179,16 +190,13 @@ static void emit_json(struct listing *l, const struct entry *e, const char *pid,
 	json__end_object(j);
 }
 
-static void emit_text(struct listing *l, const struct entry *e, const char *pid, const char *name,
-		      const char *initial, const char *cur, const char *stack,
+static void emit_text(struct listing *l, const struct entry *e, const char *pid,
+		      const struct process_view *id, const char *cur, const char *stack,
 		      const struct pstack_frames *fr)
 {
 	FILE *f = l->f;
 
-	fprintf(f, "\n%s %s  %s", pid,
-		name[0]	     ? name
-		: initial[0] ? initial
-			     : "-",
+	fprintf(f, "\n%s %s  %s", pid, process__label(id)[0] ? process__label(id) : "-",
 		e->s.have_state ? process__status_name(e->s.state) : "?");
 	if (e->s.have_msg_len)
 		fprintf(f, "  msgq %" PRId64, e->s.msg_len);
@@ -204,16 +212,17 @@ static void emit_text(struct listing *l, const struct entry *e, const char *pid,
 
 static void emit(struct listing *l, struct entry *e, struct pstack_frames *fr)
 {
-	char pid[48], name[XP_ATOM_MAX_BYTES + 4], initial[2 * XP_ATOM_MAX_BYTES + 40], cur[1024];
+	struct process_view id;
+	char pid[48], cur[1024];
 	const char *stack = stack_of(l, e, fr);
 
 	process__pid_text(&l->c->pr.pids, e->s.v.pid, pid, sizeof(pid));
-	identity(l, &e->s, name, sizeof(name), initial, sizeof(initial));
+	identity(l, &e->s, &id);
 	current_fn(l, e, cur, sizeof(cur));
 	if (l->j)
-		emit_json(l, e, pid, name, initial, cur, stack, fr);
+		emit_json(l, e, pid, &id, cur, stack, fr);
 	else
-		emit_text(l, e, pid, name, initial, cur, stack, fr);
+		emit_text(l, e, pid, &id, cur, stack, fr);
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -278,6 +287,11 @@ static void summary(struct listing *l, const struct ptab_stats *st, size_t kept,
 		json__kv_int(l->j, "unreadable_slots", (int64_t)st->unreadable_slots);
 		json__kv_int(l->j, "bad_slots", (int64_t)st->bad);
 		json__end_object(l->j);
+		json__key(l->j, "dictionary_initial_call");
+		json__object(l->j);
+		for (i = 0; i < PDICT_RESULT_COUNT; i++)
+			json__kv_int(l->j, procdict__result_name(i), (int64_t)l->pdict[i]);
+		json__end_object(l->j);
 		json__kv_int(l->j, "elapsed_ms", (int64_t)(ms + 0.5));
 		json__end_object(l->j);
 		return;
@@ -290,6 +304,7 @@ static void summary(struct listing *l, const struct ptab_stats *st, size_t kept,
 		kept, pt->addr, target__src_name(pt->source), pt->max, st->used, l->walked,
 		l->ends[ESTACK_END_BOTTOM], l->running, l->changed, l->skipped[SKIP_UNREADABLE],
 		l->skipped[SKIP_INVALID], l->skipped[SKIP_WRONG_SLOT], ms);
+	report__pdict_summary(l->pdict, l->f);
 }
 
 int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, size_t errlen)

@@ -89,6 +89,8 @@ static int sample_window(struct pstack_ctx *c, size_t runnable, char *err, size_
 				  .event = PERF_EV_CPU_CLOCK,
 				  .include_idle = true,
 				  .only_erlang = c->o->only_erlang,
+				  .group = GROUP_PID, /* split_group reads "<pid> name" */
+				  .erlang_names = c->o->erlang_names,
 				  .on_record = on_record,
 				  .record_ctx = &sn};
 	struct sampler *s;
@@ -133,7 +135,7 @@ static void from_sched_data(struct pstack_ctx *c, struct pstack_sched *ps)
 	}
 	process__pid_text(&c->pr.pids, s.v.pid, ps->pid, sizeof(ps->pid));
 	process__read_identity(&c->pr, &s.v);
-	snprintf(ps->name, sizeof(ps->name), "%s", s.v.name[0] ? s.v.name : s.v.initial);
+	snprintf(ps->name, sizeof(ps->name), "%s", process__label(&s.v));
 	end = pstack__process_stack(c, &s, &ps->frames);
 	ps->stack = erlang_stack__end_name(end);
 }

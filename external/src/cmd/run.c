@@ -8,6 +8,7 @@
 
 #include "ptab.h"
 #include "info.h"
+#include "report/report.h"
 #include "run.h"
 
 /* Without the in-kernel capture the sampler is woken by every sample (perf wakeup_events), and
@@ -261,6 +262,7 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 	if (ps->bpf_unattached)
 		fprintf(f, "  in-kernel capture: not attached to %" PRIu64 " threads\n",
 			ps->bpf_unattached);
+	report__pdict_summary(st->pdict, f);
 	if (st->maps_refreshes)
 		fprintf(f,
 			"  memory maps re-read %" PRIu64

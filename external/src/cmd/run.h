@@ -29,7 +29,7 @@ struct run_ctx {
 	void (*tick)(struct run_ctx *ctx, const struct sampler_stats *st);
 	void *user;
 	const struct sampler_hooks *hooks; /* capture: given to the sampler, may be NULL */
-	bool tag_scheduler;		   /* stacks kept apart by scheduler (pprof's label) */
+	bool labels;			   /* stacks kept apart by their pprof labels */
 	/* Called after every poll with the live sampler (record --every rotates its aggregate),
 	 * may be NULL; a negative errno ends the run with it (err set). */
 	int (*turn)(struct run_ctx *ctx, struct sampler *s);

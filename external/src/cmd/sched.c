@@ -259,6 +259,7 @@ int cmd__sched(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	cmd__sampler_opts(o, &ctx.opts);
 	ctx.opts.include_idle = true;
 	ctx.opts.only_erlang = false; /* native frames say NIF, GC or emulator */
+	ctx.opts.group = GROUP_PID;   /* processes move between schedulers one by one */
 	ctx.opts.on_record = on_record;
 	ctx.opts.record_ctx = &v;
 	if ((rc = run__sample(&ctx))) {

@@ -85,6 +85,13 @@ static const struct command commands[] = {
      .usage = heap__usage,
      .run = cmd__heap,
      .catches_stop = true},
+    {.name = "alloc",
+     .synopsis = "alloc PID     the allocators: carriers, blocks, free, fragmentation (--sort)",
+     .opts = CO_NO_AGENT | CO_JSON | CO_LIMIT | CO_SORT | CO_DURATION,
+     .limit = 20,
+     .usage = alloc__usage,
+     .run = cmd__alloc,
+     .catches_stop = true},
     {.name = "blame",
      .synopsis =
 	 "blame PID FUNCTION...  which Erlang code and processes lead into a native function",

@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "jitmap.h"
+#include "names.h"
 #include "json.h"
 #include "perf.h"
 #include "process.h"
@@ -27,7 +28,8 @@
 
 #define WATCH_POLL_MS	    50
 #define WATCH_RENEW_NS	    (XP_SPY_LEASE_NS / 5)
-#define WATCH_GAP_CAP	    10 /* a snapshot holds for at most this many intervals */
+#define WATCH_GAP_CAP	    10	  /* a snapshot holds for at most this many intervals */
+#define WATCH_WAKE_NS	    30000 /* a punctual spy's wake-up, beyond its interval */
 #define WATCH_JIT_RETRY	    1000000000ull
 #define WATCH_PAGES	    128
 #define WATCH_STACK_MIN	    256
@@ -49,7 +51,8 @@ const char watch__usage[] =
     "about a second.\n"
     "\n"
     "  --erlang-pid '<0.123.0>'  the process to watch\n"
-    "  --name REGNAME        or a registered process\n"
+    "  --name REGNAME        or a registered process (MyApp.Repo or Elixir.MyApp.Repo)\n"
+    "  --erlang-names        print Elixir modules as Erlang does, not in Elixir form\n"
     "  --rate INTERVAL       time between snapshots, 100us to 1s: 1ms (default), 250us, 0.01s;\n"
     "                        or a number of snapshots per second. On a busy machine fewer are\n"
     "                        taken (the summary says how many; the spy policy, README)\n"
@@ -142,7 +145,8 @@ static void resume_fn(struct watch *w, uint64_t i, char *buf, size_t len)
 		snprintf(buf, len, "[unknown code 0x%" PRIx64 "]", i);
 		return;
 	}
-	jitmap__frame_name(r, name, sizeof(name));
+	if (jitmap__frame_name(r, name, sizeof(name)))
+		names__display_inplace(name, sizeof(name), w->o->erlang_names);
 	if (jitmap__line(w->t->jit, r, i, &file, &line))
 		snprintf(buf, len, "%s (%s:%" PRIu32 ")", name, file, line);
 	else
@@ -164,22 +168,35 @@ static int row_of(struct watch *w, enum watch_state st, const char *fn)
 	return (int)w->nrows++;
 }
 
-/* Split the time since the previous snapshot evenly between it and the new one (row): where
- * in the gap the state changed is unknown, and the spy is late more often right after P starts
- * running (a busy core), which holding the previous state until the next snapshot would credit
- * to waiting. A gap counts at most WATCH_GAP_CAP intervals. */
-static void credit(struct watch *w, uint64_t t, int row)
+/* Split the time since the previous snapshot (the spy blocked then for one interval) between
+ * it and the new one (row). The part a punctual spy would have waited is split evenly: where in
+ * it the state changed is unknown. The spy's lateness beyond that goes to the running side when
+ * exactly one of the two is running: a spy is late because the cores are busy, and P running is
+ * what keeps them so. P starting made the spy late (that time ran); P stopping freed a core, so
+ * the late spy ran at once (the time before ran too). Even splits of late gaps made running
+ * short by 2-6 points on a loaded machine (bench/watch_methods). A gap counts at most
+ * WATCH_GAP_CAP intervals. */
+static void credit(struct watch *w, uint64_t t, int row, enum watch_state st)
 {
-	uint64_t dt, cap = WATCH_GAP_CAP * w->interval_ns;
+	uint64_t dt, cap = WATCH_GAP_CAP * w->interval_ns, planned, late = 0;
+	int late_row = -1;
 
 	if (w->prev_row < 0 || t <= w->prev_ns)
 		return;
 	dt = t - w->prev_ns;
 	if (dt > cap)
 		dt = cap;
+	planned = w->interval_ns + WATCH_WAKE_NS;
+	if (dt > planned && (st == WS_RUNNING) != (w->prev_state == WS_RUNNING)) {
+		late = dt - planned;
+		late_row = st == WS_RUNNING ? row : w->prev_row;
+		dt = planned;
+	}
 	w->rows[w->prev_row].ns += dt / 2;
 	if (row >= 0)
 		w->rows[row].ns += dt - dt / 2;
+	if (late_row >= 0)
+		w->rows[late_row].ns += late;
 }
 
 /* Runnable episodes (queued for a scheduler): each starts and ends halfway between the
@@ -242,10 +259,11 @@ static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 	if (row >= 0 && st != WS_RUNNING && s->have_i)
 		stack_under(w, &w->rows[row], s->i);
 	runq_track(w, st, time);
-	credit(w, time, row);
+	credit(w, time, row, st);
 	if (row >= 0)
 		w->rows[row].n++;
 	w->prev_row = row;
+	w->prev_state = st;
 	w->prev_ns = time;
 	if (!w->first_ns)
 		w->first_ns = time;

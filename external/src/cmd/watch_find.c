@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "ptab.h"
+#include "names.h"
 #include "watch_int.h"
 
 /* The registered name of a snapshot, "" when none or unreadable. */
@@ -31,7 +32,9 @@ static bool matches(struct watch *w, const struct process_snap *s)
 		return strcmp(text, w->o->erlang_pid) == 0;
 	}
 	reg_name(w, s, name, sizeof(name));
-	return strcmp(name, w->o->name) == 0;
+	/* As Erlang or as Elixir writes it: 'Elixir.MyApp.Repo' or MyApp.Repo. */
+	return strcmp(name, w->o->name) == 0 ||
+	       (strncmp(name, "Elixir.", 7) == 0 && strcmp(name + 7, w->o->name) == 0);
 }
 
 /* A process in a garbage collection moves its heap, and its heap fields disagree meanwhile:
@@ -70,6 +73,7 @@ int watch__find_process(struct watch *w, char *err, size_t errlen)
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
 		return TARGET_EUNSUPPORTED;
 	}
+	w->pr.erlang_names = w->o->erlang_names;
 	if ((rc = ptab__collect(&pt, w->t->mem, &ixs, &procs, &n, &st)))
 		return rc;
 	for (i = 0; i < n && !w->proc; i++) {
@@ -78,6 +82,7 @@ int watch__find_process(struct watch *w, char *err, size_t errlen)
 			w->pid_term = s.v.pid;
 			process__pid_text(&w->pr.pids, s.v.pid, w->pid_text, sizeof(w->pid_text));
 			reg_name(w, &s, w->name, sizeof(w->name));
+			names__display_inplace(w->name, sizeof(w->name), w->o->erlang_names);
 		}
 	}
 	free(ixs);

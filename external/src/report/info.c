@@ -24,7 +24,7 @@ static const char *layout_name(uint32_t l)
 static const enum xp_addr_id key_addrs[] = {
     XP_ADDR_JIT_DESCRIPTOR,	  XP_ADDR_ATOM_TABLE,	       XP_ADDR_SCHED_DATA,
     XP_ADDR_DIRTY_CPU_SCHED_DATA, XP_ADDR_DIRTY_IO_SCHED_DATA, XP_ADDR_NORMAL_EXIT,
-    XP_ADDR_PROCESS_TABLE,	  XP_ADDR_PROBE_PROCESS,
+    XP_ADDR_PROCESS_TABLE,	  XP_ADDR_PROBE_PROCESS,       XP_ADDR_ALLCTRS_INFO,
 };
 #define NKEY_ADDRS (sizeof(key_addrs) / sizeof(key_addrs[0]))
 

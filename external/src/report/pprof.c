@@ -1,7 +1,8 @@
 /* pprof's profile.proto (external/third_party/pprof), gzipped, as `go tool pprof`, Pyroscope,
  * Parca and Grafana read it: one Location per aggregate frame (and one per group, the root, as in
  * every other format), Functions by (name, file), a Mapping per native module with its build-id,
- * and per sample the labels pid, registered_name or initial_call, and scheduler. The encoding is
+ * and per sample the labels the sampler tagged it with (pid, registered_name or initial_call,
+ * scheduler). The encoding is
  * libprotobuf-c's over protoc-c's code; this file only fills the messages. Does not own: the
  * aggregate, where the bytes go. */
 #include <errno.h>
@@ -27,7 +28,7 @@ typedef Perftools__Profiles__Label pb_label;
 typedef Perftools__Profiles__ValueType pb_value_type;
 
 #define PPROF_MAX_MAPPINGS 256
-#define PPROF_MAX_LABELS   3
+#define PPROF_MAX_LABELS   4
 
 /* The string table: index 0 is "", as profile.proto requires. */
 struct strtab {
@@ -59,7 +60,6 @@ struct builder {
 	uint64_t *locids;
 	int64_t *values;
 	pb_label *labels, **labelp;
-	char pidbuf[64];
 };
 
 /* ---- strings ------------------------------------------------------------------------------- */
@@ -343,20 +343,22 @@ static void set_label(struct builder *b, pb_sample *s, const char *key, const ch
 	s->n_label++;
 }
 
-/* pid, registered_name or initial_call (from the group: "<0.1.0> name"), scheduler. */
+/* The stack's label set (its tag - 1): "key=value" pairs, AGG_LABEL_SEP between them. */
 static void add_labels(struct builder *b, pb_sample *s, const struct agg_stack *st)
 {
-	enum group_kind k = agg__group_kind_of(b->a, st->group);
-	const char *g = agg__group_name(b->a, st->group), *sp = strchr(g, ' ');
-	char sched[32];
+	const char *t = st->tag ? agg__labelset_text(b->a, st->tag - 1) : NULL;
+	char key[64], value[1024];
 
-	if (k != GROUP_LABEL && sp) {
-		snprintf(b->pidbuf, sizeof(b->pidbuf), "%.*s", (int)(sp - g), g);
-		set_label(b, s, "pid", b->pidbuf);
-		set_label(b, s, k == GROUP_REGISTERED ? "registered_name" : "initial_call", sp + 1);
+	while (t && *t && s->n_label < PPROF_MAX_LABELS) {
+		size_t n = strcspn(t, "\x1f"), k = strcspn(t, "=");
+
+		if (k < n && k < sizeof(key) && n - k - 1 < sizeof(value)) {
+			snprintf(key, sizeof(key), "%.*s", (int)k, t);
+			snprintf(value, sizeof(value), "%.*s", (int)(n - k - 1), t + k + 1);
+			set_label(b, s, key, value);
+		}
+		t += n + (t[n] != '\0');
 	}
-	if (sampler__sched_tag_text(st->tag, sched, sizeof(sched)))
-		set_label(b, s, "scheduler", sched);
 }
 
 static int add_samples(struct builder *b)

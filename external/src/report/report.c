@@ -1,7 +1,10 @@
 /* Text helpers shared by the report formats: strict UTF-8 validation (names come from the VM and
- * are untrusted bytes) and the final flush / error check. Does not own: any format. */
+ * are untrusted bytes), the final flush / error check and the '$initial_call' read summary.
+ * Does not own: any format. */
 #include <errno.h>
+#include <inttypes.h>
 
+#include "procdict.h"
 #include "report.h"
 
 /* Allowed range of the second byte after each lead byte (RFC 3629, section 4). */
@@ -62,4 +65,24 @@ int report__finish(FILE *f)
 	if (fflush(f) || ferror(f))
 		return -EIO;
 	return 0;
+}
+
+void report__pdict_summary(const uint64_t *counts, FILE *f)
+{
+	uint64_t faults = 0;
+	int i;
+
+	for (i = PDICT_NO_OFFSET; i < PDICT_RESULT_COUNT; i++)
+		faults += counts[i];
+	if (!faults)
+		return;
+	fprintf(f,
+		"  proc_lib's '$initial_call' not read for %" PRIu64 " processes (named by their "
+		"initial call instead):",
+		faults);
+	for (i = PDICT_NO_OFFSET; i < PDICT_RESULT_COUNT; i++) {
+		if (counts[i])
+			fprintf(f, " %s %" PRIu64, procdict__result_name(i), counts[i]);
+	}
+	fputc('\n', f);
 }

@@ -44,6 +44,9 @@ int report__top_processes(const struct agg *a, FILE *f, unsigned limit);
 size_t report__utf8_len(const char *p);
 /* Code point of a sequence report__utf8_len accepted with length n. */
 unsigned report__utf8_cp(const char *p, size_t n);
+/* One line saying how many processes' '$initial_call' could not be read, by reason
+ * (counts[PDICT_RESULT_COUNT], procdict.h); nothing when none failed. */
+void report__pdict_summary(const uint64_t *counts, FILE *f);
 /* Flushes f: 0, or -EIO when any write failed. */
 int report__finish(FILE *f);
 

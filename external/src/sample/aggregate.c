@@ -37,7 +37,7 @@ struct stk {
 };
 
 struct agg {
-	struct itab frames, groups;
+	struct itab frames, groups, labels; /* labels: agg__labelset */
 	struct stk *stk;
 	size_t nstk, capstk;
 	uint32_t *pool;
@@ -168,14 +168,21 @@ int agg__frame(struct agg *a, const char *name, enum frame_kind kind, uint32_t *
 
 int agg__group(struct agg *a, const char *name, uint32_t *id)
 {
-	return agg__group_kind(a, name, GROUP_LABEL, id);
+	if (!a || !name || !id)
+		return -EINVAL;
+	return itab_intern(&a->groups, name, 0, id);
 }
 
-int agg__group_kind(struct agg *a, const char *name, enum group_kind kind, uint32_t *id)
+int agg__labelset(struct agg *a, const char *text, uint32_t *id)
 {
-	if (!a || !name || !id || (unsigned)kind > GROUP_INITIAL_CALL)
+	if (!a || !text || !id)
 		return -EINVAL;
-	return itab_intern(&a->groups, name, (uint8_t)kind, id);
+	return itab_intern(&a->labels, text, 0, id);
+}
+
+const char *agg__labelset_text(const struct agg *a, uint32_t id)
+{
+	return a && id < a->labels.n ? a->labels.names[id] : NULL;
 }
 
 /* ---- stacks -------------------------------------------------------------------------------- */
@@ -414,11 +421,6 @@ const char *agg__group_name(const struct agg *a, uint32_t id)
 	return a && id < a->groups.n ? a->groups.names[id] : NULL;
 }
 
-enum group_kind agg__group_kind_of(const struct agg *a, uint32_t id)
-{
-	return a && id < a->groups.n ? (enum group_kind)a->groups.kinds[id] : GROUP_LABEL;
-}
-
 size_t agg__nframes(const struct agg *a)
 {
 	return a ? a->frames.n : 0;
@@ -440,6 +442,7 @@ void agg__free(struct agg *a)
 		return;
 	itab_free(&a->frames);
 	itab_free(&a->groups);
+	itab_free(&a->labels);
 	free(a->stk);
 	free(a->pool);
 	idtab__free(&a->idx);

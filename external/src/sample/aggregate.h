@@ -9,9 +9,8 @@
 #include <stdint.h>
 
 enum frame_kind { FRAME_ERLANG = 0, FRAME_NATIVE, FRAME_JIT_GLOBAL, FRAME_LABEL };
-/* What a group's name says after the pid: a label ("[normal scheduler: no process]", no pid), a
- * process's registered name, or (not registered) its initial call. */
-enum group_kind { GROUP_LABEL = 0, GROUP_REGISTERED, GROUP_INITIAL_CALL };
+/* Between the "key=value" labels of a label set (agg__labelset). */
+#define AGG_LABEL_SEP '\x1f'
 
 struct agg;
 
@@ -26,14 +25,17 @@ struct agg_stack {
 int agg__new(struct agg **out);
 /* Intern a frame name with its kind: the same (name, kind) always gives the same id. */
 int agg__frame(struct agg *a, const char *name, enum frame_kind kind, uint32_t *id);
-/* Intern a group name ("<0.123.0> rabbit_channel"): GROUP_LABEL, or the kind given. */
+/* Intern a group name ("<0.123.0> rabbit_channel"). */
 int agg__group(struct agg *a, const char *name, uint32_t *id);
-int agg__group_kind(struct agg *a, const char *name, enum group_kind kind, uint32_t *id);
+/* Intern a label set, "key=value" pairs joined by AGG_LABEL_SEP: the same text always gives
+ * the same id. agg__add_tagged's tag is such an id + 1 (0: no labels). */
+int agg__labelset(struct agg *a, const char *text, uint32_t *id);
+const char *agg__labelset_text(const struct agg *a, uint32_t id);
 /* Add count samples of this stack (root first) in this group. */
 int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nframes,
 	     uint64_t count);
-/* The same with a tag the stack is kept apart by (pprof: the scheduler that ran it); the formats
- * that show no tag merge stacks that differ only by it. */
+/* The same with a tag the stack is kept apart by (pprof: its label set + 1); the formats that
+ * show no tag merge stacks that differ only by it. */
 int agg__add_tagged(struct agg *a, uint32_t group, uint32_t tag, const uint32_t *frames,
 		    uint32_t nframes, uint64_t count);
 
@@ -44,7 +46,6 @@ enum frame_kind agg__frame_kind(const struct agg *a, uint32_t id);
 int agg__frame_set_module(struct agg *a, uint32_t id, const char *module);
 const char *agg__frame_module(const struct agg *a, uint32_t id);
 const char *agg__group_name(const struct agg *a, uint32_t id);
-enum group_kind agg__group_kind_of(const struct agg *a, uint32_t id);
 size_t agg__nframes(const struct agg *a);
 size_t agg__ngroups(const struct agg *a);
 uint64_t agg__total(const struct agg *a);

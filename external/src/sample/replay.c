@@ -193,6 +193,7 @@ int replay__open(const char *path, struct replay **out, char *err, size_t errlen
 					.all_threads = r->f.all_threads,
 					.name = r->f.name[0] ? r->f.name : NULL,
 					.erlang_pid = r->f.erlang_pid[0] ? r->f.erlang_pid : NULL,
+					.group = GROUP_PID, /* as capture.c recorded */
 					.on_record = on_record,
 					.record_ctx = r};
 	if ((rc = sampler__new_replay(r->t, &r->opts, r->agg, &h, &r->s, err, errlen)))

@@ -14,6 +14,7 @@
 #include "erlang_stack.h"
 #include "kcapture.h"
 #include "perf.h"
+#include "procdict.h"
 #include "skid.h"
 #include "target.h"
 #include "unwind.h"
@@ -49,6 +50,13 @@ struct sample_record {
 
 typedef void (*sample_record_fn)(const struct sample_record *r, void *ctx);
 
+/* What a process's samples are grouped under (--group). */
+enum sample_group {
+	GROUP_NAME = 0, /* what it is: registered name, else '$initial_call', else initial call */
+	GROUP_PID,	/* one root per process: "<0.123.0> name" */
+	GROUP_NONE,	/* one root for every process */
+};
+
 struct sampler_opts {
 	uint32_t freq_hz;
 	double duration_s; /* 0: until stopped */
@@ -63,7 +71,9 @@ struct sampler_opts {
 	bool keep_priority;	    /* run.c: do not rank the sampler above the VM */
 	bool no_bpf;		    /* no in-kernel capture (kcapture.h) */
 	bool user_only;		    /* no samples taken in the kernel */
-	bool tag_scheduler;	    /* stacks kept apart by scheduler (sampler__sched_tag) */
+	enum sample_group group;    /* the root each process's samples go under */
+	bool erlang_names;	    /* names as Erlang prints them, not in Elixir form */
+	bool labels;		    /* stacks kept apart by pid, name and scheduler (pprof) */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 };
@@ -92,6 +102,8 @@ struct sampler_stats {
 	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
 	 * schedule time): kept as that process's. */
 	uint64_t system_task;
+	/* Process identities read, by how their '$initial_call' read went (procdict.h). */
+	uint64_t pdict[PDICT_RESULT_COUNT];
 	uint64_t jit_refreshes;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */
@@ -139,10 +151,10 @@ void sampler__free(struct sampler *s);
 /* Swap the aggregate samples go to (continuous recording): from the next sample on, new
  * receives them; the caller owns the old one. Caches of the old one's ids are emptied. */
 void sampler__swap_agg(struct sampler *s, struct agg *new_agg);
-/* A scheduler as an aggregate tag (agg__add_tagged), 0 for a thread that is not one; and the
- * tag as text, "normal 3", "dirty_cpu 1", "dirty_io 2" (false for 0). */
-uint32_t sampler__sched_tag(const struct target_sched *sch);
-bool sampler__sched_tag_text(uint32_t tag, char *buf, size_t len);
+/* With opts.labels, each stack is tagged (agg__add_tagged) with an interned label set
+ * (agg__labelset): "pid=<0.1.0>", "registered_name=x" or "initial_call=m:f/1", and
+ * "scheduler=normal 2" (or dirty_cpu, dirty_io), each present when known, joined by
+ * AGG_LABEL_SEP. */
 
 /* sampler_src.c: hooks for a live sampler (capture.c), set before its first poll. */
 void sampler__set_hooks(struct sampler *s, const struct sampler_hooks *h);

@@ -147,6 +147,7 @@ static int sampler_setup(struct target *t, const struct sampler_opts *opts, stru
 		snprintf(err, errlen, "the Process layout of this VM is unknown");
 		goto cleanup;
 	}
+	s->pr.erlang_names = opts->erlang_names;
 	/* Pids print as <pid 0x...> when their encoding is unknown (OTP 28+ without the agent, when
 	 * run.c's scan found no process table): no '<0.N.0>' would ever match. */
 	if (opts->erlang_pid && !s->pr.pids.known) {
