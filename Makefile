@@ -1,5 +1,5 @@
 # Thin wrappers over tools/, cmake, ctest and rebar3; the build lives in build/.
-#   make deps | build | test | test-class | demo | fmt | fmt-check | bench | clean
+#   make deps | build | test | test-class | demo | fmt | fmt-check | bench | install | package | clean
 # CI=true turns warnings into errors.
 BUILD ?= build
 MAKEFLAGS += --no-print-directory
@@ -8,7 +8,7 @@ WERROR := $(if $(filter true,$(CI)),ON,OFF)
 C_FILES = $(shell find c_src external test bench -path bench/out -prune -o -name '*.[ch]' -print 2>/dev/null)
 SH_FILES = $(wildcard tools/*.sh test/e2e/*.sh test/fuzz/run.sh .ci/run bench/run bench/oracle_perf bench/completeness)
 
-.PHONY: all deps build test test-class demo fmt fmt-check bench clean
+.PHONY: all deps build test test-class demo fmt fmt-check bench install package clean
 
 all: build
 
@@ -37,6 +37,15 @@ fmt:
 fmt-check:
 	@clang-format --dry-run --Werror $(C_FILES) && echo "fmt-check: clang-format clean"
 	@if command -v shellcheck >/dev/null; then shellcheck -x $(SH_FILES) && echo "fmt-check: shellcheck clean"; fi
+
+# The program, its man page and bash completion under PREFIX (DESTDIR is honoured: staging).
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package, $(BUILD)/extrospect_VERSION_amd64.deb (CPack; cmake/Install.cmake).
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 bench: build
 	if [ -x bench/run ]; then bench/run; else echo "bench: no bench/run yet (see bench/README.md)"; fi

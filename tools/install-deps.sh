@@ -19,6 +19,8 @@ packages=(
 	linux-perf strace tmux                        # cross-checking samples by hand; tmux: e2e.top (top_tty_test.sh)
 	shellcheck                                    # `make fmt-check` lints the test scripts
 	chromium libxml2-utils                        # flame graph outputs checked in a browser
+	libprotobuf-c-dev protobuf-c-compiler zlib1g-dev # pprof output: profile.proto, gzip
+	golang-go python3                             # e2e.pprof reads it with go tool pprof; e2e.every's receiver
 )
 # speedscope is checked with node; a node already on PATH (e.g. /usr/local) is used as it is.
 command -v node >/dev/null || packages+=(nodejs npm)

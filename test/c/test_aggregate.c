@@ -201,8 +201,41 @@ static void test_large(void)
 	agg__free(ag);
 }
 
+/* pprof's labels: stacks with other tags stay apart, in a stable order (tag last); label sets
+ * intern like names. */
+static void test_tags(void)
+{
+	struct agg *ag;
+	struct agg_stack s;
+	uint32_t g, f, l1, l2, l3;
+
+	CHECK_INT("new", 0, agg__new(&ag));
+	CHECK_INT("group", 0, agg__group(ag, "x", &g));
+	CHECK_INT("labelset", 0, agg__labelset(ag, "pid=<0.1.0>\x1fscheduler=normal 1", &l1));
+	CHECK_INT("labelset 2", 0, agg__labelset(ag, "pid=<0.1.0>", &l2));
+	CHECK_INT("labelset again", 0, agg__labelset(ag, "pid=<0.1.0>\x1fscheduler=normal 1", &l3));
+	CHECK_INT("same text, same id", l1, l3);
+	CHECK("other text, other id", l1 != l2);
+	CHECK_STR("text", "pid=<0.1.0>", agg__labelset_text(ag, l2));
+	CHECK("unknown id", agg__labelset_text(ag, 99) == NULL);
+	CHECK_INT("frame", 0, agg__frame(ag, "m:f/1", FRAME_ERLANG, &f));
+	CHECK_INT("tag 3", 0, agg__add_tagged(ag, g, 3, &f, 1, 2));
+	CHECK_INT("tag 1", 0, agg__add_tagged(ag, g, 1, &f, 1, 5));
+	CHECK_INT("tag 3 again", 0, agg__add_tagged(ag, g, 3, &f, 1, 1));
+	CHECK_INT("two stacks", 2, agg__nstacks(ag));
+	agg__stack(ag, 0, &s);
+	CHECK_INT("first: tag 1", 1, s.tag);
+	CHECK_INT("tag 1 count", 5, s.count);
+	agg__stack(ag, 1, &s);
+	CHECK_INT("second: tag 3", 3, s.tag);
+	CHECK_INT("tag 3 count", 3, s.count);
+	CHECK_INT("total", 8, agg__total(ag));
+	agg__free(ag);
+}
+
 int main(void)
 {
+	test_tags();
 	test_intern();
 	test_add();
 	test_order();

@@ -305,6 +305,17 @@ xp_stop_vm() {
 
 xp_defer() { XP_DEFERRED+=("$1"); }
 
+# xp_await SECS CMD...: runs CMD every 0.1 s until it succeeds (status 0) or SECS pass (status 1):
+# for conditions a program under test makes true (a file it writes, a line it prints).
+xp_await() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.1
+	done
+}
+
 xp_cleanup() {
 	local entry cmd
 	for entry in "${XP_VMS[@]}"; do xp_stop_vm "${entry%%|*}"; done

@@ -54,7 +54,7 @@ adapt() {
 	local cmd=$1 sub
 	sub=$(awk '{ print $2 }' <<<"$cmd")
 	cmd=$(sed -E "s/\bPID\b/$XP_VM_PID/; s/ [0-9]{3,7}( |$)/ $XP_VM_PID\1/; s/-d [0-9]+/-d 1/" <<<"$cmd")
-	cmd=$(sed -E "s# -o ([^ /]+)# -o $XP_VM_DIR/\1#" <<<"$cmd")
+	cmd=$(sed -E "s# -o ([^ /]+)# -o $XP_VM_DIR/\1#g" <<<"$cmd")
 	case $sub in
 	top | record | blame | sched) [[ "$cmd" == *" -d "* ]] || cmd=${cmd/extrospect $sub /extrospect $sub -d 1 } ;;
 	esac

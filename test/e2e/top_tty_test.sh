@@ -62,16 +62,6 @@ screen() {
 	tmx capture-pane -p -J "${from[@]}" -t "$1" | sed 's/ *$//'
 }
 
-# await SECS CMD...: CMD every 0.1 s until it succeeds (status 0) or SECS pass (status 1).
-await() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.1
-	done
-}
-
 # The live view's header on the first line of a capture (kept in SCREEN): "ELAPSED SAMPLES KEPT"
 # into HDR.
 HDR=
@@ -79,7 +69,7 @@ SCREEN=
 # FILE (top's exit status, written by the pane's wrapper) within SECS seconds, checked against
 # WANT; false when top was still running.
 expect_rc() {
-	if ! await "$2" test -s "$1"; then
+	if ! xp_await "$2" test -s "$1"; then
 		xp_fail "$3: top still running $2 s later"
 		return 1
 	fi
@@ -207,7 +197,7 @@ case_live() {
 	local k dt lines last s0=$XP_VM_DIR/live.s0 s1=$XP_VM_DIR/live.s1
 	cp "$XP_VM_DIR/ready.split" "$s0"
 	pane_start live '"$0" top "$1"; echo $? >"$2"' "$XP_SAMPLER" "$XP_VM_PID" "$XP_VM_DIR/live.rc"
-	if ! await 30 header_now live; then
+	if ! xp_await 30 header_now live; then
 		xp_fail "live view: no header on the screen's first line within 30 s"
 		screen live all
 		return 0
@@ -217,7 +207,7 @@ case_live() {
 	# delays of this polling on a busy machine.
 	counts=("$(cut -d' ' -f2 <<<"$HDR")")
 	for ((k = 1; k <= REFRESHES; k++)); do
-		if ! await 5 header_changed live "${counts[k - 1]}"; then
+		if ! xp_await 5 header_changed live "${counts[k - 1]}"; then
 			xp_fail "live view: no refresh within 5 s of the one with ${counts[k - 1]} samples"
 			break
 		fi
@@ -239,7 +229,7 @@ case_live() {
 			xp_fail "live view: a refresh every ${dt}s (want about 1 s)"
 		fi
 	fi
-	if await 30 frame_complete live; then
+	if xp_await 30 frame_complete live; then
 		cp "$XP_VM_DIR/ready.split" "$s1"
 		echo "    screen at $HDR (elapsed, samples, kept):"
 		mapfile -t lines <<<"$SCREEN"
@@ -270,7 +260,7 @@ case_plain() {
 		"$XP_SAMPLER" "$XP_VM_PID" "$out" "$XP_VM_DIR/pipe.rc"
 	pane_start dtty '"$0" top -d 2 "$1"; echo $? >"$2"' "$XP_SAMPLER" "$XP_VM_PID" \
 		"$XP_VM_DIR/dtty.rc"
-	if ! await 30 test -s "$XP_VM_DIR/pipe.rc" || ! await 10 test -s "$XP_VM_DIR/dtty.rc"; then
+	if ! xp_await 30 test -s "$XP_VM_DIR/pipe.rc" || ! xp_await 10 test -s "$XP_VM_DIR/dtty.rc"; then
 		xp_fail "top -d 2 still running 30 s later"
 		return 0
 	fi
@@ -314,13 +304,13 @@ case_frames() {
 	pane_start frames 'ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq \
 		--seccomp-bpf -e trace=write -e signal=none -s 40 -o "$3" "$0" top "$1"; echo $? >"$2"' \
 		"$XP_SAMPLER" "$XP_VM_PID" "$XP_VM_DIR/frames.rc" "$log"
-	if ! await 30 header_now frames || ! await 10 header_changed frames "$(cut -d' ' -f2 <<<"$HDR")"; then
+	if ! xp_await 30 header_now frames || ! xp_await 10 header_changed frames "$(cut -d' ' -f2 <<<"$HDR")"; then
 		xp_fail "frames: the live view under strace never refreshed"
 		screen frames all
 		return 0
 	fi
 	tmx send-keys -t frames C-c
-	if ! await 15 test -s "$XP_VM_DIR/frames.rc"; then
+	if ! xp_await 15 test -s "$XP_VM_DIR/frames.rc"; then
 		xp_fail "frames: top under strace still running 15 s after Ctrl-C"
 		return 0
 	fi
@@ -346,7 +336,7 @@ case_frames() {
 # The VM killed (by this harness, as record_test.sh's robust case) under the live view.
 case_gone() {
 	pane_start gone '"$0" top "$1"; echo $? >"$2"' "$XP_SAMPLER" "$XP_VM_PID" "$XP_VM_DIR/gone.rc"
-	if ! await 30 header_now gone || ! await 5 header_changed gone 0; then
+	if ! xp_await 30 header_now gone || ! xp_await 5 header_changed gone 0; then
 		xp_fail "VM exit: the live view never showed samples"
 		screen gone all
 		return 0

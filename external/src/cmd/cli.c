@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_values.h"
 #include "commands.h"
 #include "table.h"
 
@@ -24,7 +25,7 @@ static const char usage_tail[] =
     "\n"
     "Options:\n"
     "  -h, --help    show help (also: extrospect COMMAND --help)\n"
-    "  -V, --version print the sampler's version\n"
+    "  -V, --version print the version, git revision and supported OTP releases\n"
     "\n"
     "Exit codes:\n"
     "  0 success            1 internal error          2 usage error\n"
@@ -90,7 +91,12 @@ enum {
 	OPT_SORT,
 	OPT_WATCH,
 	OPT_GROUP,
-	OPT_ERLANG_NAMES
+	OPT_ERLANG_NAMES,
+	OPT_EVERY,
+	OPT_KEEP,
+	OPT_PUSH,
+	OPT_APP_NAME,
+	OPT_LABEL
 };
 
 static const struct option longopts[] = {
@@ -127,6 +133,11 @@ static const struct option longopts[] = {
     {"watch", required_argument, NULL, OPT_WATCH},
     {"group", required_argument, NULL, OPT_GROUP},
     {"erlang-names", no_argument, NULL, OPT_ERLANG_NAMES},
+    {"every", required_argument, NULL, OPT_EVERY},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"push", required_argument, NULL, OPT_PUSH},
+    {"app-name", required_argument, NULL, OPT_APP_NAME},
+    {"label", required_argument, NULL, OPT_LABEL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -188,6 +199,13 @@ static bool allowed(const struct command *cmd, int c)
 	case OPT_PERF_DATA:
 		need = CO_PERFMAP;
 		break;
+	case OPT_EVERY:
+	case OPT_KEEP:
+	case OPT_PUSH:
+	case OPT_APP_NAME:
+	case OPT_LABEL:
+		need = CO_CONTINUOUS;
+		break;
 	case 'd':
 		need = CO_DURATION;
 		break;
@@ -202,6 +220,20 @@ static bool allowed(const struct command *cmd, int c)
 		break;
 	}
 	return (cmd->opts & need) != 0;
+}
+
+size_t cli__option_names(const struct command *cmd, const char **names, size_t max)
+{
+	size_t i, n = 0;
+
+	for (i = 0; longopts[i].name && n < max; i++) {
+		/* An alias ("--erlang-only") shares its value with the name listed before it. */
+		if (i && longopts[i - 1].val == longopts[i].val)
+			continue;
+		if (allowed(cmd, longopts[i].val))
+			names[n++] = longopts[i].name;
+	}
+	return n;
 }
 
 /* The option as the user wrote it, for messages. */
@@ -220,71 +252,6 @@ static const char *option_name(int c, const char *fallback, char *buf, size_t le
 		return buf;
 	}
 	return fallback;
-}
-
-static bool valid_erlang_pid(const char *s)
-{
-	unsigned a, b, c;
-	char end;
-
-	return sscanf(s, "<%u.%u.%u%c", &a, &b, &c, &end) == 4 && end == '>' &&
-	       s[strlen(s) - 1] == '>';
-}
-
-static int parse_number(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* watch --rate: an interval with a unit ("1ms", "250us", "0.5s"), or a number of snapshots per
- * second. Between 100 us and 1 s (the agent's clamp). */
-static int parse_interval(const char *s, uint64_t *ns)
-{
-	static const struct {
-		const char *unit;
-		double ns;
-	} units[] = {{"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-	char *end;
-	double v, scale = 0;
-	size_t i;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0)
-		return -EINVAL;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].unit) == 0)
-			scale = units[i].ns;
-	}
-	if (*end == '\0')
-		v = 1e9 / v; /* per second */
-	else if (scale == 0)
-		return -EINVAL;
-	else
-		v *= scale;
-	if (v < 100e3 || v > 1e9)
-		return -EINVAL;
-	*ns = (uint64_t)v;
-	return 0;
-}
-
-static enum cli_format format_from_name(const char *path)
-{
-	size_t n = strlen(path);
-
-	if (n > 4 && strcmp(path + n - 4, ".svg") == 0)
-		return CLI_FMT_SVG;
-	if (n > 5 && strcmp(path + n - 5, ".json") == 0)
-		return CLI_FMT_SPEEDSCOPE;
-	return CLI_FMT_COLLAPSED;
 }
 
 static int take_option(struct cli_opts *o, int c, const char *arg, char *err, size_t errlen)
@@ -358,12 +325,40 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->sort = arg;
 		return 0;
 	case OPT_WATCH:
-		if (parse_number(arg, 0.1, 86400, &v))
+		if (cli__parse_number(arg, 0.1, 86400, &v))
 			break;
 		o->watch_s = v;
 		return 0;
 	case 'o':
-		o->output = arg;
+		if (o->noutputs >= CLI_MAX_OUTPUTS)
+			break;
+		o->outputs[o->noutputs++] = arg;
+		o->output = o->outputs[0];
+		return 0;
+	case OPT_EVERY:
+		if (cli__parse_seconds(arg, &v))
+			break;
+		o->every_s = v;
+		return 0;
+	case OPT_KEEP:
+		if (cli__parse_number(arg, 1, 1000000, &v))
+			break;
+		o->keep = (unsigned)v;
+		return 0;
+	case OPT_PUSH:
+		if (strncmp(arg, "http://", 7) != 0 || !arg[7])
+			break;
+		o->push_url = arg;
+		return 0;
+	case OPT_APP_NAME:
+		if (!arg[0] || strpbrk(arg, "{}&?# ="))
+			break;
+		o->app_name = arg;
+		return 0;
+	case OPT_LABEL:
+		if (o->nlabels >= CLI_MAX_LABELS || !cli__valid_label(arg))
+			break;
+		o->labels[o->nlabels++] = arg;
 		return 0;
 	case OPT_METHOD:
 		if (strcmp(arg, "spy") && strcmp(arg, "poll"))
@@ -372,21 +367,21 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case 'F':
 		if (o->command && (o->command->opts & CO_WATCH)) {
-			if (parse_interval(arg, &o->interval_ns))
+			if (cli__parse_interval(arg, &o->interval_ns))
 				break;
 			return 0;
 		}
-		if (parse_number(arg, 1, 100000, &v))
+		if (cli__parse_number(arg, 1, 100000, &v))
 			break;
 		o->freq_hz = (uint32_t)v;
 		return 0;
 	case 'd':
-		if (parse_number(arg, 0.01, 1e7, &v))
+		if (cli__parse_number(arg, 0.01, 1e7, &v))
 			break;
 		o->duration_s = v;
 		return 0;
 	case 'n':
-		if (parse_number(arg, 1, 10000, &v))
+		if (cli__parse_number(arg, 1, 10000, &v))
 			break;
 		o->limit = (unsigned)v;
 		return 0;
@@ -401,7 +396,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->all_threads = strcmp(arg, "all") == 0;
 		return 0;
 	case OPT_ERLANG_PID:
-		if (!valid_erlang_pid(arg))
+		if (!cli__valid_erlang_pid(arg))
 			break;
 		o->erlang_pid = arg;
 		return 0;
@@ -425,6 +420,8 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 			o->format = CLI_FMT_SPEEDSCOPE;
 		else if (strcmp(arg, "collapsed") == 0)
 			o->format = CLI_FMT_COLLAPSED;
+		else if (strcmp(arg, "pprof") == 0)
+			o->format = CLI_FMT_PPROF;
 		else
 			break;
 		return 1; /* format given explicitly */
@@ -444,8 +441,38 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_SORT
 		     ? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "
 		       "memory; alloc: carriers, blocks, free, largest or frag)"
-		     : "--format (svg, speedscope or collapsed)");
+		 : c == 'o'	     ? "-o (given at most 4 times)"
+		 : c == OPT_EVERY    ? "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"
+		 : c == OPT_KEEP     ? "--keep (a number of profiles, 1 or more)"
+		 : c == OPT_PUSH     ? "--push (an http:// URL; for https use a local agent)"
+		 : c == OPT_APP_NAME ? "--app-name (no spaces or any of {}&?#=)"
+		 : c == OPT_LABEL    ? "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"
+				     : "--format (svg, speedscope, collapsed or pprof)");
 	return -EINVAL;
+}
+
+/* record --every and what only it takes. */
+static enum cli_result continuous_args(struct cli_opts *o, const char *cmd, bool format_given,
+				       char *err, size_t errlen)
+{
+	if (!o->every_s) {
+		if (o->keep || o->push_url || o->app_name || o->nlabels) {
+			snprintf(err, errlen,
+				 "%s: --keep, --push, --app-name and --label need --every", cmd);
+			return CLI_USAGE_ERROR;
+		}
+		return CLI_RUN;
+	}
+	if (o->noutputs > 1 || (format_given && o->format != CLI_FMT_PPROF)) {
+		snprintf(err, errlen,
+			 "%s --every: writes pprof profiles into one directory: give -o DIR/ once",
+			 cmd);
+		return CLI_USAGE_ERROR;
+	}
+	o->format = CLI_FMT_PPROF;
+	if (!o->keep)
+		o->keep = 24;
+	return CLI_RUN;
 }
 
 /* inject takes a node, not a pid. */
@@ -526,13 +553,20 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 		snprintf(err, errlen, "watch: give one of --erlang-pid P or --name NAME");
 		return CLI_USAGE_ERROR;
 	}
-	if ((o->command->opts & CO_OUTPUT) && !o->output) {
-		snprintf(err, errlen, "%s: missing -o FILE (see extrospect %s --help)", cmd, cmd);
+	if ((o->command->opts & CO_OUTPUT) && !o->output && !(o->every_s && o->push_url)) {
+		snprintf(err, errlen, "%s: missing -o %s (see extrospect %s --help)", cmd,
+			 o->every_s ? "DIR/ or --push URL" : "FILE", cmd);
 		return CLI_USAGE_ERROR;
 	}
-	if ((o->command->opts & CO_FORMAT) && o->output && !format_given)
-		o->format = format_from_name(o->output);
-	return CLI_RUN;
+	if (o->noutputs > 1 && !(o->command->opts & CO_CONTINUOUS)) {
+		snprintf(err, errlen, "%s: -o given more than once", cmd);
+		return CLI_USAGE_ERROR;
+	}
+	for (size_t i = 0; i < o->noutputs; i++)
+		o->formats[i] = format_given ? o->format : cli__format_from_name(o->outputs[i]);
+	if ((o->command->opts & CO_FORMAT) && o->output)
+		o->format = o->formats[0];
+	return continuous_args(o, cmd, format_given, err, errlen);
 }
 
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen)
@@ -549,6 +583,10 @@ enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *e
 		return CLI_HELP;
 	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0)
 		return CLI_VERSION;
+	if (strcmp(cmd, "--help-man") == 0)
+		return CLI_MAN;
+	if (strcmp(cmd, "--help-completion") == 0)
+		return CLI_COMPLETION;
 	opts->freq_hz = 997;
 	opts->command = command__find(cmd);
 	if (opts->command) {

@@ -12,7 +12,10 @@
 #include "sample/sampler.h"
 #include "table.h"
 
-enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE };
+enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE, CLI_FMT_PPROF };
+
+#define CLI_MAX_OUTPUTS 4 /* record: -o given up to this many times */
+#define CLI_MAX_LABELS	8 /* record --push: --label given up to this many times */
 
 struct cli_opts {
 	const struct command *command; /* table.h; NULL before one is named */
@@ -24,8 +27,18 @@ struct cli_opts {
 	double duration_s;
 	bool cycles, all_threads, include_idle, only_erlang;
 	const char *erlang_pid, *name;
-	const char *output; /* record, capture */
+	const char *output; /* record, capture: the first -o */
 	enum cli_format format;
+	/* record: every -o (one recording, several files) and its format */
+	const char *outputs[CLI_MAX_OUTPUTS];
+	enum cli_format formats[CLI_MAX_OUTPUTS];
+	size_t noutputs;
+	/* record, continuous: --every (0: one profile), --keep, --push, --app-name, --label */
+	double every_s;
+	unsigned keep;
+	const char *push_url, *app_name;
+	const char *labels[CLI_MAX_LABELS];
+	size_t nlabels;
 	unsigned limit;		 /* top, blame, sched: rows; capture: samples kept */
 	bool skid_summary;	 /* top, record, blame */
 	bool keep_priority;	 /* sampling commands: do not raise the sampler's priority */
@@ -48,11 +61,18 @@ struct cli_opts {
 	bool watch_poll;      /* watch --method poll: the sampler reads the struct, no spy */
 };
 
-enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR };
+/* CLI_MAN, CLI_COMPLETION: the build's --help-man and --help-completion (docgen.c). */
+enum cli_result { CLI_RUN = 0, CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR, CLI_MAN, CLI_COMPLETION };
 
 /* Parse argv. On CLI_USAGE_ERROR, err holds a one-line message. */
 enum cli_result cli__parse(int argc, char **argv, struct cli_opts *opts, char *err, size_t errlen);
 /* The help of command, or the general help when NULL. */
 void cli__help(FILE *f, const struct command *command);
+/* The long options (without "--") command accepts, at most max of them; how many. */
+size_t cli__option_names(const struct command *cmd, const char **names, size_t max);
+/* docgen.c: a man page (roff) made of the same text as --help, and a bash completion script
+ * made of the command table; both written at build time (CMakeLists.txt). */
+void cli__man_page(FILE *f, const char *version);
+void cli__bash_completion(FILE *f);
 
 #endif /* XP_CLI_H */

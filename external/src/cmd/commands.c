@@ -5,11 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "report/report.h"
 #include "run.h"
+
+#ifndef XP_VERSION
+#define XP_VERSION "0.1.0"
+#endif
 
 const char cmd__sampling_usage[] =
     "Sampling options:\n"
@@ -52,29 +57,54 @@ const char cmd__sampling_usage[] =
     "  --no-agent            ignore the agent\n";
 
 const char record__usage[] =
-    "Usage: extrospect record [OPTIONS] -o FILE PID\n"
+    "Usage: extrospect record [OPTIONS] -o FILE [-o FILE...] PID\n"
+    "       extrospect record [OPTIONS] --every INTERVAL [-o DIR/] [--push URL] PID\n"
     "\n"
     "Sample a running VM and write where it spent its time, per Erlang process, as a flame\n"
-    "graph. Stacks are mixed: Erlang frames, the JIT's shared fragments (global::...) and\n"
-    "native frames (BIFs, NIFs, the runtime). The root frame of each stack says what the\n"
-    "process is: its registered name (rabbit_channel), else proc_lib's '$initial_call'\n"
-    "(my_server:init/1), else its initial call, so that processes of one kind share one root;\n"
-    "--group pid gives each process its own (\"<0.123.0> rabbit_channel\"). Ctrl-C stops\n"
-    "sampling and still writes the file.\n"
+    "graph or a pprof profile. Stacks are mixed: Erlang frames, the JIT's shared fragments\n"
+    "(global::...) and native frames (BIFs, NIFs, the runtime). The root frame of each stack\n"
+    "says what the process is: its registered name (rabbit_channel), else proc_lib's\n"
+    "'$initial_call' (my_server:init/1), else its initial call, so that processes of one kind\n"
+    "share one root; --group pid gives each process its own (\"<0.123.0> rabbit_channel\").\n"
+    "Ctrl-C stops sampling and still writes the file.\n"
     "\n"
-    "  -o, --output FILE     where to write (required)\n"
-    "  --format svg|speedscope|collapsed\n"
-    "                        default: from FILE's extension (.svg, .json, else collapsed)\n"
+    "  -o, --output FILE     where to write (required); up to 4 times: one recording, several\n"
+    "                        files, each in the format its name says\n"
+    "  --format svg|speedscope|collapsed|pprof\n"
+    "                        default: from FILE's extension (.svg, .json, .pb.gz or .pprof,\n"
+    "                        else collapsed). pprof is profile.proto gzipped, as go tool pprof,\n"
+    "                        Pyroscope, Parca and Grafana read it: sample types samples/count\n"
+    "                        and cpu/nanoseconds (1e9/HZ per sample; samples only with\n"
+    "                        --event cycles), labels pid, registered_name or initial_call, and\n"
+    "                        scheduler; native frames in their file's mapping with its build-id\n"
+    "\n"
+    "Continuous profiling (one sampler for the whole run, no sample lost between intervals):\n"
+    "  --every INTERVAL      one pprof profile per INTERVAL (60s, 5m, 1h; 1s to 1d), named by\n"
+    "                        its start time in UTC: DIR/20261126T060512.345Z.pb.gz\n"
+    "  --keep N              keep the newest N profiles in DIR (default 24)\n"
+    "  --push URL            also POST each to a Pyroscope-compatible ingest endpoint:\n"
+    "                        URL/ingest?name=APP{LABELS}&from=&until=&format=pprof&sampleRate=HZ.\n"
+    "                        Plain http:// only (for https, push to a local Grafana Alloy or a\n"
+    "                        proxy). A separate thread sends, retrying with backoff (1 s doubling\n"
+    "                        to 60 s); at most 16 profiles wait, the oldest dropped beyond\n"
+    "  --app-name NAME       the application name (default: the node's -sname/-name, else beam)\n"
+    "  --label KEY=VALUE     a label of every pushed profile (up to 8)\n"
+    "  SIGHUP ends the current interval now; SIGTERM or Ctrl-C writes the partial interval,\n"
+    "  sends what is still queued (up to 10 s, no more retries), and exits.\n"
     "\n"
     "%s"
     "\n"
     "Examples:\n"
     "  extrospect record -d 30 -o vm.svg 4242            # interactive flame graph\n"
     "  extrospect record -d 30 -o vm.json 4242           # open in https://speedscope.app\n"
+    "  extrospect record -d 30 -o vm.pb.gz 4242 && go tool pprof -top vm.pb.gz\n"
     "  extrospect record -o vm.folded --format collapsed 4242 && flamegraph.pl vm.folded\n"
+    "  extrospect record -d 10 -o vm.svg -o vm.pb.gz 4242  # one recording, two formats\n"
     "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n"
     "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n"
-    "  extrospect record --group pid -d 10 -o procs.svg 4242  # one root per process\n";
+    "  extrospect record --group pid -d 10 -o procs.svg 4242  # one root per process\n"
+    "  extrospect record --every 60s --keep 1440 -o /var/lib/extrospect/ 4242\n"
+    "  extrospect record --every 15s --push http://pyroscope:4040 --label env=prod 4242\n";
 
 const char top__usage[] =
     "Usage: extrospect top [OPTIONS] PID\n"
@@ -113,32 +143,75 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .erlang_names = o->erlang_names};
 }
 
-static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid, char *err,
-			size_t errlen)
+void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
+		     char *comment, size_t commentlen)
 {
-	char title[64];
+	snprintf(comment, commentlen, "extrospect %s: BEAM pid %d, %u Hz %s", XP_VERSION,
+		 (int)t->pid, o->freq_hz, o->cycles ? "cycles" : "cpu-clock");
+	*m = (struct pprof_meta){.period_ns = o->cycles ? 0 : 1000000000ull / o->freq_hz,
+				 .lines = o->lines,
+				 .pid = t->pid,
+				 .comment = comment};
+}
+
+int64_t cmd__wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int write_one(const char *path, enum cli_format fmt, const struct agg *a, const char *title,
+		     const struct pprof_meta *m, char *err, size_t errlen)
+{
 	FILE *f;
 	int rc;
 
-	snprintf(title, sizeof(title), "extrospect: BEAM pid %d", (int)pid);
-	rc = report__open_output(o->output, &f);
+	rc = report__open_output(path, &f);
 	if (rc) {
-		snprintf(err, errlen, "cannot write %s: %s", o->output,
+		snprintf(err, errlen, "cannot write %s: %s", path,
 			 rc == -ELOOP ? "it is a symbolic link (not followed: SECURITY.md)"
 				      : strerror(-rc));
 		return rc;
 	}
-	if (o->format == CLI_FMT_SVG)
+	if (fmt == CLI_FMT_SVG)
 		rc = report__svg(a, f, title);
-	else if (o->format == CLI_FMT_SPEEDSCOPE)
+	else if (fmt == CLI_FMT_SPEEDSCOPE)
 		rc = report__speedscope(a, f, title);
+	else if (fmt == CLI_FMT_PPROF)
+		rc = report__pprof(a, m, f);
 	else
 		rc = report__collapsed(a, f);
 	if (fclose(f) != 0 && !rc)
 		rc = -EIO;
 	if (rc)
-		snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(-rc));
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(-rc));
 	return rc;
+}
+
+/* Every -o from the one recording. */
+static int write_report(const struct cli_opts *o, const struct agg *a, const struct run_ctx *ctx,
+			int64_t start_ns, char *err, size_t errlen)
+{
+	char title[64], comment[160];
+	struct pprof_meta m;
+	size_t i;
+	int rc;
+
+	snprintf(title, sizeof(title), "extrospect: BEAM pid %d", (int)ctx->t->pid);
+	cmd__pprof_meta(o, ctx->t, &m, comment, sizeof(comment));
+	m.time_ns = start_ns;
+	m.duration_ns = (int64_t)(ctx->final.elapsed_s * 1e9);
+	for (i = 0; i < o->noutputs; i++) {
+		if ((rc = write_one(o->outputs[i], o->formats[i], a, title, &m, err, errlen)))
+			return rc;
+		/* Groups are processes with --group pid, kinds of process by default. */
+		fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->outputs[i],
+			agg__nstacks(a), agg__ngroups(a),
+			o->group == GROUP_PID ? "processes" : "roots");
+	}
+	return 0;
 }
 
 /* Sample into a fresh aggregate (ctx->agg, freed by the caller even on failure). */
@@ -147,6 +220,7 @@ static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size
 	int rc;
 
 	cmd__sampler_opts(o, &ctx->opts);
+	ctx->opts.labels = ctx->labels;
 	if ((rc = agg__new(&ctx->agg)))
 		return rc;
 	rc = run__sample(ctx);
@@ -160,19 +234,22 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 {
 	struct run_ctx ctx = {
 	    .t = t, .stop = stop, .progress = isatty(STDERR_FILENO), .verbose = o->verbose};
+	int64_t start_ns = cmd__wall_ns();
 	struct agg *a;
+	size_t i;
 	int rc;
 
+	if (o->every_s)
+		return cmd__record_every(o, t, stop, err, errlen);
+	for (i = 0; i < o->noutputs; i++)
+		ctx.labels |= o->formats[i] == CLI_FMT_PPROF;
 	rc = sample(o, &ctx, err, errlen);
 	a = ctx.agg;
 	if (rc)
 		goto cleanup;
 	run__summary(&ctx, o->output, stderr);
-	if ((rc = write_report(o, a, t->pid, err, errlen)))
+	if ((rc = write_report(o, a, &ctx, start_ns, err, errlen)))
 		goto cleanup;
-	/* Groups are processes with --group pid, kinds of process by default. */
-	fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->output, agg__nstacks(a),
-		agg__ngroups(a), o->group == GROUP_PID ? "processes" : "roots");
 	rc = ctx.target_exited ? TARGET_EGONE : 0;
 cleanup:
 	agg__free(a);

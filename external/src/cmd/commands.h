@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "cli.h"
+#include "report/report.h"
 #include "sampler.h"
 #include "target.h"
 
@@ -18,6 +19,15 @@ int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *
 /* A usage error found only after attaching (blame: a name or alias the attached VM cannot show):
  * main.c maps it to exit status 2. */
 #define CMD_EUSAGE (-1100)
+
+/* record --every (continuous.c): one pprof profile per interval into -o DIR/ and/or --push. */
+int cmd__record_every(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
+		      char *err, size_t errlen);
+/* What a pprof profile of this target says beside its samples (comment is the caller's
+ * buffer); the wall clock in ns since the epoch. */
+void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
+		     char *comment, size_t commentlen);
+int64_t cmd__wall_ns(void);
 
 /* The sampler options the command line asked for (sampling commands share them). */
 void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);

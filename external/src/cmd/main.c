@@ -16,15 +16,40 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "perfmap.h"
+#include "run.h"
 #include "table.h"
 #include "target.h"
+
+#include "layout.h"
+#include "xp_git_rev.h"
 
 #ifndef XP_VERSION
 #define XP_VERSION "0.1.0"
 #endif
 
-/* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report; a second
- * one exits at once (128 + the signal, as a shell reports it), as py-spy does. */
+/* --version: the version, the git revision built, and the OTP releases of the built-in layout
+ * rows (external/vm/layout.c), each once. */
+static void print_version(void)
+{
+	unsigned n = 0, i, j;
+	const struct xp_layout *rows = layout__rows(&n);
+
+	printf("extrospect %s (git %s)\n", XP_VERSION, XP_GIT_REV);
+	printf("supported OTP releases (built-in layouts):");
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i && strcmp(rows[j].otp_release, rows[i].otp_release); j++)
+			;
+		if (j == i)
+			printf("%s OTP %s (erts %s.x, %s %s)", i ? "," : "", rows[i].otp_release,
+			       rows[i].erts_series, rows[i].flavor == XP_FLAVOR_JIT ? "JIT" : "emu",
+			       rows[i].arch);
+	}
+	printf("\nother erts versions: only with the agent loaded, for what it verifies\n");
+}
+
+/* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report (RUN_STOP);
+ * a second one exits at once (128 + the signal, as a shell reports it), as py-spy does. SIGHUP,
+ * for record --every only, ends the current interval now (RUN_ROTATE). */
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
@@ -32,22 +57,29 @@ static void on_stop_signal(int sig)
 	static const char msg[] =
 	    "extrospect: interrupted again: exiting without writing a report\n";
 
-	if (stop_requested) {
+	if (sig == SIGHUP) {
+		if (!stop_requested)
+			stop_requested = RUN_ROTATE;
+		return;
+	}
+	if (stop_requested == RUN_STOP) {
 		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
 			/* nothing more to say */
 		}
 		_exit(128 + sig);
 	}
-	stop_requested = 1;
+	stop_requested = RUN_STOP;
 }
 
-static void install_stop_handlers(void)
+static void install_stop_handlers(bool hup)
 {
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (hup)
+		sigaction(SIGHUP, &sa, NULL);
 }
 
 /* The errors that have an exit code of their own; any other is an internal error. */
@@ -94,7 +126,7 @@ static int run_command(const struct cli_opts *opts)
 	if (opts->perf_data)
 		return cmd__perfmap_fix_data(opts->perf_data, opts->pid);
 	if (c->run_detached) {
-		install_stop_handlers();
+		install_stop_handlers(false);
 		return c->run_detached(opts, &stop_requested);
 	}
 	err = target__attach(opts->pid, &topts, &t);
@@ -106,7 +138,7 @@ static int run_command(const struct cli_opts *opts)
 	}
 	/* Only once attached: Ctrl-C while attaching ends the program. */
 	if (c->catches_stop)
-		install_stop_handlers();
+		install_stop_handlers(opts->every_s > 0);
 	err = c->run(opts, t, &stop_requested, msg, sizeof(msg));
 	if (err && err != TARGET_EGONE)
 		fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));
@@ -126,8 +158,14 @@ int main(int argc, char **argv)
 		cli__help(stdout, opts.command);
 		return EXIT_OK;
 	case CLI_VERSION:
-		printf("extrospect %s\n", XP_VERSION);
+		print_version();
 		return EXIT_OK;
+	case CLI_MAN:
+		cli__man_page(stdout, XP_VERSION);
+		return fflush(stdout) ? EXIT_INTERNAL : EXIT_OK;
+	case CLI_COMPLETION:
+		cli__bash_completion(stdout);
+		return fflush(stdout) ? EXIT_INTERNAL : EXIT_OK;
 	case CLI_USAGE_ERROR:
 		fprintf(stderr, "extrospect: %s\n", err);
 		return EXIT_USAGE;

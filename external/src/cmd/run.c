@@ -110,7 +110,7 @@ int run__sample(struct run_ctx *ctx)
 		ctx->opts.freq_hz,
 		ctx->tick || ctx->opts.duration_s > 0 ? "" : "; Ctrl-C stops and reports");
 	start = last_tick = last_progress = last_exists = now_s();
-	while (!*ctx->stop) {
+	while (*ctx->stop != RUN_STOP) {
 		double now = now_s();
 		struct sampler_stats *st = (struct sampler_stats *)sampler__stats(s);
 
@@ -134,6 +134,8 @@ int run__sample(struct run_ctx *ctx)
 			break;
 		}
 		rc = 0;
+		if (ctx->turn && (rc = ctx->turn(ctx, s)) < 0)
+			break;
 		if (ctx->progress && now - last_progress >= 0.5) {
 			progress_line(st, now - start);
 			last_progress = now;

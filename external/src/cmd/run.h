@@ -13,6 +13,11 @@
 #include "sampler.h"
 #include "target.h"
 
+/* What *stop holds: Ctrl-C / SIGTERM ask to stop (RUN_STOP); SIGHUP, for record --every, to
+ * end the interval now (RUN_ROTATE, set back to 0 by whoever rotates). */
+#define RUN_STOP   1
+#define RUN_ROTATE 2
+
 struct run_ctx {
 	struct target *t;
 	struct sampler_opts opts;
@@ -24,8 +29,12 @@ struct run_ctx {
 	void (*tick)(struct run_ctx *ctx, const struct sampler_stats *st);
 	void *user;
 	const struct sampler_hooks *hooks; /* capture: given to the sampler, may be NULL */
-	bool target_exited;		   /* set when the VM went away mid-run */
-	struct sampler_stats final;	   /* the sampler's numbers at the end */
+	bool labels;			   /* stacks kept apart by their pprof labels */
+	/* Called after every poll with the live sampler (record --every rotates its aggregate),
+	 * may be NULL; a negative errno ends the run with it (err set). */
+	int (*turn)(struct run_ctx *ctx, struct sampler *s);
+	bool target_exited;	    /* set when the VM went away mid-run */
+	struct sampler_stats final; /* the sampler's numbers at the end */
 	struct perf_stats final_perf;
 	struct unwind_stats final_unwind;
 	struct kcap_stats final_kcap; /* zero without the in-kernel capture */

@@ -63,8 +63,9 @@ static const struct command commands[] = {
      .run = cmd__top,
      .catches_stop = true},
     {.name = "record",
-     .synopsis = "record PID    sample into a flame graph (svg, speedscope, collapsed)",
-     .opts = SAMPLES | CO_OUTPUT | CO_FORMAT | CO_SKID_LINES,
+     .synopsis =
+	 "record PID    sample into a flame graph or a pprof profile, once or every interval",
+     .opts = SAMPLES | CO_OUTPUT | CO_FORMAT | CO_SKID_LINES | CO_CONTINUOUS,
      .limit = 20,
      .usage = record__usage,
      .help = HELP_SAMPLING_IN,

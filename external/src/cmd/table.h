@@ -33,6 +33,7 @@ enum command_opts {
 	CO_WATCH = 1u << 14,	  /* --method; -F is a snapshot interval; -o FILE optional;
 				   * exactly one of --erlang-pid and --name */
 	CO_SORT = 1u << 15,	  /* --sort COLUMN, --watch SECONDS */
+	CO_CONTINUOUS = 1u << 16, /* --every, --keep, --push, --app-name, --label; -o repeatable */
 };
 
 /* How a command's --help text and the sampling options combine. */

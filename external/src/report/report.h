@@ -4,9 +4,11 @@
 #ifndef XP_REPORT_H
 #define XP_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "aggregate.h"
 
@@ -17,6 +19,20 @@ int report__collapsed(const struct agg *a, FILE *f);
 int report__speedscope(const struct agg *a, FILE *f, const char *title);
 /* A self-contained interactive flame graph (no external resources). */
 int report__svg(const struct agg *a, FILE *f, const char *title);
+
+/* pprof (profile.proto, gzipped): what the aggregate cannot say. */
+struct pprof_meta {
+	uint64_t period_ns;  /* nanoseconds of CPU per sample; 0: not time (--event cycles) */
+	int64_t time_ns;     /* when the profile began, ns since the Unix epoch */
+	int64_t duration_ns; /* how long it covers */
+	bool lines;	     /* Erlang frames carry " (file:line)" (--lines): split into both */
+	int pid;	     /* the target: its maps and files give mappings and build-ids */
+	const char *comment; /* one line of text, may be NULL */
+};
+/* The gzipped profile into a malloc'd buffer (pushes), or written to f. */
+int report__pprof_encode(const struct agg *a, const struct pprof_meta *m, uint8_t **out,
+			 size_t *outlen);
+int report__pprof(const struct agg *a, const struct pprof_meta *m, FILE *f);
 
 /* top's tables: Erlang functions by self and total share, and processes by share; at most limit
  * rows each. */

@@ -30,14 +30,14 @@ struct itab_key {
 };
 
 struct stk {
-	uint32_t group, nframes;
+	uint32_t group, nframes, tag;
 	size_t off; /* into pool */
 	uint64_t count;
 	uint64_t hash;
 };
 
 struct agg {
-	struct itab frames, groups;
+	struct itab frames, groups, labels; /* labels: agg__labelset */
 	struct stk *stk;
 	size_t nstk, capstk;
 	uint32_t *pool;
@@ -173,12 +173,25 @@ int agg__group(struct agg *a, const char *name, uint32_t *id)
 	return itab_intern(&a->groups, name, 0, id);
 }
 
+int agg__labelset(struct agg *a, const char *text, uint32_t *id)
+{
+	if (!a || !text || !id)
+		return -EINVAL;
+	return itab_intern(&a->labels, text, 0, id);
+}
+
+const char *agg__labelset_text(const struct agg *a, uint32_t id)
+{
+	return a && id < a->labels.n ? a->labels.names[id] : NULL;
+}
+
 /* ---- stacks -------------------------------------------------------------------------------- */
 
-static uint64_t stack_hash(uint32_t group, const uint32_t *frames, uint32_t nframes)
+static uint64_t stack_hash(uint32_t group, uint32_t tag, const uint32_t *frames, uint32_t nframes)
 {
 	uint64_t h = hash__bytes(HASH_INIT, &group, sizeof(group));
 
+	h = hash__bytes(h, &tag, sizeof(tag));
 	h = hash__bytes(h, &nframes, sizeof(nframes));
 	return hash__bytes(h, frames, nframes * sizeof(*frames));
 }
@@ -190,8 +203,13 @@ static uint64_t stack_hash_id(const void *ctx, uint32_t id)
 	return a->stk[id].hash;
 }
 
-static int stacks_append(struct agg *a, size_t slot, uint32_t group, const uint32_t *frames,
-			 uint32_t nframes, uint64_t h)
+struct stack_key {
+	uint32_t group, tag, nframes;
+	const uint32_t *frames;
+	uint64_t hash;
+};
+
+static int stacks_append(struct agg *a, size_t slot, const struct stack_key *k)
 {
 	size_t cap = a->capstk;
 	struct stk *s;
@@ -205,17 +223,18 @@ static int stacks_append(struct agg *a, size_t slot, uint32_t group, const uint3
 	if ((err = grow((void **)&a->order, &cap, a->nstk + 1, sizeof(*a->order))))
 		return err;
 	a->capstk = cap;
-	if ((err = grow((void **)&a->pool, &a->cappool, a->npool + nframes, sizeof(*a->pool))))
+	if ((err = grow((void **)&a->pool, &a->cappool, a->npool + k->nframes, sizeof(*a->pool))))
 		return err;
 	s = &a->stk[a->nstk];
-	s->group = group;
-	s->nframes = nframes;
+	s->group = k->group;
+	s->tag = k->tag;
+	s->nframes = k->nframes;
 	s->off = a->npool;
 	s->count = 0;
-	s->hash = h;
-	if (nframes)
-		memcpy(a->pool + a->npool, frames, nframes * sizeof(*frames));
-	a->npool += nframes;
+	s->hash = k->hash;
+	if (k->nframes)
+		memcpy(a->pool + a->npool, k->frames, k->nframes * sizeof(*k->frames));
+	a->npool += k->nframes;
 	a->order[a->nstk] = a->nstk;
 	idtab__insert(&a->idx, slot, (uint32_t)a->nstk);
 	a->nstk++;
@@ -223,19 +242,14 @@ static int stacks_append(struct agg *a, size_t slot, uint32_t group, const uint3
 	return 0;
 }
 
-struct stack_key {
-	uint32_t group, nframes;
-	const uint32_t *frames;
-	uint64_t hash;
-};
-
 static bool stack_eq(const void *ctx, uint32_t id, const void *key)
 {
 	const struct agg *a = ctx;
 	const struct stk *s = &a->stk[id];
 	const struct stack_key *k = key;
 
-	return s->hash == k->hash && s->group == k->group && s->nframes == k->nframes &&
+	return s->hash == k->hash && s->group == k->group && s->tag == k->tag &&
+	       s->nframes == k->nframes &&
 	       (!k->nframes ||
 		!memcmp(a->pool + s->off, k->frames, k->nframes * sizeof(*k->frames)));
 }
@@ -243,7 +257,13 @@ static bool stack_eq(const void *ctx, uint32_t id, const void *key)
 int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nframes,
 	     uint64_t count)
 {
-	struct stack_key k = {group, nframes, frames, 0};
+	return agg__add_tagged(a, group, 0, frames, nframes, count);
+}
+
+int agg__add_tagged(struct agg *a, uint32_t group, uint32_t tag, const uint32_t *frames,
+		    uint32_t nframes, uint64_t count)
+{
+	struct stack_key k = {group, tag, nframes, frames, 0};
 	size_t j;
 	uint32_t i;
 	int err;
@@ -260,9 +280,9 @@ int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nfr
 		return -EOVERFLOW;
 	if ((err = idtab__reserve(&a->idx, 256, stack_hash_id, a)))
 		return err;
-	k.hash = stack_hash(group, frames, nframes);
+	k.hash = stack_hash(group, tag, frames, nframes);
 	if (idtab__find(&a->idx, k.hash, stack_eq, a, &k, &j, &i)) {
-		if ((err = stacks_append(a, j, group, frames, nframes, k.hash)))
+		if ((err = stacks_append(a, j, &k)))
 			return err;
 		i = (uint32_t)a->nstk - 1;
 	}
@@ -311,7 +331,9 @@ static int cmp_stacks(const void *x, const void *y, void *arg)
 		if (p != q)
 			return fr[p] < fr[q] ? -1 : 1;
 	}
-	return s->nframes < u->nframes ? -1 : s->nframes > u->nframes;
+	if (s->nframes != u->nframes)
+		return s->nframes < u->nframes ? -1 : 1;
+	return s->tag < u->tag ? -1 : s->tag > u->tag;
 }
 
 /* Iteration is const for callers; the sorted order is a cache all of whose memory was allocated
@@ -348,6 +370,7 @@ void agg__stack(const struct agg *a, size_t i, struct agg_stack *out)
 	out->frames = a->pool + s->off;
 	out->nframes = s->nframes;
 	out->group = s->group;
+	out->tag = s->tag;
 	out->count = s->count;
 }
 
@@ -419,6 +442,7 @@ void agg__free(struct agg *a)
 		return;
 	itab_free(&a->frames);
 	itab_free(&a->groups);
+	itab_free(&a->labels);
 	free(a->stk);
 	free(a->pool);
 	idtab__free(&a->idx);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 enum frame_kind { FRAME_ERLANG = 0, FRAME_NATIVE, FRAME_JIT_GLOBAL, FRAME_LABEL };
+/* Between the "key=value" labels of a label set (agg__labelset). */
+#define AGG_LABEL_SEP '\x1f'
 
 struct agg;
 
@@ -16,6 +18,7 @@ struct agg_stack {
 	const uint32_t *frames; /* frame ids, root first */
 	uint32_t nframes;
 	uint32_t group; /* group id */
+	uint32_t tag;	/* agg__add_tagged's tag, 0 by agg__add */
 	uint64_t count;
 };
 
@@ -24,9 +27,17 @@ int agg__new(struct agg **out);
 int agg__frame(struct agg *a, const char *name, enum frame_kind kind, uint32_t *id);
 /* Intern a group name ("<0.123.0> rabbit_channel"). */
 int agg__group(struct agg *a, const char *name, uint32_t *id);
+/* Intern a label set, "key=value" pairs joined by AGG_LABEL_SEP: the same text always gives
+ * the same id. agg__add_tagged's tag is such an id + 1 (0: no labels). */
+int agg__labelset(struct agg *a, const char *text, uint32_t *id);
+const char *agg__labelset_text(const struct agg *a, uint32_t id);
 /* Add count samples of this stack (root first) in this group. */
 int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nframes,
 	     uint64_t count);
+/* The same with a tag the stack is kept apart by (pprof: its label set + 1); the formats that
+ * show no tag merge stacks that differ only by it. */
+int agg__add_tagged(struct agg *a, uint32_t group, uint32_t tag, const uint32_t *frames,
+		    uint32_t nframes, uint64_t count);
 
 const char *agg__frame_name(const struct agg *a, uint32_t id);
 enum frame_kind agg__frame_kind(const struct agg *a, uint32_t id);

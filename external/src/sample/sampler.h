@@ -73,6 +73,7 @@ struct sampler_opts {
 	bool user_only;		    /* no samples taken in the kernel */
 	enum sample_group group;    /* the root each process's samples go under */
 	bool erlang_names;	    /* names as Erlang prints them, not in Elixir form */
+	bool labels;		    /* stacks kept apart by pid, name and scheduler (pprof) */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 };
@@ -146,6 +147,14 @@ void sampler__more_stats(const struct sampler *s, struct unwind_stats *unw, stru
 size_t sampler__nthreads(const struct sampler *s);
 const char *sampler__drop_name(enum sampler_drop d);
 void sampler__free(struct sampler *s);
+
+/* Swap the aggregate samples go to (continuous recording): from the next sample on, new
+ * receives them; the caller owns the old one. Caches of the old one's ids are emptied. */
+void sampler__swap_agg(struct sampler *s, struct agg *new_agg);
+/* With opts.labels, each stack is tagged (agg__add_tagged) with an interned label set
+ * (agg__labelset): "pid=<0.1.0>", "registered_name=x" or "initial_call=m:f/1", and
+ * "scheduler=normal 2" (or dirty_cpu, dirty_io), each present when known, joined by
+ * AGG_LABEL_SEP. */
 
 /* sampler_src.c: hooks for a live sampler (capture.c), set before its first poll. */
 void sampler__set_hooks(struct sampler *s, const struct sampler_hooks *h);

@@ -29,6 +29,55 @@ static void group_label(const struct sampler *s, const struct process_view *p, c
 		snprintf(buf, len, "%s", process__label(p));
 }
 
+/* Append "key=value" to a label set's text (AGG_LABEL_SEP first unless at its start); a
+ * separator inside the value becomes a space. */
+static void label_add(char *buf, size_t len, const char *key, const char *value)
+{
+	size_t at = strlen(buf), i;
+
+	if (!value[0] || at + 2 >= len)
+		return;
+	snprintf(buf + at, len - at, "%s%s=%s", at ? "\x1f" : "", key, value);
+	for (i = at + 1; buf[i]; i++) {
+		if (buf[i] == AGG_LABEL_SEP)
+			buf[i] = ' ';
+	}
+}
+
+/* A process's labels for pprof: pid, and registered_name or initial_call (what observer shows:
+ * '$initial_call', else the initial call). Its label set id + 1, 0 when none could be made. */
+static uint32_t process_labels(struct sampler *s, const struct process_view *p)
+{
+	char text[sizeof(p->pd_initial) + 128] = "", pid[32];
+	uint32_t id;
+
+	process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
+	label_add(text, sizeof(text), "pid", pid);
+	if (p->name[0])
+		label_add(text, sizeof(text), "registered_name", process__label(p));
+	else
+		label_add(text, sizeof(text), "initial_call", process__label(p));
+	return agg__labelset(s->agg, text, &id) ? 0 : id + 1;
+}
+
+/* The sample's label set: its process's, and its scheduler; its id + 1, 0 when none. */
+static uint32_t sample_labels(struct sampler *s, const struct target_sched *sch)
+{
+	static const char *const types[] = {"normal", "dirty_cpu", "dirty_io"};
+	const char *proc = s->plabels ? agg__labelset_text(s->agg, s->plabels - 1) : NULL;
+	char text[1024], sched[32];
+	uint32_t id;
+
+	snprintf(text, sizeof(text), "%s", proc ? proc : "");
+	if (sch && sch->type <= XP_SCHED_DIRTY_IO) {
+		snprintf(sched, sizeof(sched), "%s %u", types[sch->type], sch->number);
+		label_add(text, sizeof(text), "scheduler", sched);
+	}
+	if (!text[0])
+		return 0;
+	return agg__labelset(s->agg, text, &id) ? 0 : id + 1;
+}
+
 static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
 {
 	struct ident *slot = &s->ident[(p->addr >> 3) % IDENT_SLOTS];
@@ -36,6 +85,7 @@ static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
 
 	if (slot->used && slot->addr == p->addr && slot->pid == p->pid) {
 		*group = slot->group;
+		s->plabels = slot->plabels;
 		return 0;
 	}
 	process__read_identity(&s->pr, p);
@@ -43,11 +93,13 @@ static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
 	group_label(s, p, name, sizeof(name));
 	if (agg__group(s->agg, name, group))
 		return -ENOMEM;
+	s->plabels = s->opts.labels ? process_labels(s, p) : 0;
 	/* proc_lib writes '$initial_call' first thing in init_p: a process sampled before that
 	 * is read again next time rather than kept as proc_lib:init_p/5. */
 	if (p->pd_result == PDICT_ABSENT && !p->name[0] && strncmp(p->initial, "proc_lib:", 9) == 0)
 		return 0;
-	*slot = (struct ident){.addr = p->addr, .pid = p->pid, .group = *group, .used = true};
+	*slot = (struct ident){
+	    .addr = p->addr, .pid = p->pid, .group = *group, .plabels = s->plabels, .used = true};
 	return 0;
 }
 
@@ -183,7 +235,8 @@ static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, u
 		    agg__frame(s->agg, "[kernel]", FRAME_NATIVE, &id) == 0)
 			s->frames[n++] = id;
 	}
-	if (agg__add(s->agg, group, s->frames, n, 1))
+	if (agg__add_tagged(s->agg, group, s->opts.labels ? sample_labels(s, rec->sched) : 0,
+			    s->frames, n, 1))
 		return;
 	s->st.kept++;
 	if (!s->opts.on_record)
@@ -216,6 +269,7 @@ void sampler_frames__label(struct sampler *s, struct sample_record *rec,
 		s->st.excluded_idle++;
 		return;
 	}
+	s->plabels = 0; /* no process: the scheduler is its only label */
 	if (sch && sch->type <= XP_SCHED_DIRTY_IO)
 		label = !known || (!sch->esdp && sch->type != XP_SCHED_NORMAL) ? unknown[sch->type]
 									       : labels[sch->type];
@@ -305,6 +359,7 @@ void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *re
 
 	/* Without the process (not known at the sample), the time is still a process's: a group
 	 * of its own, kept whatever --include-idle says. */
+	s->plabels = 0;
 	if (p ? group_for(s, p, &group)
 	      : agg__group(s->agg, "[process unknown: native unwind stopped]", &group))
 		return;
@@ -315,4 +370,12 @@ void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *re
 	rec->kind = p ? SAMPLE_ERLANG : SAMPLE_NO_PROCESS;
 	rec->process = p ? p->addr : 0;
 	keep(s, rec, group, n, 1);
+}
+
+void sampler__swap_agg(struct sampler *s, struct agg *new_agg)
+{
+	s->agg = new_agg;
+	memset(s->ident, 0, sizeof(s->ident));
+	memset(s->names, 0, sizeof(s->names));
+	memset(s->jit_names, 0, sizeof(s->jit_names));
 }

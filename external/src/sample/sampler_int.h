@@ -37,6 +37,7 @@ enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
 struct ident {
 	uint64_t addr, pid;
 	uint32_t group;
+	uint32_t plabels; /* opts.labels: the process's label set id + 1 (pid, name), 0 none */
 	bool used;
 };
 
@@ -77,6 +78,7 @@ struct sampler {
 	struct jit_name jit_names[JIT_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];
+	uint32_t plabels; /* opts.labels: the current sample's process label set + 1, 0 none */
 	struct estack_result er;     /* the sample's walk (large: never on the stack) */
 	struct estack_result er_alt; /* ... from another start (try_alternatives) */
 	bool live_read;		     /* the last read_stack read memory beyond the copy */
