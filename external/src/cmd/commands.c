@@ -49,7 +49,7 @@ const char record__usage[] =
     "graph. Stacks are mixed: Erlang frames, the JIT's shared fragments (global::...) and\n"
     "native frames (BIFs, NIFs, the runtime). The root frame of each stack names the process:\n"
     "\"<0.123.0> rabbit_channel\" (registered name, else initial call). Ctrl-C stops sampling\n"
-    "and still writes the file.\n"
+    "and still writes the file; SIGUSR1 prints the summary so far on stderr and goes on.\n"
     "\n"
     "  -o, --output FILE     where to write (required)\n"
     "  --format svg|speedscope|collapsed\n"
