@@ -18,7 +18,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 otp=${1:?usage: sched_spin_test.sh 25|27|29}
-secs=${XP_SPIN_SECONDS:-3}
+secs=${XP_SPIN_SECONDS:-2}
 xp_require_sampler
 xp_otp_lookup "$otp" || xp_skip "$XP_OTP_WHY"
 
