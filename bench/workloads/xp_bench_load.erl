@@ -5,16 +5,18 @@
 %% Does not own: readiness, the agent or the watchdog (test/targets/xp_ready.erl), any timing policy.
 -module(xp_bench_load).
 
--export([start/1, unit/2]).
+-export([start/1, start_workers/3, unit/2]).
 
 -define(TICK_MS, 50).
 
 %% -run xp_bench_load start READYFILE agent|noagent HARNESS_OS_PID TICKFILE NWORKERS
 start([ReadyFile, Mode, HarnessPid, TickFile, NWorkers]) ->
     xp_ready:boot([ReadyFile, Mode, HarnessPid],
-                  fun() -> start_workers(TickFile, list_to_integer(NWorkers)) end).
+                  fun() -> start_workers(TickFile, list_to_integer(NWorkers), fixed) end).
 
-start_workers(TickFile, N) ->
+%% fixed: N long-lived workers; churn (bench/soak): each unit runs in a process of its own, spawned
+%% for it and gone after, so the VM creates and frees thousands of processes a second.
+start_workers(TickFile, N, How) ->
     Units = counters:new(1, [write_concurrency]),
     %% The ticker is high priority so its timestamps stay close to 50 ms apart under full load.
     Ticker = spawn(fun() -> ticker(TickFile, Units) end),
@@ -24,7 +26,7 @@ start_workers(TickFile, N) ->
         {Ticker, ticking} -> demonitor(Ref, [flush]);
         {'DOWN', Ref, process, Ticker, Reason} -> error({ticker_failed, Reason})
     end,
-    [spawn(fun() -> work(Units, I, 0) end) || I <- lists:seq(1, N)],
+    [spawn(fun() -> work(Units, I, 0, How) end) || I <- lists:seq(1, N)],
     ok.
 
 ticker(File, Units) ->
@@ -40,10 +42,15 @@ tick(Fd, Units) ->
 
 %% Worker I runs unit 0, 1, 2, 0, ... forever; the seed depends on I and the turn, so every run
 %% does the same work.
-work(Units, I, Turn) ->
+work(Units, I, Turn, fixed) ->
     _ = unit(Turn rem 3, I * 7919 + Turn),
     counters:add(Units, 1, 1),
-    work(Units, I, Turn + 1).
+    work(Units, I, Turn + 1, fixed);
+work(Units, I, Turn, churn) ->
+    {_, Ref} = spawn_monitor(fun() -> unit(Turn rem 3, I * 7919 + Turn) end),
+    receive {'DOWN', Ref, process, _, normal} -> ok end,
+    counters:add(Units, 1, 1),
+    work(Units, I, Turn + 1, churn).
 
 unit(0, _Seed) -> fib(22);
 unit(1, Seed) -> lists:sort(lcg(1500, Seed, []));

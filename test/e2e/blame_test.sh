@@ -2,8 +2,9 @@
 # ctest e2e.blame.OTP.MODE: `extrospect blame` on xp_blame (test/targets/xp_blame.erl), whose
 # native hotspots have known Erlang causes: GC forced from xp_blame:gc_churn/3 (process
 # xp_blame_gc), deep copies from xp_blame:send_big/3 sending a large term (xp_blame_copy).
-#   gc           first Erlang function xp_blame:gc_churn/3, first process xp_blame_gc; the
-#                non-allocating xp_blame:spin/2 never blamed; --stacks ranks the same first
+#   gc           (--gc) first Erlang function xp_blame:gc_churn/3, first process xp_blame_gc; the
+#                non-allocating xp_blame:spin/2 never blamed; --stacks ranks the same first;
+#                GC per process: xp_blame_gc first, kind unknown (stripped beam.smp), said so
 #   copy_struct  OTP 25/27: first xp_blame:send_big/3 and xp_blame_copy; OTP 28+: refused with
 #                exit status 2 (the runtime's names are hidden), never an empty answer
 #   examples     README's and --help's other examples: erts_garbage_collect (25/27: nothing ran in it,
@@ -56,8 +57,9 @@ figure() {
 xp_start_vm "$otp" "$mode" xp_blame
 
 # ---- gc ------------------------------------------------------------------------------------------
-blame gc "$XP_VM_PID" gc
-xp_expect "exit status of 'blame gc'" 0 "$RC"
+# --gc: the gc alias, the same tables, and GC per process (issue 17 item 3).
+blame gc --gc "$XP_VM_PID"
+xp_expect "exit status of 'blame --gc'" 0 "$RC"
 figure "$XP_VM_DIR/gc.out" gc
 xp_expect "gc: first Erlang function" "xp_blame:gc_churn/3" "$(row "$XP_VM_DIR/gc.out" "Erlang functions" 1)"
 proc=$(row "$XP_VM_DIR/gc.out" "Processes:" 1)
@@ -70,6 +72,23 @@ else
 fi
 grep -q "^extrospect blame: matching global::garbage_collect" "$XP_VM_DIR/gc.out" &&
 	xp_pass "gc: matches global::garbage_collect" || xp_fail "gc: global::garbage_collect not matched"
+# The GC table: xp_blame_gc first, with all of its GC samples (the ranking's count) and at least
+# one run; kind unknown on every OTP tested (Debian's beam.smp names neither major_collection
+# nor minor_collection), and the table says so.
+read -r gc_ms gc_n gc_runs gc_major gc_minor gc_unknown gc_proc < <(awk '
+	/^Garbage collection per process/ { on = 1; hdr = 1; next }
+	on && hdr { hdr = 0; next }
+	on { print; exit }' "$XP_VM_DIR/gc.out")
+echo "FIGURE: OTP $otp $mode blame --gc: first row ${gc_ms:-?} ms, ${gc_n:-?} samples, ${gc_runs:-?} runs, ${gc_proc:-?}"
+[[ "${gc_proc:-}" == *" xp_blame_gc" ]] && xp_pass "--gc: first process $gc_proc" ||
+	xp_fail "--gc: first process: expected '... xp_blame_gc', got '${gc_proc:-}'"
+xp_expect "--gc: its GC samples (as in the process ranking)" \
+	"$(awk '/^Processes:/ { on = 1; next } on && / xp_blame_gc$/ { print $1; exit }' "$XP_VM_DIR/gc.out")" "${gc_n:-}"
+((${gc_runs:-0} >= 1 && ${gc_runs:-0} <= ${gc_n:-0})) && xp_pass "--gc: 1 <= runs ($gc_runs) <= samples" ||
+	xp_fail "--gc: runs '${gc_runs:-}' not within 1..${gc_n:-}"
+xp_expect "--gc: major, minor, unknown" "0 0 ${gc_n:-}" "${gc_major:-} ${gc_minor:-} ${gc_unknown:-}"
+grep -q "^  Major or minor: unknown, this beam.smp names neither major_collection nor minor_collection" \
+	"$XP_VM_DIR/gc.out" && xp_pass "--gc: says major/minor is unknown" || xp_fail "--gc: no unknown-kind note"
 
 blame stacks --stacks "$XP_VM_PID" gc
 xp_expect "exit status of 'blame --stacks gc'" 0 "$RC"

@@ -13,3 +13,9 @@ if(Erlang_ERTS_INCLUDE_DIR)
   list(APPEND XP_SCHED_ENV XP_SLOWNIF_SO=$<TARGET_FILE:xp_slownif_nif>)
 endif()
 xp_e2e_otp_modes(sched sched_test.sh 180 ENV ${XP_SCHED_ENV})
+# The busy-wait table (sched_spin_test.sh): without the agent only, ~10 s per OTP.
+foreach(otp 25 27 29)
+  add_test(NAME e2e.sched_spin.${otp} COMMAND ${XP_E2E_DIR}/sched_spin_test.sh ${otp})
+  set_tests_properties(e2e.sched_spin.${otp} PROPERTIES
+    SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 120 ENVIRONMENT "${XP_E2E_ENV}")
+endforeach()

@@ -6,7 +6,7 @@
 %% number of loads so far (every 200 ms), like xp_truth's stats.
 -module(xp_purge).
 
--export([start/1]).
+-export([start/1, start_worker/1]).
 
 -define(MOD, xp_purge_dyn).
 -define(VARIANTS, 8).
@@ -14,6 +14,7 @@
 start([Ready | _] = Args) ->
     xp_ready:boot(Args, fun() -> start_worker(Ready ++ ".purge") end).
 
+%% Also bench/soak's module churn (bench/workloads/xp_soak_load.erl).
 start_worker(Stats) ->
     Bins = [compile_variant(K) || K <- lists:seq(1, ?VARIANTS)],
     Parent = self(),

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blame_gc.h"
 #include "classify.h"
 #include "commands.h"
 #include "run.h"
@@ -18,6 +19,7 @@
 
 const char blame__usage[] =
     "Usage: extrospect blame [OPTIONS] PID FUNCTION...\n"
+    "       extrospect blame --gc [OPTIONS] PID\n"
     "\n"
     "Who causes a native hotspot? Keeps the samples whose native stack contains FUNCTION (any\n"
     "of them, when several are given) and ranks the Erlang functions that led into it (the\n"
@@ -45,10 +47,15 @@ const char blame__usage[] =
     "\n"
     "  --stacks              rank whole Erlang stacks above the hotspot, not just the innermost\n"
     "                        function\n"
+    "  --gc                  blame gc (no FUNCTION), and add garbage collection per process:\n"
+    "                        GC time (samples x period), GC runs seen (consecutive samples: a\n"
+    "                        lower bound of the count), major or minor where a frame names it\n"
+    "                        (stripped beam.smp names neither: unknown)\n"
     "  -n, --limit N         rows per table (default 20)\n"
     "\n"
     "Examples:\n"
     "  extrospect blame -d 10 4242 gc                    # who triggers garbage collection\n"
+    "  extrospect blame -d 10 --gc 4242                  # and GC time per process\n"
     "  extrospect blame -d 10 4242 copy_struct           # who deep-copies terms (OTP 25/27)\n"
     "  extrospect blame -d 10 --stacks 4242 erts_cmp_compound   # OTP 25/27\n"
     "  extrospect blame -d 10 4242 'erts_garbage_collect*'     # OTP 25/27: all of them\n"
@@ -78,6 +85,7 @@ struct blame {
 	const char *patterns[MAX_PATTERNS];
 	size_t npatterns;
 	struct tally *callers, *procs, *matched;
+	struct blame_gc *gcv; /* --gc: GC per process */
 	uint64_t kept, hits, no_erlang, contradicted;
 	/* Until the first hit: per native frame id, the samples it was in (stamp: the last sample
 	 * counted, so a frame repeated in one stack counts once). For the zero-hit suggestions. */
@@ -238,6 +246,8 @@ static void on_record(const struct sample_record *r, void *ctx)
 	b->kept++;
 	for (i = 0; i < r->nframes && !matches(b, agg__frame_name(b->agg, r->frames[i])); i++)
 		;
+	if (b->gcv && blame_gc__add(b->gcv, r, i < r->nframes))
+		b->err = -ENOMEM;
 	if (i == r->nframes) {
 		if (!b->hits)
 			note_unmatched(b, r);
@@ -418,6 +428,8 @@ static void print_report(struct blame *b, const struct run_ctx *ctx, FILE *f)
 	print_table(b->procs, b->hits, o->limit, "PROCESS", f);
 	fputs("\nMatched frames:\n", f);
 	print_table(b->matched, b->hits, o->limit, "FRAME", f);
+	if (b->gcv)
+		blame_gc__print(b->gcv, o->limit, f);
 	if (o->skid_summary)
 		fprintf(f, "\n%llu of the matched samples were contradicted by a later read\n",
 			(unsigned long long)b->contradicted);
@@ -433,10 +445,14 @@ static int setup(struct blame *b, struct target *t, char *err, size_t errlen)
 		return rc;
 	for (i = 0; i < b->o->nfunctions && !rc; i++)
 		rc = add_function(b, c, b->o->functions[i], otp, err, errlen);
+	if (b->o->gc && !rc)
+		rc = add_function(b, c, "gc", otp, err, errlen);
 	classify__free(c);
 	if (rc)
 		return rc == -EINVAL ? CMD_EUSAGE : rc;
 	if (tally__new(&b->callers) || tally__new(&b->procs) || tally__new(&b->matched))
+		return -ENOMEM;
+	if (b->o->gc && blame_gc__new(b->agg, t, b->o->freq_hz, &b->gcv))
 		return -ENOMEM;
 	return 0;
 }
@@ -474,6 +490,7 @@ cleanup:
 	tally__free(b.callers);
 	tally__free(b.procs);
 	tally__free(b.matched);
+	blame_gc__free(b.gcv);
 	free(b.seen);
 	free(b.stamp);
 	agg__free(ctx.agg);

@@ -96,7 +96,8 @@ enum {
 	OPT_KEEP,
 	OPT_PUSH,
 	OPT_APP_NAME,
-	OPT_LABEL
+	OPT_LABEL,
+	OPT_GC
 };
 
 static const struct option longopts[] = {
@@ -123,6 +124,7 @@ static const struct option longopts[] = {
     {"lines", no_argument, NULL, OPT_LINES},
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
+    {"gc", no_argument, NULL, OPT_GC},
     {"follow", no_argument, NULL, OPT_FOLLOW},
     {"node", required_argument, NULL, OPT_NODE},
     {"cookie", required_argument, NULL, OPT_COOKIE},
@@ -189,6 +191,7 @@ static bool allowed(const struct command *cmd, int c)
 		need = CO_SAMPLING | CO_ALL | CO_SORT;
 		break;
 	case OPT_STACKS:
+	case OPT_GC:
 		need = CO_STACKS;
 		break;
 	case OPT_SORT:
@@ -297,6 +300,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case OPT_STACKS:
 		o->stacks = true;
+		return 0;
+	case OPT_GC:
+		o->gc = true;
 		return 0;
 	case OPT_FOLLOW:
 		o->follow = true;
@@ -534,10 +540,14 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 	if (o->command->opts & CO_FUNCTIONS) {
 		o->functions = argv + optind + 1;
 		o->nfunctions = (size_t)(argc - optind - 1);
-		if (!o->nfunctions) {
+		if (!o->nfunctions && !o->gc) {
 			snprintf(err, errlen,
 				 "blame: missing FUNCTION (e.g. erts_garbage_collect or gc; see "
 				 "extrospect blame --help)");
+			return CLI_USAGE_ERROR;
+		}
+		if (o->nfunctions && o->gc) {
+			snprintf(err, errlen, "blame: --gc takes no FUNCTION (it blames gc)");
 			return CLI_USAGE_ERROR;
 		}
 	} else if (optind + 1 < argc) {

@@ -52,6 +52,7 @@ struct cli_opts {
 	const char *sort;	 /* heap: the column to sort by (checked: heap__col_of) */
 	double watch_s;		 /* heap: seconds between readings (0: one reading) */
 	bool stacks;		 /* blame: whole Erlang stacks */
+	bool gc;		 /* blame --gc: gc, and garbage collection per process */
 	bool follow;		 /* perf-map: keep the map current */
 	const char *perf_data;	 /* perf-map: mark the JIT mapping anonymous in this perf.data */
 	char **functions;	 /* blame: the native functions (argv) */

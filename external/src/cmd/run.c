@@ -1,6 +1,7 @@
 /* The sampling loop. See run.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -90,8 +91,32 @@ static int locate_ptab(struct target *t)
 	return ptab__locate(t, &pt, why, sizeof(why)) == -ENOMEM ? -ENOMEM : 0;
 }
 
+/* SIGUSR1 asks for the summary so far on stderr, as `dd` reports on SIGUSR1: a long or
+ * continuous recording can be watched (bench/soak reads it every window) without stopping. */
+static volatile sig_atomic_t report_requested;
+
+static void on_report_signal(int sig)
+{
+	(void)sig;
+	report_requested = 1;
+}
+
+static void report_so_far(struct run_ctx *ctx, struct sampler *s)
+{
+	memcpy(&ctx->final, sampler__stats(s), sizeof(ctx->final));
+	memcpy(&ctx->final_perf, sampler__perf_stats(s), sizeof(ctx->final_perf));
+	sampler__more_stats(s, &ctx->final_unwind, &ctx->final_kcap);
+	fprintf(stderr,
+		"extrospect: so far (SIGUSR1): %zu distinct stacks in %zu groups, %zu frame "
+		"names\n",
+		agg__nstacks(ctx->agg), agg__ngroups(ctx->agg), agg__nframes(ctx->agg));
+	run__summary(ctx, "the output", stderr);
+	fflush(stderr);
+}
+
 int run__sample(struct run_ctx *ctx)
 {
+	struct sigaction usr1 = {.sa_handler = on_report_signal, .sa_flags = SA_RESTART};
 	struct sampler *s = NULL;
 	double start, last_tick, last_progress, last_exists;
 	int rc;
@@ -105,6 +130,8 @@ int run__sample(struct run_ctx *ctx)
 		return rc;
 	if (ctx->hooks)
 		sampler__set_hooks(s, ctx->hooks);
+	if (!ctx->tick) /* top's live view owns the terminal */
+		sigaction(SIGUSR1, &usr1, NULL);
 	fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n", sampler__nthreads(s),
 		ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
 		ctx->opts.freq_hz,
@@ -136,6 +163,10 @@ int run__sample(struct run_ctx *ctx)
 		rc = 0;
 		if (ctx->turn && (rc = ctx->turn(ctx, s)) < 0)
 			break;
+		if (report_requested) {
+			report_requested = 0;
+			report_so_far(ctx, s);
+		}
 		if (ctx->progress && now - last_progress >= 0.5) {
 			progress_line(st, now - start);
 			last_progress = now;

@@ -36,6 +36,10 @@ const char sched__usage[] =
     "recognised when entered from Erlang code (global::garbage_collect); other GC counts as\n"
     "emulator or idle time. Without the agent on OTP 28+, a dirty scheduler's process is\n"
     "unknown: its NIF time is counted, its process is not.\n"
+    "Last, busy wait per scheduler type: the share of samples running processes, spinning\n"
+    "with no process (the wait loop), sleeping and waking (futex, epoll), other scheduler work,\n"
+    "and the cores spent spinning; it says when +sbwt none, +sbwtdcpu none or +sbwtdio none\n"
+    "would give CPU back (spinning >= 10%, >= 0.01 cores, and twice the sleep/wake time).\n"
     "\n"
     "  --json                one JSON object on stdout\n"
     "  -n, --limit N         rows per table (default 20; processes per scheduler: at most 3)\n"
@@ -196,6 +200,7 @@ static void on_record(const struct sample_record *rec, void *ctx)
 	}
 	if (rec->sched->type == XP_SCHED_NORMAL)
 		track_run(v, s, rec, k == CLASS_NIF ? n : -1);
+	sched_spin__add(v, rec);
 	s->last_time = rec->ps->time;
 }
 
@@ -236,6 +241,7 @@ static void view_free(struct sched_view *v)
 	tally__free(v->nif_dirty);
 	tally__free(v->moves);
 	tally__free(v->runs);
+	sched_spin__free(&v->spin);
 	classify__free(v->cls);
 }
 
@@ -268,6 +274,7 @@ int cmd__sched(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	}
 	for (i = 0; i < t->nsched; i++)
 		close_run(&v, &v.st[i].run);
+	sched_spin__finish(&v);
 	if ((rc = v.err)) {
 		snprintf(err, errlen, "out of memory");
 		goto cleanup;

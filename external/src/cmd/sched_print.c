@@ -211,6 +211,7 @@ void sched__print_text(struct sched_view *v, const struct run_ctx *ctx, FILE *f)
 	      "NIF or BIF call moves a process to a dirty scheduler and back):\n",
 	      f);
 	print_tally(v->moves, tally__total(v->moves), v->o->limit, "MOVES", "PROCESS", f);
+	sched_spin__print_text(v, ctx, f);
 }
 
 /* ---- JSON ---- */
@@ -313,6 +314,7 @@ void sched__print_json(struct sched_view *v, const struct run_ctx *ctx, FILE *f)
 	json_tally(&j, "nifs_dirty", v->nif_dirty, v->o->limit);
 	json_runs(v, &j);
 	json_tally(&j, "process_moves", v->moves, v->o->limit);
+	sched_spin__print_json(v, ctx, &j);
 	info__json_mem_failures(v->t, &j);
 	json__end_object(&j);
 	fputc('\n', f);

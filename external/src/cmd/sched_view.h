@@ -45,6 +45,23 @@ struct long_run {
 	struct tally *callers;
 };
 
+/* Busy wait per scheduler type (sched_spin.c). */
+struct spin_type {
+	uint64_t samples, running, spin, syscall, other, unknown;
+};
+struct spin_leaf {
+	uint32_t frame, type;
+	bool unknown; /* in a "process unknown" sample */
+	uint64_t n;
+};
+struct spin_view {
+	struct spin_type type[3]; /* by enum xp_sched_type */
+	struct spin_leaf *leaf;	  /* no-process samples not yet judged, by leaf frame */
+	size_t nleaf;
+	uint32_t *loop; /* frames that call sched_yield: the scheduler's wait loop */
+	size_t nloop;
+};
+
 struct sched_view {
 	const struct cli_opts *o;
 	struct target *t;
@@ -61,9 +78,16 @@ struct sched_view {
 	uint32_t *proc_sched; /* per group id: scheduler index + 1, 0: not seen */
 	size_t nproc_sched;
 	uint64_t period_ns, other_threads;
+	struct spin_view spin;
 	int err;
 };
 
+struct json;
+void sched_spin__add(struct sched_view *v, const struct sample_record *rec);
+void sched_spin__finish(struct sched_view *v);
+void sched_spin__free(struct spin_view *sv);
+void sched_spin__print_text(const struct sched_view *v, const struct run_ctx *ctx, FILE *f);
+void sched_spin__print_json(const struct sched_view *v, const struct run_ctx *ctx, struct json *j);
 void sched__print_text(struct sched_view *v, const struct run_ctx *ctx, FILE *f);
 void sched__print_json(struct sched_view *v, const struct run_ctx *ctx, FILE *f);
 
