@@ -2,11 +2,16 @@
 # ctest e2e.soak: the soak of bench/soak (issue 16), short: a continuous `record` at 997 Hz for
 # XP_SOAK_SECONDS (30) in windows of XP_SOAK_WINDOW (10) s on a busy VM with process and module
 # churn, beside an unprofiled twin. bench/soak's own verdict is the assertion: after the first
-# window open fds never change, RSS grows by at most 4 MiB plus 1 KiB per distinct stack the
+# window open fds never change, RSS grows by at most 24 MiB plus 1 KiB per distinct stack the
 # profile gained, the sampler exits 0 and writes a valid collapsed file holding exactly the
 # samples its summary says it kept. OTP 27 only: the question is the sampler's own memory, not an
 # OTP's; OTP 25 keeps purged modules in its JIT list, so there the VM's own code list (which the
 # sampler mirrors) grows with every load of the churn (bench/README.md "Soak").
+# The 24 MiB (bench/soak's default is 4 MiB after a 5-minute warm-up window): 30 s is still
+# warm-up. The sampler's anonymous memory grows ~0.5 MiB/s in its first minute whatever the
+# grouping (RssAnon 7 -> 31 MiB in 30 s with --group pid as with the default), with no mmap or
+# brk after startup, and then slows (the hour's windows: +14, +8, +2 MiB, then ~1.5 MiB per 5
+# minutes); since samples are grouped by name, distinct stacks no longer pay for it.
 # Exit 0 pass, 1 fail, 77 skip.
 # shellcheck disable=SC2015 # xp_pass never fails: A && xp_pass || xp_fail is an if/else
 set -euo pipefail
@@ -18,6 +23,7 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/xp-soak-XXXXXX")
 xp_defer "rm -rf '$out'"
 RC=0
 XP_SOAK_SECONDS=${XP_SOAK_SECONDS:-30} XP_SOAK_WINDOW=${XP_SOAK_WINDOW:-10} XP_SOAK_OUT=$out \
+	XP_SOAK_RSS_SLACK_KB=${XP_SOAK_RSS_SLACK_KB:-24576} \
 	"$XP_REPO/bench/soak" 27 || RC=$?
 ((RC != 77)) || exit 77
 sed 's/^/FIGURE: /' "$out/report.md" 2>/dev/null || true
