@@ -247,7 +247,7 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 
 	if (!m || (n && !reqs))
 		return -EINVAL;
-	while (i < n) {
+	while (i < n && !(i && reqs[i - 1].rc == -ESRCH)) {
 		if (m->kind != MEM_LIVE || m->tap || !req_ok(&reqs[i])) {
 			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
 			i++;
@@ -266,6 +266,8 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 			i++;
 		}
 	}
+	for (; i < n; i++) /* the VM exited: a million requests are not tried one by one */
+		reqs[i].rc = -ESRCH;
 	return 0;
 }
 
