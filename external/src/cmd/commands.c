@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "report/report.h"
 #include "run.h"
 
@@ -102,26 +103,25 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 static int write_report(const struct cli_opts *o, const struct agg *a, pid_t pid, char *err,
 			size_t errlen)
 {
+	struct outfile of;
 	char title[64];
-	FILE *f;
 	int rc;
 
 	snprintf(title, sizeof(title), "extrospect: BEAM pid %d", (int)pid);
-	f = fopen(o->output, "w");
-	if (!f) {
-		snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(errno));
-		return -errno;
+	if ((rc = outfile__open(&of, o->output))) {
+		snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(-rc));
+		return rc;
 	}
 	if (o->format == CLI_FMT_SVG)
-		rc = report__svg(a, f, title);
+		rc = report__svg(a, of.f, title);
 	else if (o->format == CLI_FMT_SPEEDSCOPE)
-		rc = report__speedscope(a, f, title);
+		rc = report__speedscope(a, of.f, title);
 	else
-		rc = report__collapsed(a, f);
-	if (fclose(f) != 0 && !rc)
-		rc = -EIO;
-	if (rc)
-		snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(-rc));
+		rc = report__collapsed(a, of.f);
+	/* Complete or nothing: a full disk leaves no truncated report behind. */
+	if ((rc = outfile__close(&of, rc)))
+		snprintf(err, errlen, "cannot write %s: %s (nothing written)", o->output,
+			 strerror(-rc));
 	return rc;
 }
 
