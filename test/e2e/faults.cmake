@@ -1,9 +1,10 @@
 # Faults done to the target or the output during a command (issue 16, faults_test.sh): the VM
 # stopped, halted, its schedulers_online flipped, its modules churned, the output disk full, two
-# samplers at once. schedulers_online differs by OTP (25, 27, 29); the rest is the sampler's own
-# handling, the same on every OTP (run on 25). About 10-15 s each. The heavy ones (a million
+# samplers at once, the agent stopped and purged in a loop. schedulers_online differs by OTP
+# (25, 27, 29); the rest is the sampler's own handling, the same on every OTP (run on 25).
+# About 10-18 s each. The heavy ones (a million
 # processes, a 10-million-message queue, a cgroup memory limit) are in bench/faults_bench.
-foreach(case stop halt disk two churn)
+foreach(case stop halt disk two churn agent)
   add_test(NAME e2e.faults.${case} COMMAND ${XP_E2E_DIR}/faults_test.sh 25 ${case})
   set_tests_properties(e2e.faults.${case} PROPERTIES
     SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 120 ENVIRONMENT "${XP_E2E_ENV}")

@@ -12,6 +12,9 @@
 #   sched  schedulers_online flipped 1 <-> all every 100 ms, dirty CPU schedulers busy, during
 #          record (run on OTP 25, 27 and 29: the scheduler arrays differ)
 #   churn  modules loaded and purged in a loop during record --lines
+#   agent  the agent stopped, its NIF purged and started again in a loop (agent-mode VM) during
+#          record, pstack --all and info: each completes or fails with a one-line error and a
+#          documented exit code, never crashes, and the VM runs on
 # The other cases are the sampler's own handling, the same on every OTP: run on 25.
 # Ends with "N passed, M failed". Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
@@ -241,8 +244,47 @@ case_churn() {
 	xp_stop_vm
 }
 
+# run_checked NAME COMMAND...: the command completes (0) or fails cleanly: a documented exit code
+# (1-7) and one "extrospect: " line; a crash (signal) or a hang fails. Sets RUN_RC.
+run_checked() {
+	local name=$1
+	shift
+	RUN_RC=0
+	"$@" >"$XP_VM_DIR/$name.out" 2>"$XP_VM_DIR/$name.err" || RUN_RC=$?
+	if ((RUN_RC == 0)); then
+		xp_pass "$name during agent churn: exit 0"
+	elif ((RUN_RC <= 7)) && grep -q '^extrospect: ' "$XP_VM_DIR/$name.err"; then
+		xp_pass "$name during agent churn: exit $RUN_RC, $(grep -m1 '^extrospect: ' "$XP_VM_DIR/$name.err")"
+	else
+		xp_fail "$name during agent churn: exit $RUN_RC: $(tail -n 2 "$XP_VM_DIR/$name.err")"
+	fi
+}
+
+case_agent() {
+	local c0 c1 i
+	xp_start_vm "$otp" agent xp_faults -xp_faults agent
+	c0=$(cat "$XP_VM_READY.agent" 2>/dev/null || echo 0)
+	for i in 1 2 3; do
+		run_checked "info.$i" xp_sampler info --json "$XP_VM_PID"
+	done
+	run_checked record xp_sampler record -d 3 -o "$XP_VM_DIR/agent.folded" "$XP_VM_PID"
+	((RUN_RC != 0)) || check_folded "$XP_VM_DIR/agent.folded" "record during agent churn"
+	run_checked pstack xp_sampler pstack --all --json "$XP_VM_PID"
+	((RUN_RC != 0)) || xp_expect "pstack --all during agent churn: valid JSON" true \
+		"$(jq '.process_table.listed > 10' "$XP_VM_DIR/pstack.out")"
+	c1=$(cat "$XP_VM_READY.agent")
+	echo "FIGURE: OTP $otp: $((c1 - c0)) agent stop/purge/start cycles during the commands"
+	if ((c1 - c0 >= 5)); then
+		xp_pass "the agent was stopped, purged and started $((c1 - c0)) times"
+	else
+		xp_fail "the agent cycled only $((c1 - c0)) times"
+	fi
+	check_unharmed "after the agent churn"
+	xp_stop_vm
+}
+
 case "$case_name" in
-stop | halt | disk | two | sched | churn) "case_$case_name" ;;
+stop | halt | disk | two | sched | churn | agent) "case_$case_name" ;;
 *) xp_die "unknown case '$case_name'" ;;
 esac
 xp_summary

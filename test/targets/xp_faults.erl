@@ -3,6 +3,8 @@
 %% registered process xp_faults_flip sets erlang:system_flag(schedulers_online, 1) and back to
 %% all of them every 100 ms while two processes keep the dirty CPU schedulers busy
 %% (erts_debug:dirty_cpu/2, as xp_dirty). It writes READYFILE.flips with the number of flips so far.
+%% With `-xp_faults agent` (an agent-mode VM) xp_faults_agent stops the agent, deletes and purges
+%% its NIF module and starts it again in a loop, writing READYFILE.agent with the cycles so far.
 %% Whatever the mode, the VM calls erlang:halt(3) once the harness creates READYFILE.halt
 %% (polled every 20 ms): the "VM halts in the middle of a command" fault.
 -module(xp_faults).
@@ -20,9 +22,24 @@ workload(Ready) ->
             [spawn(fun dirty/0) || _ <- [1, 2]],
             Flip = spawn(fun() -> flip(Ready ++ ".flips", 0) end),
             register(xp_faults_flip, Flip);
+        {ok, [["agent"]]} ->
+            register(xp_faults_agent, spawn(fun() -> agent_churn(Ready ++ ".agent", 0) end));
         _ -> ok
     end,
     ok.
+
+%% The agent stopped, its NIF module deleted and purged (the library unloaded), then started
+%% again, in a loop: a sampler attaching or reading meanwhile finds it coming or going.
+agent_churn(Stats, N) ->
+    ok = application:stop(extrospect),
+    code:delete(extrospect_nif),
+    code:purge(extrospect_nif),
+    receive after 30 -> ok end,
+    {ok, _} = application:ensure_all_started(extrospect),
+    ok = file:write_file(Stats ++ ".tmp", integer_to_list(N + 1)),
+    ok = file:rename(Stats ++ ".tmp", Stats),
+    receive after 30 -> ok end,
+    agent_churn(Stats, N + 1).
 
 busy(N) -> busy(work(N, 2000)).
 
