@@ -4,7 +4,7 @@
 # (25, 27, 29); the rest is the sampler's own handling, the same on every OTP (run on 25).
 # About 10-18 s each. The heavy ones (a million
 # processes, a 10-million-message queue, a cgroup memory limit) are in bench/faults_bench.
-foreach(case stop halt disk two churn agent)
+foreach(case stop halt exec disk two churn agent)
   add_test(NAME e2e.faults.${case} COMMAND ${XP_E2E_DIR}/faults_test.sh 25 ${case})
   set_tests_properties(e2e.faults.${case} PROPERTIES
     SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 120 ENVIRONMENT "${XP_E2E_ENV}")

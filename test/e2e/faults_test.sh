@@ -12,6 +12,9 @@
 #   sched  schedulers_online flipped 1 <-> all every 100 ms, dirty CPU schedulers busy, during
 #          record (run on OTP 25, 27 and 29: the scheduler arrays differ)
 #   churn  modules loaded and purged in a loop during record --lines
+#   exec   the VM replaces itself by another program (execve, same pid) in the middle of record
+#          and top: exit 7, what was recorded written, the reason said (the SIGKILL in the middle
+#          of pstack --all of a million processes is in bench/faults_bench)
 #   agent  the agent stopped, its NIF purged and started again in a loop (agent-mode VM) during
 #          record, pstack --all and info: each completes or fails with a one-line error and a
 #          documented exit code, never crashes, and the VM runs on
@@ -283,8 +286,54 @@ case_agent() {
 	xp_stop_vm
 }
 
+# The exec NIF, built with the host's erl_nif.h (as sched_test.sh's), copied where the VM sees it.
+exec_nif() {
+	local inc so
+	command -v cc >/dev/null || xp_skip "no C compiler to build the test NIF"
+	inc=$(erl -noshell -eval 'io:put_chars(filename:join([code:root_dir(), "usr", "include"])), halt().' </dev/null) ||
+		xp_skip "host erl not found: cannot find erl_nif.h"
+	so=$(mktemp -d)/xp_exec_nif.so
+	xp_defer "rm -rf '${so%/*}'"
+	cc -O2 -fPIC -shared -I"$inc" -o "$so" "$XP_REPO/test/targets/xp_exec_nif.c" ||
+		xp_die "building the exec NIF failed"
+	EXEC_LIB=/tmp/xp_exec_$$.so
+	cp "$so" "$EXEC_LIB"
+	xp_defer "rm -f '$EXEC_LIB'"
+}
+
+# exec_during NAME COMMAND...: the VM execs /bin/sleep 1 s into the command; sets EXEC_RC.
+exec_during() {
+	local name=$1 rpid
+	shift
+	xp_start_vm "$otp" noagent xp_faults -xp_faults exec -xp_faults_so "$EXEC_LIB"
+	"$@" "$XP_VM_PID" >"$XP_VM_DIR/$name.out" 2>"$XP_VM_DIR/$name.err" &
+	rpid=$!
+	await_perf_fd "$rpid" || xp_fail "$name never opened its perf events"
+	sleep 1 # a second of samples before the fault, not a readiness wait
+	touch "$XP_VM_READY.exec"
+	EXEC_RC=0
+	wait "$rpid" || EXEC_RC=$?
+	sed 's/^/    | /' "$XP_VM_DIR/$name.err"
+	if grep -q "exited during the run: it exec'd another program" "$XP_VM_DIR/$name.err"; then
+		xp_pass "$name says the VM exec'd another program"
+	else
+		xp_fail "$name does not say the VM exec'd another program"
+	fi
+	xp_stop_vm
+}
+
+case_exec() {
+	exec_nif
+	exec_during record "$XP_SAMPLER" record -d 20 -o /tmp/xp-faults-exec-$$.folded
+	xp_defer "rm -f /tmp/xp-faults-exec-$$.folded"
+	xp_expect "record when the VM execs: exit status" 7 "$EXEC_RC"
+	check_folded /tmp/xp-faults-exec-$$.folded "record cut by an exec"
+	exec_during top "$XP_SAMPLER" top -d 20
+	xp_expect "top when the VM execs: exit status" 7 "$EXEC_RC"
+}
+
 case "$case_name" in
-stop | halt | disk | two | sched | churn | agent) "case_$case_name" ;;
+stop | halt | disk | two | sched | churn | agent | exec) "case_$case_name" ;;
 *) xp_die "unknown case '$case_name'" ;;
 esac
 xp_summary

@@ -5,6 +5,8 @@
 %% (erts_debug:dirty_cpu/2, as xp_dirty). It writes READYFILE.flips with the number of flips so far.
 %% With `-xp_faults agent` (an agent-mode VM) xp_faults_agent stops the agent, deletes and purges
 %% its NIF module and starts it again in a loop, writing READYFILE.agent with the cycles so far.
+%% With `-xp_faults exec -xp_faults_so PATH` the VM replaces itself by /bin/sleep 300 (same pid,
+%% xp_exec's NIF) once the harness creates READYFILE.exec.
 %% Whatever the mode, the VM calls erlang:halt(3) once the harness creates READYFILE.halt
 %% (polled every 20 ms): the "VM halts in the middle of a command" fault.
 -module(xp_faults).
@@ -24,9 +26,19 @@ workload(Ready) ->
             register(xp_faults_flip, Flip);
         {ok, [["agent"]]} ->
             register(xp_faults_agent, spawn(fun() -> agent_churn(Ready ++ ".agent", 0) end));
+        {ok, [["exec"]]} ->
+            {ok, [[So]]} = init:get_argument(xp_faults_so),
+            ok = xp_exec:load(So),
+            spawn(fun() -> exec_on(Ready ++ ".exec") end);
         _ -> ok
     end,
     ok.
+
+exec_on(File) ->
+    case filelib:is_file(File) of
+        true -> xp_exec:exec("/bin/sleep");
+        false -> receive after 20 -> exec_on(File) end
+    end.
 
 %% The agent stopped, its NIF module deleted and purged (the library unloaded), then started
 %% again, in a loop: a sampler attaching or reading meanwhile finds it coming or going.

@@ -25,6 +25,7 @@ struct run_ctx {
 	void *user;
 	const struct sampler_hooks *hooks; /* capture: given to the sampler, may be NULL */
 	bool target_exited;		   /* set when the VM went away mid-run */
+	bool target_execd;		   /* ... by exec'ing another program (same pid) */
 	struct sampler_stats final;	   /* the sampler's numbers at the end */
 	struct perf_stats final_perf;
 	struct unwind_stats final_unwind;
