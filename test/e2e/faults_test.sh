@@ -75,7 +75,7 @@ case_stop() {
 	local rc rpid
 	xp_start_vm "$otp" noagent xp_faults
 	# record: stopped for 2 s in a 5 s run, then continued.
-	"$XP_SAMPLER" record -d 5 -o "$XP_VM_DIR/stop.folded" "$XP_VM_PID" 2>"$XP_VM_DIR/stop.err" &
+	"$XP_SAMPLER" record -d 4 -o "$XP_VM_DIR/stop.folded" "$XP_VM_PID" 2>"$XP_VM_DIR/stop.err" &
 	rpid=$!
 	await_perf_fd "$rpid" || xp_fail "record never opened its perf events"
 	kill -STOP "$XP_VM_PID"
@@ -86,8 +86,8 @@ case_stop() {
 	xp_expect "record across a 2 s SIGSTOP: exit status" 0 "$rc"
 	check_folded "$XP_VM_DIR/stop.folded" "record across a SIGSTOP"
 	check_unharmed "after record"
-	# top -d 4, same.
-	"$XP_SAMPLER" top -d 4 "$XP_VM_PID" >"$XP_VM_DIR/top.out" 2>"$XP_VM_DIR/top.err" &
+	# top -d 3, the same.
+	"$XP_SAMPLER" top -d 3 "$XP_VM_PID" >"$XP_VM_DIR/top.out" 2>"$XP_VM_DIR/top.err" &
 	rpid=$!
 	await_perf_fd "$rpid" || xp_fail "top never opened its perf events"
 	kill -STOP "$XP_VM_PID"
@@ -116,24 +116,25 @@ case_stop() {
 	xp_stop_vm
 }
 
-# halt_during NAME COMMAND...: runs the sampler command, halts the VM 1 s into it; sets HALT_RC.
-halt_during() {
-	local name=$1 rpid
-	shift
+# fault_during FAULT NAME COMMAND...: runs the sampler command and, 1 s into its sampling,
+# creates READYFILE.FAULT (the VM halts or execs on it); sets FAULT_RC.
+fault_during() {
+	local fault=$1 name=$2 rpid
+	shift 2
 	"$@" >"$XP_VM_DIR/$name.out" 2>"$XP_VM_DIR/$name.err" &
 	rpid=$!
 	await_perf_fd "$rpid" || xp_fail "$name never opened its perf events"
 	sleep 1 # a second of samples before the fault, not a readiness wait
-	touch "$XP_VM_READY.halt"
-	HALT_RC=0
-	wait "$rpid" || HALT_RC=$?
+	touch "$XP_VM_READY.$fault"
+	FAULT_RC=0
+	wait "$rpid" || FAULT_RC=$?
 	sed 's/^/    | /' "$XP_VM_DIR/$name.err"
 }
 
 case_halt() {
 	xp_start_vm "$otp" noagent xp_faults
-	halt_during record "$XP_SAMPLER" record -d 30 -o "$XP_VM_DIR/halt.folded" "$XP_VM_PID"
-	xp_expect "record when the VM calls erlang:halt(3): exit status" 7 "$HALT_RC"
+	fault_during halt record "$XP_SAMPLER" record -d 30 -o "$XP_VM_DIR/halt.folded" "$XP_VM_PID"
+	xp_expect "record when the VM calls erlang:halt(3): exit status" 7 "$FAULT_RC"
 	check_folded "$XP_VM_DIR/halt.folded" "record cut by erlang:halt/1"
 	if grep -q 'exited during the run' "$XP_VM_DIR/record.err"; then
 		xp_pass "record says the VM exited during the run"
@@ -142,8 +143,8 @@ case_halt() {
 	fi
 	xp_stop_vm
 	xp_start_vm "$otp" noagent xp_faults
-	halt_during top "$XP_SAMPLER" top -d 30 "$XP_VM_PID"
-	xp_expect "top when the VM calls erlang:halt(3): exit status" 7 "$HALT_RC"
+	fault_during halt top "$XP_SAMPLER" top -d 30 "$XP_VM_PID"
+	xp_expect "top when the VM calls erlang:halt(3): exit status" 7 "$FAULT_RC"
 	if grep -q 'xp_faults:work/2' "$XP_VM_DIR/top.out"; then
 		xp_pass "top cut by erlang:halt/1 prints its table"
 	else
@@ -201,7 +202,7 @@ case_sched() {
 	xp_start_vm "$otp" noagent xp_faults -xp_faults sched
 	flips0=$(cat "$XP_VM_READY.flips" 2>/dev/null || echo 0)
 	rc=0
-	xp_sampler record -d 4 -o "$XP_VM_DIR/sched.folded" "$XP_VM_PID" 2>"$XP_VM_DIR/sched.err" || rc=$?
+	xp_sampler record -d 3 -o "$XP_VM_DIR/sched.folded" "$XP_VM_PID" 2>"$XP_VM_DIR/sched.err" || rc=$?
 	sed 's/^/    | /' "$XP_VM_DIR/sched.err"
 	flips1=$(cat "$XP_VM_READY.flips")
 	xp_expect "record while schedulers_online flips: exit status" 0 "$rc"
@@ -301,19 +302,12 @@ exec_nif() {
 	xp_defer "rm -f '$EXEC_LIB'"
 }
 
-# exec_during NAME COMMAND...: the VM execs /bin/sleep 1 s into the command; sets EXEC_RC.
+# exec_during NAME COMMAND...: the VM execs /bin/sleep 1 s into the command; sets FAULT_RC.
 exec_during() {
-	local name=$1 rpid
+	local name=$1
 	shift
 	xp_start_vm "$otp" noagent xp_faults -xp_faults exec -xp_faults_so "$EXEC_LIB"
-	"$@" "$XP_VM_PID" >"$XP_VM_DIR/$name.out" 2>"$XP_VM_DIR/$name.err" &
-	rpid=$!
-	await_perf_fd "$rpid" || xp_fail "$name never opened its perf events"
-	sleep 1 # a second of samples before the fault, not a readiness wait
-	touch "$XP_VM_READY.exec"
-	EXEC_RC=0
-	wait "$rpid" || EXEC_RC=$?
-	sed 's/^/    | /' "$XP_VM_DIR/$name.err"
+	fault_during exec "$name" "$@" "$XP_VM_PID"
 	if grep -q "exited during the run: it exec'd another program" "$XP_VM_DIR/$name.err"; then
 		xp_pass "$name says the VM exec'd another program"
 	else
@@ -326,10 +320,10 @@ case_exec() {
 	exec_nif
 	exec_during record "$XP_SAMPLER" record -d 20 -o /tmp/xp-faults-exec-$$.folded
 	xp_defer "rm -f /tmp/xp-faults-exec-$$.folded"
-	xp_expect "record when the VM execs: exit status" 7 "$EXEC_RC"
+	xp_expect "record when the VM execs: exit status" 7 "$FAULT_RC"
 	check_folded /tmp/xp-faults-exec-$$.folded "record cut by an exec"
 	exec_during top "$XP_SAMPLER" top -d 20
-	xp_expect "top when the VM execs: exit status" 7 "$EXEC_RC"
+	xp_expect "top when the VM execs: exit status" 7 "$FAULT_RC"
 }
 
 case "$case_name" in
