@@ -171,7 +171,7 @@ case_disk() {
 		xp_fail "record onto a full disk: $(tail -n 1 "$XP_VM_DIR/disk.err")"
 	fi
 	xp_expect "record onto a full disk: files left besides old.folded and pad" "" \
-		"$(ls "$mnt" | grep -vxE 'old\.folded|pad' || true)"
+		"$(find "$mnt" -mindepth 1 ! -name old.folded ! -name pad -printf '%f ')"
 	rc=0
 	xp_sampler record -d 1 -o "$mnt/old.folded" "$XP_VM_PID" 2>>"$XP_VM_DIR/disk.err" || rc=$?
 	xp_expect "record over an older file on a full disk: exit status" 1 "$rc"
