@@ -21,12 +21,17 @@ build:
 # Chroot provisioning failures do not stop the run: the tests that need them SKIP with the reason.
 test: deps build
 	test/e2e/provision.sh || echo "make test: provisioning failed; OTP 27/29 tests will be skipped"
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE class
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'class|faults-more'
 
 # The attribution class test family (test/e2e/record_test.sh cases class, class-nobpf): 12 runs,
 # about 3 minutes; not in `make test` (README, the class test).
 test-class: build
 	cd $(BUILD) && ctest --output-on-failure -R 'e2e\.record\..*\.class'
+
+# The fault cases beyond CI's (test/e2e/faults.cmake: two samplers, module churn with --lines,
+# the agent stopped and purged in a loop), about a minute; not in `make test`.
+test-faults: build
+	cd $(BUILD) && ctest --output-on-failure -R 'e2e\.faults\.'
 
 demo: deps build
 	tools/demo.sh $(BUILD)/extrospect

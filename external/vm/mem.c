@@ -213,26 +213,47 @@ int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len)
 	return rc;
 }
 
-/* reqs[0..n) in one process_vm_readv: how many completed (all bytes read), in order. */
-static size_t readv_many(pid_t pid, const struct mem_req *reqs, size_t n)
+#define MEM_COALESCE_GAP 512 /* requests this close share one remote iovec */
+
+/* reqs[0..n) in one process_vm_readv: how many completed (all bytes read), in order. Requests
+ * that follow one another in memory within MEM_COALESCE_GAP bytes share one remote range, the
+ * gap's bytes landing in a scratch sink: the kernel pins and locks per remote range, and a
+ * million Processes allocated side by side then cost a few thousand ranges, not a million. */
+static size_t readv_many(pid_t pid, const struct mem_req *reqs, size_t n, size_t *tried)
 {
 	struct iovec local[MEM_MANY_BATCH], remote[MEM_MANY_BATCH];
+	size_t ends[MEM_MANY_BATCH]; /* where each request's bytes end in the copied stream */
+	char sink[MEM_COALESCE_GAP];
+	size_t i, nl = 0, nr = 0, total = 0, done = 0;
 	ssize_t got;
-	size_t i, done = 0;
 
-	if (n == 0 || n > MEM_MANY_BATCH)
+	for (i = 0; i < n && nl < MEM_MANY_BATCH - 1; i++) {
+		uint64_t prev_end =
+		    nr ? (uint64_t)(uintptr_t)remote[nr - 1].iov_base + remote[nr - 1].iov_len : 0;
+		uint64_t gap = reqs[i].addr - prev_end;
+
+		if (nr && reqs[i].addr >= prev_end && gap <= MEM_COALESCE_GAP) {
+			if (gap) {
+				local[nl++] = (struct iovec){.iov_base = sink, .iov_len = gap};
+				total += gap;
+			}
+			remote[nr - 1].iov_len += gap + reqs[i].len;
+		} else {
+			remote[nr++] = (struct iovec){.iov_base = (void *)(uintptr_t)reqs[i].addr,
+						      .iov_len = reqs[i].len};
+		}
+		local[nl++] = (struct iovec){.iov_base = reqs[i].buf, .iov_len = reqs[i].len};
+		total += reqs[i].len;
+		ends[i] = total;
+	}
+	*tried = n = i;
+	if (n == 0)
 		return 0;
-	for (i = 0; i < n; i++) {
-		local[i] = (struct iovec){.iov_base = reqs[i].buf, .iov_len = reqs[i].len};
-		remote[i] = (struct iovec){.iov_base = (void *)(uintptr_t)reqs[i].addr,
-					   .iov_len = reqs[i].len};
-	}
-	got = process_vm_readv(pid, local, n, remote, n, 0);
-	/* The kernel copies the remote iovecs in order and stops at the first it cannot. */
-	for (i = 0; got > 0 && i < n && (size_t)got >= reqs[i].len; i++) {
-		got -= (ssize_t)reqs[i].len;
+	got = process_vm_readv(pid, local, nl, remote, nr, 0);
+	/* The kernel copies the remote iovecs in order and stops at the first it cannot (in a
+	 * merged range, maybe in a gap: the request there is then read alone by the caller). */
+	for (i = 0; got > 0 && i < n && (size_t)got >= ends[i]; i++)
 		done++;
-	}
 	return done;
 }
 
@@ -247,7 +268,7 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 
 	if (!m || (n && !reqs))
 		return -EINVAL;
-	while (i < n) {
+	while (i < n && !(i && reqs[i - 1].rc == -ESRCH)) {
 		if (m->kind != MEM_LIVE || m->tap || !req_ok(&reqs[i])) {
 			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
 			i++;
@@ -255,8 +276,7 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 		}
 		for (k = i; k < n && k - i < MEM_MANY_BATCH && req_ok(&reqs[k]); k++)
 			;
-		batch = k - i;
-		done = readv_many(m->pid, reqs + i, batch);
+		done = readv_many(m->pid, reqs + i, k - i, &batch);
 		for (k = i; k < i + done; k++)
 			reqs[k].rc = 0;
 		i += done;
@@ -266,6 +286,8 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 			i++;
 		}
 	}
+	for (; i < n; i++) /* the VM exited: a million requests are not tried one by one */
+		reqs[i].rc = -ESRCH;
 	return 0;
 }
 

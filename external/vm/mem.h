@@ -51,8 +51,9 @@ int mem__read_u32(struct mem *m, uint64_t addr, uint32_t *out);
 /* Many reads at once: each request's rc is what mem__read would return for it. A live reader
  * makes one process_vm_readv of up to MEM_MANY_BATCH requests (a request that faults is read
  * again alone, to classify it, and the batch goes on after it); other readers, and a tapped
- * one, read each in turn. Returns 0, or -EINVAL for a bad request array. */
-#define MEM_MANY_BATCH 512
+ * one, read each in turn. Once a read finds the process gone (-ESRCH), every request left gets
+ * -ESRCH unread. Returns 0, or -EINVAL for a bad request array. */
+#define MEM_MANY_BATCH 1024 /* IOV_MAX: the most iovecs one process_vm_readv takes */
 struct mem_req {
 	uint64_t addr;
 	void *buf;

@@ -402,6 +402,14 @@ static void snap_memory_fields(const struct process_reader *r, const uint8_t *bu
 	s->have_reds = snap_field(r, buf, n, XP_OFF_P_REDS, 8, &s->reds);
 }
 
+int process__pid_offset(const struct process_reader *r, uint32_t *off)
+{
+	if (!have(r->off, XP_OFF_P_ID))
+		return -ENOTSUP;
+	*off = (uint32_t)r->off[XP_OFF_P_ID].value;
+	return 0;
+}
+
 int process__read_snap(const struct process_reader *r, uint64_t addr, struct process_snap *s)
 {
 	uint8_t buf[SNAP_MAX_BYTES];

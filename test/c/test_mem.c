@@ -185,10 +185,55 @@ static void test_read_many(void)
 	free(q);
 }
 
+/* Requests 256 bytes apart share remote ranges (gaps read into a sink), across three pages whose
+ * middle one is unmapped: the requests in the hole fault, every other one reads its bytes, and
+ * the bytes of the gaps land in no request's buffer. */
+static void test_read_many_gaps(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t n = (size_t)(3 * page / 256), i, ok = 0, faults = 0;
+	uint8_t *p = mmap(NULL, (size_t)(3 * page), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct mem_req *q = calloc(n, sizeof(*q));
+	uint64_t *out = calloc(n, 16);
+	struct mem *m = NULL;
+
+	if (p == MAP_FAILED || !q || !out || mem__open_live(&m, getpid())) {
+		CHECK("read_many gaps setup", false);
+		free(q);
+		free(out);
+		return;
+	}
+	for (i = 0; i < (size_t)(3 * page); i++)
+		p[i] = (uint8_t)(i * 7);
+	munmap(p + page, (size_t)page);
+	for (i = 0; i < n; i++) {
+		out[2 * i + 1] = 0xeeeeeeeeeeeeeeeeull; /* a guard after each 8-byte buffer */
+		q[i] = (struct mem_req){
+		    .addr = (uintptr_t)(p + i * 256), .buf = &out[2 * i], .len = 8};
+	}
+	CHECK_INT("read_many with gaps returns 0", 0, mem__read_many(m, q, n));
+	for (i = 0; i < n; i++) {
+		bool hole = i * 256 >= (size_t)page && i * 256 < (size_t)(2 * page);
+
+		faults += hole && q[i].rc == -EFAULT;
+		ok += !hole && q[i].rc == 0 && memcmp(&out[2 * i], p + i * 256, 8) == 0 &&
+		      out[2 * i + 1] == 0xeeeeeeeeeeeeeeeeull;
+	}
+	CHECK_INT("every request in the hole faults", (int)(page / 256), (int)faults);
+	CHECK_INT("every other one reads its bytes, and no more", (int)(n - page / 256), (int)ok);
+	mem__free(m);
+	munmap(p, (size_t)page);
+	munmap(p + 2 * page, (size_t)page);
+	free(q);
+	free(out);
+}
+
 int main(void)
 {
 	test_live_self();
 	test_read_many();
+	test_read_many_gaps();
 	test_live_gone();
 	test_live_perm();
 	test_snapshot();

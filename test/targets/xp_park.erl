@@ -2,7 +2,7 @@
 %% with its erlang:process_info(P, backtrace) written next to the ready file (the oracle the
 %% sampler's stacks are compared with), one process with a known message queue, and one busy
 %% process spinning on a scheduler. With `-xp_park_count N` it also parks N anonymous processes
-%% (bench/pstack_bench). Started by test/e2e/lib.sh:
+%% (bench/pstack_bench), with `-xp_park_queue N` one holding N messages. Started by lib.sh:
 %%   erl -noshell ... -run xp_park start READYFILE agent|noagent HARNESS_OS_PID
 -module(xp_park).
 
@@ -32,6 +32,12 @@ workload(Dir) ->
                 _ -> 0
             end,
     many(Count),
+    %% -xp_park_queue N: the registered xp_park_queue holds N unmatched messages (the 10-million
+    %% message queue of bench/faults_bench; sent before the ready file, so all are queued).
+    case init:get_argument(xp_park_queue) of
+        {ok, [[Q]]} -> fill(start_parked(xp_park_queue, fun mailbox/0), list_to_integer(Q));
+        _ -> ok
+    end,
     %% Each backtrace is taken once its process waits in its receive.
     [write_backtrace(Dir, Name, Pid) || {Name, Pid} <- Pids],
     Lines = [[atom_to_list(Name), $=, pid_to_list(Pid), $\n] || {Name, Pid} <- Pids],
@@ -98,6 +104,12 @@ mailbox() ->
 
 spin(N) ->
     spin((N * 7 + 3) band 16#ffff).
+
+fill(_Pid, 0) ->
+    ok;
+fill(Pid, N) ->
+    Pid ! {unmatched, N},
+    fill(Pid, N - 1).
 
 many(0) ->
     ok;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "report/report.h"
 #include "run.h"
 
@@ -166,28 +167,26 @@ int64_t cmd__wall_ns(void)
 static int write_one(const char *path, enum cli_format fmt, const struct agg *a, const char *title,
 		     const struct pprof_meta *m, char *err, size_t errlen)
 {
-	FILE *f;
+	struct outfile of;
 	int rc;
 
-	rc = report__open_output(path, &f);
-	if (rc) {
+	if ((rc = outfile__open(&of, path))) {
 		snprintf(err, errlen, "cannot write %s: %s", path,
 			 rc == -ELOOP ? "it is a symbolic link (not followed: SECURITY.md)"
 				      : strerror(-rc));
 		return rc;
 	}
 	if (fmt == CLI_FMT_SVG)
-		rc = report__svg(a, f, title);
+		rc = report__svg(a, of.f, title);
 	else if (fmt == CLI_FMT_SPEEDSCOPE)
-		rc = report__speedscope(a, f, title);
+		rc = report__speedscope(a, of.f, title);
 	else if (fmt == CLI_FMT_PPROF)
-		rc = report__pprof(a, m, f);
+		rc = report__pprof(a, m, of.f);
 	else
-		rc = report__collapsed(a, f);
-	if (fclose(f) != 0 && !rc)
-		rc = -EIO;
-	if (rc)
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(-rc));
+		rc = report__collapsed(a, of.f);
+	/* Complete or nothing: a full disk leaves no truncated report behind. */
+	if ((rc = outfile__close(&of, rc)))
+		snprintf(err, errlen, "cannot write %s: %s (nothing written)", path, strerror(-rc));
 	return rc;
 }
 

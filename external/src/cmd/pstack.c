@@ -103,7 +103,7 @@ static int setup(struct pstack_ctx *c, char *err, size_t errlen)
 			  (uint64_t)c->t->addr[XP_ADDR_NORMAL_EXIT].value, c->t->layout);
 	c->words = malloc(PSTACK_STACK_BYTES);
 	c->er = malloc(sizeof(*c->er));
-	if (!c->words || !c->er || agg__new(&c->agg))
+	if (!c->words || !c->er || agg__new(&c->agg) || pstack__frame_cache(c))
 		return -ENOMEM;
 	return 0;
 }
@@ -117,6 +117,8 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 
 	if ((rc = setup(&c, err, errlen)) || (rc = pstack__schedulers(&c, err, errlen)))
 		goto cleanup;
+	/* A million processes make hundreds of MB: write them in large blocks. */
+	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 	if (o->json) {
 		json__init(&j, stdout);
 		json__object(&j);
@@ -141,6 +143,7 @@ cleanup:
 	free(c.scheds);
 	free(c.words);
 	free(c.er);
+	free(c.fcache);
 	agg__free(c.agg);
 	return rc;
 }

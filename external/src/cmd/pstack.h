@@ -43,6 +43,8 @@ struct pstack_sched {
 	struct pstack_frames frames;
 };
 
+struct pstack_fslot;
+
 struct pstack_ctx {
 	const struct cli_opts *o;
 	struct target *t;
@@ -54,8 +56,9 @@ struct pstack_ctx {
 	struct estack_result *er; /* one process's walk (large: allocated once) */
 	struct pstack_sched *scheds;
 	size_t nscheds;
-	double sched_ms; /* how long the snapshot took */
-	bool have_ptab;	 /* --all: the process table was found */
+	double sched_ms;	     /* how long the snapshot took */
+	bool have_ptab;		     /* --all: the process table was found */
+	struct pstack_fslot *fcache; /* frame ids by JIT range (pstack__frame_cache), or NULL */
 	struct ptab ptab;
 };
 
@@ -71,6 +74,15 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
  * the return addresses from stop to hend. Returns how the walk ended. */
 enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process_snap *s,
 				      struct pstack_frames *out);
+/* The same in two steps, for stacks read many at once: how many bytes from s's stop to read
+ * (false: the bounds are not a stack), and the walk of those bytes once read into words. */
+bool pstack__stack_span(const struct process_snap *s, size_t *bytes, bool *complete);
+enum estack_end pstack__walk_words(struct pstack_ctx *c, const struct process_snap *s,
+				   const uint64_t *words, size_t bytes, bool complete,
+				   struct pstack_frames *out);
+/* Name each JIT range once (c->fcache, freed by the caller): pstack --all, where a million
+ * stacks share a few hundred functions. Only for a JIT map that does not change meanwhile. */
+int pstack__frame_cache(struct pstack_ctx *c);
 /* The aggregate frame of a JIT range, named as the sampler names it. */
 int pstack__jit_frame(struct pstack_ctx *c, const struct jit_range *r, uint32_t *id);
 void pstack__json_frames(const struct pstack_ctx *c, const struct pstack_frames *fr,

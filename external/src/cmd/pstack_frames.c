@@ -1,7 +1,9 @@
 /* What the parts of `extrospect pstack` share (pstack.h): the stack of a parked process and the
  * output of frames. The lowest file of pstack: the command (pstack.c), the scheduler snapshot
  * (pstack_sched.c) and the process listing (pstack_procs.c) call it; it calls none of them. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "names.h"
 #include "pstack.h"
@@ -13,14 +15,40 @@ static const char *const kind_names[] = {
     [FRAME_LABEL] = "label",
 };
 
+#define FCACHE_SLOTS 16384 /* frame ids by JIT range, direct-mapped; a power of 2 */
+
+struct pstack_fslot {
+	const struct jit_range *r;
+	uint32_t id;
+};
+
+int pstack__frame_cache(struct pstack_ctx *c)
+{
+	c->fcache = calloc(FCACHE_SLOTS, sizeof(*c->fcache));
+	return c->fcache ? 0 : -ENOMEM;
+}
+
 int pstack__jit_frame(struct pstack_ctx *c, const struct jit_range *r, uint32_t *id)
 {
+	struct pstack_fslot *s = NULL;
 	char name[1024];
-	bool erlang = jitmap__frame_name(r, name, sizeof(name));
+	bool erlang;
+	int rc;
 
+	if (c->fcache) {
+		s = &c->fcache[((uintptr_t)r >> 3) * 2654435761u % FCACHE_SLOTS];
+		if (s->r == r) {
+			*id = s->id;
+			return 0;
+		}
+	}
+	erlang = jitmap__frame_name(r, name, sizeof(name));
 	if (erlang)
 		names__display_inplace(name, sizeof(name), c->pr.erlang_names);
-	return agg__frame(c->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
+	rc = agg__frame(c->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
+	if (!rc && s)
+		*s = (struct pstack_fslot){.r = r, .id = *id};
+	return rc;
 }
 
 static void add_frame(struct pstack_frames *fr, uint32_t id, uint64_t addr)
@@ -31,35 +59,50 @@ static void add_frame(struct pstack_frames *fr, uint32_t id, uint64_t addr)
 	fr->addr[fr->n++] = addr;
 }
 
-enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process_snap *s,
-				      struct pstack_frames *out)
+bool pstack__stack_span(const struct process_snap *s, size_t *bytes, bool *complete)
 {
 	const struct process_view *p = &s->v;
+
+	if (p->stop <= p->heap || p->stop >= p->hend || (p->stop & 7))
+		return false;
+	*complete = p->hend - p->stop <= PSTACK_STACK_BYTES;
+	*bytes = *complete ? (size_t)(p->hend - p->stop) : PSTACK_STACK_BYTES;
+	return true;
+}
+
+enum estack_end pstack__walk_words(struct pstack_ctx *c, const struct process_snap *s,
+				   const uint64_t *words, size_t bytes, bool complete,
+				   struct pstack_frames *out)
+{
 	const struct jit_range *cur = s->have_i ? jitmap__lookup(c->t->jit, s->i) : NULL;
-	uint64_t bytes = p->hend - p->stop;
 	struct estack_result *er = c->er;
-	bool complete = true;
 	uint32_t id;
 	size_t i;
 
 	out->n = 0;
-	if (p->stop <= p->heap || p->stop >= p->hend || (p->stop & 7))
-		return ESTACK_END_NO_BOTTOM;
-	if (bytes > PSTACK_STACK_BYTES) {
-		bytes = PSTACK_STACK_BYTES;
-		complete = false;
-	}
-	if (mem__read(c->t->mem, p->stop, c->words, (size_t)bytes))
-		return ESTACK_END_TRUNCATED;
 	if (cur && pstack__jit_frame(c, cur, &id) == 0)
 		add_frame(out, id, s->i);
-	erlang_stack__walk(&c->ecfg, c->words, (size_t)bytes / 8, p->stop, p->frame_pointer,
-			   complete, NULL, er);
+	erlang_stack__walk(&c->ecfg, words, bytes / 8, s->v.stop, s->v.frame_pointer, complete,
+			   NULL, er);
 	for (i = 0; i < er->nframes; i++) {
 		if (pstack__jit_frame(c, er->frames[i].fn, &id) == 0)
 			add_frame(out, id, er->frames[i].ra);
 	}
 	return er->end;
+}
+
+enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process_snap *s,
+				      struct pstack_frames *out)
+{
+	size_t bytes;
+	bool complete;
+
+	out->n = 0;
+	if (!pstack__stack_span(s, &bytes, &complete))
+		return ESTACK_END_NO_BOTTOM;
+	if (mem__read(c->t->mem, s->v.stop, c->words, bytes))
+		return ESTACK_END_TRUNCATED;
+	return pstack__walk_words(c, s, c->words, bytes, complete, out);
 }
 
 void pstack__json_frames(const struct pstack_ctx *c, const struct pstack_frames *fr, struct json *j)

@@ -1,9 +1,11 @@
-/* pstack --all: every process of the process table, read from outside. The table is read in
- * large chunks, each Process in one copy, its stack in one more, and the Process once again
- * after the stack to make sure it did not run meanwhile (a process that did is read again, then
- * reported as changed). Atom texts are cached: initial calls repeat across processes. A process
+/* pstack --all: every process of the process table, read from outside in batches. First the
+ * pid of every Process (MEM_MANY_BATCH of them to a process_vm_readv) to list them in pid order;
+ * then, batch by batch in that order, each Process in one copy, the stacks of those parked in
+ * one more (packed in an arena), and each Process once again after its stack, to make sure it
+ * did not run meanwhile (one that did is read again alone, then reported as changed). A process
  * on a scheduler is not walked here: its stop is stale (the scheduler snapshot has its stack).
- * Bad entries are skipped and counted by reason. See pstack.h. */
+ * Bad entries are skipped and counted by reason. A million processes cost a few thousand system
+ * calls and 24 bytes each. See pstack_list.h; the rows are written by pstack_rows.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,40 +13,34 @@
 #include <string.h>
 #include <time.h>
 
-#include "names.h"
-#include "pstack.h"
-#include "report/report.h"
+#include "pstack_list.h"
 
-#define ATOM_SLOTS 16384 /* atom text cache, open addressing */
-#define READ_TRIES 2
+#define STACK_ARENA (4u << 20) /* the stacks of one batch; a larger one is read alone */
+#define NOT_IN_SLOT (-EXDEV)   /* a read Process whose pid does not belong in its slot */
 
-enum skip_reason {
-	SKIP_UNREADABLE = 0, /* the Process could not be read */
-	SKIP_INVALID,	     /* not a plausible live Process */
-	SKIP_WRONG_SLOT,     /* its pid does not belong in the slot it was found in */
-	SKIP_COUNT
-};
-static const char *const skip_names[SKIP_COUNT] = {"unreadable", "invalid", "wrong_slot"};
-
-struct atom_slot {
-	uint64_t term;
-	char *text;
-};
-
-struct entry {
-	struct process_snap s;
+/* A process to list, in pid order: 24 bytes, a million of them. */
+struct ref {
+	uint64_t order, addr;
 	uint32_t ix;
-	uint64_t order;
 };
 
-struct listing {
-	struct pstack_ctx *c;
-	FILE *f;
-	struct json *j;
-	struct atom_slot *atoms;
-	uint64_t skipped[SKIP_COUNT];
-	uint64_t walked, running, changed, ends[ESTACK_END_COUNT];
-	uint64_t pdict[PDICT_RESULT_COUNT]; /* '$initial_call' reads by result */
+/* One process of the batch being read. */
+struct slot {
+	struct process_snap s;
+	int rc;		 /* 0, or why it is skipped (NOT_IN_SLOT, -EINVAL, a read error) */
+	uint64_t *words; /* its stack in the arena; NULL: no stack, or read alone */
+	size_t bytes;
+	bool span, complete, walk;
+	int stack_rc, again_rc;
+};
+
+struct batch {
+	struct mem_req *q;
+	struct slot *slots;
+	uint8_t *snaps, *again; /* MEM_MANY_BATCH copies of len bytes each */
+	uint64_t *arena;
+	size_t len;
+	uint32_t *qk; /* the slot of each stack request */
 };
 
 static double now_ms(void)
@@ -55,46 +51,26 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Quoted atom text, cached by term; "" when unreadable (not cached: it may be a torn read). */
-static const char *atom(struct listing *l, uint64_t term)
+static int batch_new(struct batch *b, const struct process_reader *pr)
 {
-	struct atom_slot *s = &l->atoms[((term >> 6) * 2654435761u) % ATOM_SLOTS];
-	char raw[XP_ATOM_MAX_BYTES + 1], q[XP_ATOM_MAX_BYTES + 4];
-
-	if (s->text && s->term == term)
-		return s->text;
-	if (!l->c->pr.have_atoms || atom__text(&l->c->pr.atoms, term, raw, sizeof(raw)))
-		return "";
-	process__atom_quoted(raw, q, sizeof(q));
-	free(s->text);
-	s->term = term;
-	s->text = strdup(q);
-	return s->text ? s->text : "";
+	b->len = process__snap_len(pr);
+	b->q = calloc(MEM_MANY_BATCH, sizeof(*b->q));
+	b->slots = calloc(MEM_MANY_BATCH, sizeof(*b->slots));
+	b->snaps = malloc((size_t)MEM_MANY_BATCH * b->len);
+	b->again = malloc((size_t)MEM_MANY_BATCH * b->len);
+	b->arena = malloc(STACK_ARENA);
+	b->qk = calloc(MEM_MANY_BATCH, sizeof(*b->qk));
+	return b->q && b->slots && b->snaps && b->again && b->arena && b->qk ? 0 : -ENOMEM;
 }
 
-/* Registered name, initial call and proc_lib's '$initial_call', as names.h shows them. */
-static void identity(struct listing *l, const struct process_snap *s, struct process_view *id)
+static void batch_free(struct batch *b)
 {
-	const struct target_value *o = &l->c->t->off[XP_OFF_REGPROC_NAME];
-	bool erl = l->c->pr.erlang_names;
-	uint64_t term;
-	const char *m, *f;
-
-	id->name[0] = id->initial[0] = '\0';
-	if (s->have_reg && s->reg && o->present &&
-	    mem__read_u64(l->c->t->mem, s->reg + (uint64_t)o->value, &term) == 0)
-		names__display(atom(l, term), erl, id->name, sizeof(id->name));
-	id->pd_result =
-	    procdict__initial_call(&l->c->pr, &s->v, id->pd_initial, sizeof(id->pd_initial));
-	l->pdict[id->pd_result]++;
-	names__display_inplace(id->pd_initial, sizeof(id->pd_initial), erl);
-	if (!s->have_initial || s->initial[2] > 255)
-		return;
-	m = atom(l, s->initial[0]);
-	f = atom(l, s->initial[1]);
-	if (m[0] && f[0])
-		snprintf(id->initial, sizeof(id->initial), "%s:%s/%" PRIu64, m, f, s->initial[2]);
-	names__display_inplace(id->initial, sizeof(id->initial), erl);
+	free(b->q);
+	free(b->slots);
+	free(b->snaps);
+	free(b->again);
+	free(b->arena);
+	free(b->qk);
 }
 
 /* Did the process move between the two reads (scheduled, garbage collected, exited)? */
@@ -119,237 +95,256 @@ static const char *not_walked(const struct process_snap *s)
 	return NULL;
 }
 
-/* The stack of e, re-reading the Process after the walk; returns the stack status text. */
-static const char *stack_of(struct listing *l, struct entry *e, struct pstack_frames *fr)
+static int cmp_ref(const void *a, const void *b)
 {
+	const struct ref *x = a, *y = b;
+
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The pid of every Process, to list them in pid order; unreadable ones are skipped here, the
+ * rest are checked when read whole. */
+static int index_all(struct listing *l, struct batch *b, const uint32_t *ixs, const uint64_t *procs,
+		     size_t n, struct ref **out, size_t *kept)
+{
+	struct ref *v = malloc((n ? n : 1) * sizeof(*v));
+	uint64_t *pids = (uint64_t *)(void *)b->snaps;
+	uint32_t off = 0;
+	size_t i, k, m, c = 0;
+
+	if (!v)
+		return -ENOMEM;
+	if (process__pid_offset(&l->c->pr, &off)) {
+		free(v);
+		return -ENOTSUP;
+	}
+	for (i = 0; i < n && !*l->c->stop && !l->gone; i += m) {
+		m = n - i < MEM_MANY_BATCH ? n - i : MEM_MANY_BATCH;
+		for (k = 0; k < m; k++)
+			b->q[k] =
+			    (struct mem_req){.addr = procs[i + k] + off, .buf = &pids[k], .len = 8};
+		mem__read_many(l->c->t->mem, b->q, m);
+		for (k = 0; k < m; k++) {
+			if (!procs[i + k] || (procs[i + k] & 7)) {
+				l->skipped[SKIP_INVALID]++;
+			} else if (b->q[k].rc) {
+				l->gone |= b->q[k].rc == -ESRCH;
+				l->skipped[SKIP_UNREADABLE] += b->q[k].rc != -ESRCH;
+			} else {
+				v[c++] = (struct ref){
+				    .order = process__pid_data(&l->c->pr.pids, pids[k]),
+				    .addr = procs[i + k],
+				    .ix = ixs[i + k]};
+			}
+		}
+	}
+	qsort(v, c, sizeof(*v), cmp_ref);
+	*out = v;
+	*kept = c;
+	return 0;
+}
+
+/* Each Process of the batch in one copy, parsed and checked against its slot. */
+static void read_snaps(struct listing *l, struct batch *b, const struct ref *r, size_t m)
+{
+	const struct process_reader *pr = &l->c->pr;
+	size_t k;
+
+	for (k = 0; k < m; k++)
+		b->q[k] = (struct mem_req){
+		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len};
+	mem__read_many(l->c->t->mem, b->q, m);
+	for (k = 0; k < m; k++) {
+		struct slot *s = &b->slots[k];
+		int rc = b->q[k].rc;
+
+		*s = (struct slot){.rc = rc};
+		if (!rc)
+			rc = process__parse_snap(pr, r[k].addr, b->snaps + k * b->len, b->len,
+						 &s->s);
+		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->s.v.pid, r[k].ix))
+			rc = NOT_IN_SLOT;
+		s->rc = rc;
+		s->walk = !rc && !not_walked(&s->s);
+	}
+}
+
+/* The stacks of the parked processes of the batch, packed in the arena in one read. */
+static void read_stacks(struct listing *l, struct batch *b, size_t m)
+{
+	size_t k, n = 0, used = 0;
+
+	for (k = 0; k < m; k++) {
+		struct slot *s = &b->slots[k];
+
+		if (!s->walk || !(s->span = pstack__stack_span(&s->s, &s->bytes, &s->complete)))
+			continue;
+		if (s->bytes > STACK_ARENA - used)
+			continue; /* read alone when walked */
+		s->words = b->arena + used / 8;
+		b->q[n] = (struct mem_req){.addr = s->s.v.stop, .buf = s->words, .len = s->bytes};
+		b->qk[n++] = (uint32_t)k;
+		used += (s->bytes + 7) & ~(size_t)7;
+	}
+	mem__read_many(l->c->t->mem, b->q, n);
+	for (k = 0; k < n; k++)
+		b->slots[b->qk[k]].stack_rc = b->q[k].rc;
+}
+
+/* Each walked Process again, after its stack: did it move meanwhile? */
+static void read_again(struct listing *l, struct batch *b, const struct ref *r, size_t m)
+{
+	size_t k, n = 0;
+
+	for (k = 0; k < m; k++) {
+		if (!b->slots[k].walk)
+			continue;
+		b->q[n] = (struct mem_req){
+		    .addr = r[k].addr, .buf = b->again + k * b->len, .len = b->len};
+		b->qk[n++] = (uint32_t)k;
+	}
+	mem__read_many(l->c->t->mem, b->q, n);
+	for (k = 0; k < n; k++)
+		b->slots[b->qk[k]].again_rc = b->q[k].rc;
+}
+
+/* The first walk, from what the batch read. */
+static enum estack_end first_walk(struct listing *l, struct slot *s, struct pstack_frames *fr)
+{
+	fr->n = 0;
+	if (!s->span)
+		return ESTACK_END_NO_BOTTOM;
+	if (!s->words)
+		return pstack__process_stack(l->c, &s->s, fr);
+	if (s->stack_rc)
+		return ESTACK_END_TRUNCATED;
+	return pstack__walk_words(l->c, &s->s, s->words, s->bytes, s->complete, fr);
+}
+
+static const char *end_text(struct listing *l, enum estack_end end)
+{
+	l->walked++;
+	l->ends[end]++;
+	return end == ESTACK_END_BOTTOM ? "complete" : erlang_stack__end_name(end);
+}
+
+/* The stack of slot k, checked against the Process read after it; one that moved is read
+ * again alone, once. Returns the stack status text. */
+static const char *stack_of(struct listing *l, struct batch *b, size_t k, const struct ref *r,
+			    struct pstack_frames *fr)
+{
+	struct slot *s = &b->slots[k];
 	struct process_snap again;
 	const char *why;
 	enum estack_end end;
-	int tries;
 
 	fr->n = 0;
-	for (tries = 0; tries < READ_TRIES; tries++) {
-		if ((why = not_walked(&e->s))) {
-			l->running += process__is_running(e->s.state);
+	if ((why = not_walked(&s->s))) {
+		l->running += process__is_running(s->s.state);
+		return why;
+	}
+	end = first_walk(l, s, fr);
+	if (!s->again_rc &&
+	    !process__parse_snap(&l->c->pr, r->addr, b->again + k * b->len, b->len, &again) &&
+	    !moved(&s->s, &again))
+		return end_text(l, end);
+	/* It moved: once more, alone, from a fresh copy. */
+	if (process__read_snap(&l->c->pr, r->addr, &s->s) == 0 &&
+	    ptab__pid_in_slot(&l->c->pr.pids, s->s.v.pid, r->ix)) {
+		if ((why = not_walked(&s->s))) {
+			fr->n = 0;
+			l->running += process__is_running(s->s.state);
 			return why;
 		}
-		end = pstack__process_stack(l->c, &e->s, fr);
-		if (process__read_snap(&l->c->pr, e->s.v.addr, &again) == 0 &&
-		    !moved(&e->s, &again)) {
-			l->walked++;
-			l->ends[end]++;
-			return end == ESTACK_END_BOTTOM ? "complete" : erlang_stack__end_name(end);
-		}
-		if (process__read_snap(&l->c->pr, e->s.v.addr, &e->s) ||
-		    !ptab__pid_in_slot(&l->c->pr.pids, e->s.v.pid, e->ix))
-			break;
+		end = pstack__process_stack(l->c, &s->s, fr);
+		if (process__read_snap(&l->c->pr, r->addr, &again) == 0 && !moved(&s->s, &again))
+			return end_text(l, end);
 	}
 	fr->n = 0;
 	l->changed++;
 	return "not read: changed while reading";
 }
 
-static void current_fn(struct listing *l, const struct entry *e, char *buf, size_t len)
+static void skip(struct listing *l, int rc)
 {
-	const struct jit_range *r;
-	uint32_t id;
-
-	buf[0] = '\0';
-	if (!e->s.have_i || process__is_running(e->s.state))
-		return;
-	r = jitmap__lookup(l->c->t->jit, e->s.i);
-	if (r && pstack__jit_frame(l->c, r, &id) == 0)
-		snprintf(buf, len, "%s", agg__frame_name(l->c->agg, id));
-}
-
-static void emit_json(struct listing *l, const struct entry *e, const char *pid,
-		      const struct process_view *id, const char *cur, const char *stack,
-		      const struct pstack_frames *fr)
-{
-	struct json *j = l->j;
-
-	json__object(j);
-	json__kv_string(j, "pid", pid);
-	json__kv_addr(j, "address", e->s.v.addr);
-	json__kv_string(j, "name", id->name[0] ? id->name : NULL);
-	json__kv_string(j, "initial_call", id->initial[0] ? id->initial : NULL);
-	json__kv_string(j, "dictionary_initial_call", id->pd_initial[0] ? id->pd_initial : NULL);
-	json__kv_string(j, "label", process__label(id)[0] ? process__label(id) : NULL);
-	json__kv_string(j, "status", e->s.have_state ? process__status_name(e->s.state) : NULL);
-	json__key(j, "message_queue_len");
-	if (e->s.have_msg_len)
-		json__int(j, e->s.msg_len);
+	if (rc == -ESRCH)
+		l->gone = true;
+	else if (rc == NOT_IN_SLOT)
+		l->skipped[SKIP_WRONG_SLOT]++;
 	else
-		json__null(j);
-	json__kv_int(j, "heap_size", (int64_t)e->s.heap_sz);
-	json__kv_uint_known(j, "stack_size", e->s.have_sizes, (e->s.v.hend - e->s.v.stop) / 8);
-	json__kv_string(j, "current_function", cur[0] ? cur : NULL);
-	json__kv_addr(j, "pc", process__is_running(e->s.state) ? 0 : e->s.i);
-	json__kv_string(j, "stack", stack);
-	pstack__json_frames(l->c, fr, j);
-	json__end_object(j);
+		l->skipped[rc == -EINVAL ? SKIP_INVALID : SKIP_UNREADABLE]++;
 }
 
-static void emit_text(struct listing *l, const struct entry *e, const char *pid,
-		      const struct process_view *id, const char *cur, const char *stack,
-		      const struct pstack_frames *fr)
+/* Read and write the processes r[0..m), one batch. Returns how many were listed. */
+static size_t list_batch(struct listing *l, struct batch *b, const struct ref *r, size_t m,
+			 struct pstack_frames *fr)
 {
-	FILE *f = l->f;
+	size_t k, listed = 0;
 
-	fprintf(f, "\n%s %s  %s", pid, process__label(id)[0] ? process__label(id) : "-",
-		e->s.have_state ? process__status_name(e->s.state) : "?");
-	if (e->s.have_msg_len)
-		fprintf(f, "  msgq %" PRId64, e->s.msg_len);
-	fprintf(f, "  heap %" PRIu64, e->s.heap_sz);
-	if (e->s.have_sizes)
-		fprintf(f, "  stack %" PRIu64, (e->s.v.hend - e->s.v.stop) / 8);
-	else
-		fprintf(f, "  stack ?");
-	if (cur[0])
-		fprintf(f, "  current %s", cur);
-	if (strcmp(stack, "complete") != 0)
-		fprintf(f, "  [%s]", stack);
-	fputc('\n', f);
-	pstack__print_frames(l->c, fr, f);
-}
+	read_snaps(l, b, r, m);
+	read_stacks(l, b, m);
+	read_again(l, b, r, m);
+	for (k = 0; k < m && !l->gone; k++) {
+		const char *stack;
 
-static void emit(struct listing *l, struct entry *e, struct pstack_frames *fr)
-{
-	struct process_view id;
-	char pid[48], cur[1024];
-	const char *stack = stack_of(l, e, fr);
-
-	process__pid_text(&l->c->pr.pids, e->s.v.pid, pid, sizeof(pid));
-	identity(l, &e->s, &id);
-	current_fn(l, e, cur, sizeof(cur));
-	if (l->j)
-		emit_json(l, e, pid, &id, cur, stack, fr);
-	else
-		emit_text(l, e, pid, &id, cur, stack, fr);
-}
-
-static int cmp_entry(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-
-	return (x->order > y->order) - (x->order < y->order);
-}
-
-/* Read every Process once; keep the plausible ones whose pid belongs in their slot. */
-static struct entry *read_all(struct listing *l, const uint32_t *ixs, const uint64_t *procs,
-			      size_t n, size_t *kept)
-{
-	struct entry *v = calloc(n ? n : 1, sizeof(*v));
-	size_t i, k = 0;
-	int rc;
-
-	if (!v)
-		return NULL;
-	for (i = 0; i < n && !*l->c->stop; i++) {
-		struct entry *e = &v[k];
-
-		rc = process__read_snap(&l->c->pr, procs[i], &e->s);
-		if (rc) {
-			l->skipped[rc == -EINVAL ? SKIP_INVALID : SKIP_UNREADABLE]++;
+		if (b->slots[k].rc) {
+			skip(l, b->slots[k].rc);
 			continue;
 		}
-		if (!ptab__pid_in_slot(&l->c->pr.pids, e->s.v.pid, ixs[i]) && l->c->pr.pids.known) {
-			l->skipped[SKIP_WRONG_SLOT]++;
-			continue;
-		}
-		e->ix = ixs[i];
-		e->order = process__pid_data(&l->c->pr.pids, e->s.v.pid);
-		k++;
+		stack = stack_of(l, b, k, &r[k], fr);
+		pstack_rows__emit(l, &b->slots[k].s, stack, fr);
+		listed++;
 	}
-	qsort(v, k, sizeof(*v), cmp_entry);
-	*kept = k;
-	return v;
-}
-
-static void summary(struct listing *l, const struct ptab_stats *st, size_t kept, double ms)
-{
-	const struct ptab *pt = &l->c->ptab;
-	int i;
-
-	if (l->j) {
-		json__key(l->j, "process_table");
-		json__object(l->j);
-		json__kv_addr(l->j, "address", pt->addr);
-		json__kv_string(l->j, "source", target__src_name(pt->source));
-		json__kv_int(l->j, "slots", pt->max);
-		json__kv_int(l->j, "used", (int64_t)st->used);
-		json__kv_int(l->j, "reserved", (int64_t)st->reserved);
-		json__kv_int(l->j, "listed", (int64_t)kept);
-		json__kv_int(l->j, "walked", (int64_t)l->walked);
-		json__kv_int(l->j, "running", (int64_t)l->running);
-		json__kv_int(l->j, "changed_while_reading", (int64_t)l->changed);
-		json__key(l->j, "skipped");
-		json__object(l->j);
-		for (i = 0; i < SKIP_COUNT; i++)
-			json__kv_int(l->j, skip_names[i], (int64_t)l->skipped[i]);
-		json__kv_int(l->j, "unreadable_slots", (int64_t)st->unreadable_slots);
-		json__kv_int(l->j, "bad_slots", (int64_t)st->bad);
-		json__end_object(l->j);
-		json__key(l->j, "dictionary_initial_call");
-		json__object(l->j);
-		for (i = 0; i < PDICT_RESULT_COUNT; i++)
-			json__kv_int(l->j, procdict__result_name(i), (int64_t)l->pdict[i]);
-		json__end_object(l->j);
-		json__kv_int(l->j, "elapsed_ms", (int64_t)(ms + 0.5));
-		json__end_object(l->j);
-		return;
-	}
-	fprintf(l->f,
-		"\n%zu processes listed (table at 0x%" PRIx64 " from %s: %u slots, %" PRIu64
-		" used), %" PRIu64 " stacks walked (%" PRIu64 " complete), %" PRIu64
-		" running, %" PRIu64 " changed while read; skipped: %" PRIu64
-		" unreadable, %" PRIu64 " invalid, %" PRIu64 " in the wrong slot; %.0f ms\n",
-		kept, pt->addr, target__src_name(pt->source), pt->max, st->used, l->walked,
-		l->ends[ESTACK_END_BOTTOM], l->running, l->changed, l->skipped[SKIP_UNREADABLE],
-		l->skipped[SKIP_INVALID], l->skipped[SKIP_WRONG_SLOT], ms);
-	report__pdict_summary(l->pdict, l->f);
+	return listed;
 }
 
 int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, size_t errlen)
 {
 	struct listing l = {.c = c, .f = f, .j = j};
 	struct pstack_frames *fr = malloc(sizeof(*fr));
+	struct batch b = {0};
 	struct ptab_stats st;
 	uint32_t *ixs = NULL;
 	uint64_t *procs = NULL;
-	struct entry *v = NULL;
+	struct ref *v = NULL;
 	double start = now_ms();
-	size_t n = 0, kept = 0, i;
+	size_t n = 0, nref = 0, kept = 0, i, m;
 	int rc;
 
-	l.atoms = calloc(ATOM_SLOTS, sizeof(*l.atoms));
-	if (!fr || !l.atoms) {
+	if (!fr || (rc = pstack_rows__init(&l)) || (rc = batch_new(&b, &c->pr))) {
 		rc = -ENOMEM;
 		goto cleanup;
 	}
 	if ((rc = ptab__collect(&c->ptab, c->t->mem, &ixs, &procs, &n, &st)))
 		goto cleanup;
-	if (!(v = read_all(&l, ixs, procs, n, &kept))) {
-		rc = -ENOMEM;
+	if ((rc = index_all(&l, &b, ixs, procs, n, &v, &nref)))
 		goto cleanup;
-	}
 	if (j) {
 		json__key(j, "processes");
 		json__array(j);
 	} else {
 		fprintf(f, "\n== processes ==\n");
 	}
-	for (i = 0; i < kept && !*c->stop; i++)
-		emit(&l, &v[i], fr);
+	for (i = 0; i < nref && !*c->stop && !l.gone; i += m) {
+		m = nref - i < MEM_MANY_BATCH ? nref - i : MEM_MANY_BATCH;
+		kept += list_batch(&l, &b, v + i, m, fr);
+	}
 	if (j)
 		json__end_array(j);
-	summary(&l, &st, kept, now_ms() - start);
+	pstack_rows__summary(&l, &st, kept, now_ms() - start);
+	if (l.gone) { /* what was read is written, the document complete; exit code 7 */
+		fprintf(stderr,
+			"extrospect: the VM exited while it was read: %zu processes listed\n",
+			kept);
+		rc = TARGET_EGONE;
+	}
 cleanup:
-	if (rc)
+	if (rc == -ESRCH)
+		rc = TARGET_EGONE;
+	if (rc && rc != TARGET_EGONE)
 		snprintf(err, errlen, "--all: %s", strerror(-rc));
-	for (i = 0; l.atoms && i < ATOM_SLOTS; i++)
-		free(l.atoms[i].text);
-	free(l.atoms);
+	pstack_rows__free(&l);
+	batch_free(&b);
 	free(v);
 	free(ixs);
 	free(procs);

@@ -114,11 +114,28 @@ static void report_so_far(struct run_ctx *ctx, struct sampler *s)
 	fflush(stderr);
 }
 
+/* Once a second, as a backstop to the events' hang-up: is the VM still there, and still the
+ * program it was (exe: its identity at the start, 0 unknown)? An execve keeps the pid but ends
+ * the VM: its threads are gone and its memory is another program's. -ESRCH when it is over. */
+static int still_the_vm(struct run_ctx *ctx, uint64_t exe, int rc)
+{
+	uint64_t now;
+
+	if (proc__exists(ctx->t->pid) == -ENOENT)
+		return -ESRCH;
+	if (exe && proc__exe_id(ctx->t->pid, &now) == 0 && now != exe) {
+		ctx->target_execd = true;
+		return -ESRCH;
+	}
+	return rc;
+}
+
 int run__sample(struct run_ctx *ctx)
 {
 	struct sigaction usr1 = {.sa_handler = on_report_signal, .sa_flags = SA_RESTART};
 	struct sampler *s = NULL;
 	double start, last_tick, last_progress, last_exists;
+	uint64_t exe;
 	int rc;
 
 	if (!ctx->opts.keep_priority)
@@ -136,6 +153,8 @@ int run__sample(struct run_ctx *ctx)
 		ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
 		ctx->opts.freq_hz,
 		ctx->tick || ctx->opts.duration_s > 0 ? "" : "; Ctrl-C stops and reports");
+	if (proc__exe_id(ctx->t->pid, &exe))
+		exe = 0; /* unknown: only its exit is watched */
 	start = last_tick = last_progress = last_exists = now_s();
 	while (*ctx->stop != RUN_STOP) {
 		double now = now_s();
@@ -149,8 +168,7 @@ int run__sample(struct run_ctx *ctx)
 		 * backstop, not on every turn of this loop. */
 		if (rc != -ESRCH && now - last_exists >= 1.0) {
 			last_exists = now;
-			if (proc__exists(ctx->t->pid) == -ENOENT)
-				rc = -ESRCH;
+			rc = still_the_vm(ctx, exe, rc);
 		}
 		if (rc == -ESRCH) {
 			ctx->target_exited = true;
@@ -307,7 +325,12 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 		skid__print(&st->skid, f);
 	if (ctx->verbose)
 		verbose_summary(ctx, f);
-	if (ctx->target_exited)
+	if (ctx->target_execd)
+		fprintf(f,
+			"extrospect: the VM (pid %d) exited during the run: it exec'd another "
+			"program; %s is partial\n",
+			(int)ctx->t->pid, what);
+	else if (ctx->target_exited)
 		fprintf(f, "extrospect: the VM (pid %d) exited during the run; %s is partial\n",
 			(int)ctx->t->pid, what);
 }

@@ -34,6 +34,7 @@ struct run_ctx {
 	 * may be NULL; a negative errno ends the run with it (err set). */
 	int (*turn)(struct run_ctx *ctx, struct sampler *s);
 	bool target_exited;	    /* set when the VM went away mid-run */
+	bool target_execd;	    /* ... by exec'ing another program (same pid) */
 	struct sampler_stats final; /* the sampler's numbers at the end */
 	struct perf_stats final_perf;
 	struct unwind_stats final_unwind;

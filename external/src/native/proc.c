@@ -443,3 +443,17 @@ int proc__ns_pid(pid_t pid, pid_t *ns_pid)
 	*ns_pid = (pid_t)last;
 	return 0;
 }
+
+int proc__exe_id(pid_t pid, uint64_t *id)
+{
+	char path[64];
+	struct stat st;
+
+	if (pid <= 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) != 0)
+		return -errno;
+	*id = (uint64_t)st.st_dev << 40 ^ (uint64_t)st.st_ino;
+	return 0;
+}

@@ -63,6 +63,9 @@ int proc__ns_pid(pid_t pid, pid_t *ns_pid);
 
 /* Does /proc/PID exist? 0, -ENOENT, or -EACCES. */
 int proc__exists(pid_t pid);
+/* The identity (device and inode) of the program pid runs: it changes when the process execs
+ * another one under the same pid. 0, or -ENOENT (gone), -EACCES... */
+int proc__exe_id(pid_t pid, uint64_t *id);
 
 /* Read a small /proc file into buf (NUL-terminated, trailing newline stripped). */
 int proc__read_file(const char *path, char *buf, size_t len);

@@ -1,0 +1,22 @@
+/* An output file written whole or not at all (outfile.c): a temporary file in the same
+ * directory, fsync'd and renamed over the path when complete, removed on any error. */
+#ifndef XP_OUTFILE_H
+#define XP_OUTFILE_H
+
+#include <limits.h>
+#include <stdio.h>
+
+struct outfile {
+	FILE *f; /* write here */
+	const char *path;
+	char tmp[PATH_MAX]; /* "" when writing in place (not a regular file) */
+};
+
+/* 0, or a negative errno (the directory is not writable, the path too long). */
+int outfile__open(struct outfile *of, const char *path);
+/* Finish: rc is the writer's result; on 0 the file is flushed, synced and renamed into place.
+ * On any error (rc, or one here: ENOSPC, EIO) the temporary file is removed. Returns the
+ * first error, or 0. */
+int outfile__close(struct outfile *of, int rc);
+
+#endif /* XP_OUTFILE_H */

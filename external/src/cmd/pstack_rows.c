@@ -1,0 +1,221 @@
+/* pstack --all's output: one row a process (its identity, status, sizes, current function and
+ * frames, as text or JSON) and the summary of the listing. Atom texts are cached by term:
+ * initial calls repeat across a million processes. Does not own: reading the processes
+ * (pstack_procs.c). See pstack_list.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "names.h"
+#include "pstack_list.h"
+#include "report/report.h"
+
+#define ATOM_SLOTS 16384 /* atom text cache, direct-mapped */
+
+static const char *const skip_names[SKIP_COUNT] = {"unreadable", "invalid", "wrong_slot"};
+
+struct atom_slot {
+	uint64_t term;
+	char *text;
+};
+
+int pstack_rows__init(struct listing *l)
+{
+	l->atoms = calloc(ATOM_SLOTS, sizeof(*l->atoms));
+	return l->atoms ? 0 : -ENOMEM;
+}
+
+void pstack_rows__free(struct listing *l)
+{
+	size_t i;
+
+	for (i = 0; l->atoms && i < ATOM_SLOTS; i++)
+		free(l->atoms[i].text);
+	free(l->atoms);
+	l->atoms = NULL;
+}
+
+/* Quoted atom text, cached by term; "" when unreadable (not cached: it may be a torn read). */
+static const char *atom(struct listing *l, uint64_t term)
+{
+	struct atom_slot *s = &l->atoms[((term >> 6) * 2654435761u) % ATOM_SLOTS];
+	char raw[XP_ATOM_MAX_BYTES + 1], q[XP_ATOM_MAX_BYTES + 4];
+
+	if (s->text && s->term == term)
+		return s->text;
+	if (!l->c->pr.have_atoms || atom__text(&l->c->pr.atoms, term, raw, sizeof(raw)))
+		return "";
+	process__atom_quoted(raw, q, sizeof(q));
+	free(s->text);
+	s->term = term;
+	s->text = strdup(q);
+	return s->text ? s->text : "";
+}
+
+/* Registered name, initial call and proc_lib's '$initial_call', as names.h shows them. */
+static void identity(struct listing *l, const struct process_snap *s, struct process_view *id)
+{
+	const struct target_value *o = &l->c->t->off[XP_OFF_REGPROC_NAME];
+	bool erl = l->c->pr.erlang_names;
+	uint64_t term;
+	const char *m, *f;
+
+	id->name[0] = id->initial[0] = '\0';
+	if (s->have_reg && s->reg && o->present &&
+	    mem__read_u64(l->c->t->mem, s->reg + (uint64_t)o->value, &term) == 0)
+		names__display(atom(l, term), erl, id->name, sizeof(id->name));
+	id->pd_result =
+	    procdict__initial_call(&l->c->pr, &s->v, id->pd_initial, sizeof(id->pd_initial));
+	l->pdict[id->pd_result]++;
+	names__display_inplace(id->pd_initial, sizeof(id->pd_initial), erl);
+	if (!s->have_initial || s->initial[2] > 255)
+		return;
+	m = atom(l, s->initial[0]);
+	f = atom(l, s->initial[1]);
+	if (m[0] && f[0])
+		snprintf(id->initial, sizeof(id->initial), "%s:%s/%" PRIu64, m, f, s->initial[2]);
+	names__display_inplace(id->initial, sizeof(id->initial), erl);
+}
+
+static const char *current_fn(struct listing *l, const struct process_snap *s)
+{
+	const struct jit_range *r;
+	uint32_t id;
+
+	if (!s->have_i || process__is_running(s->state))
+		return "";
+	r = jitmap__lookup(l->c->t->jit, s->i);
+	if (r && pstack__jit_frame(l->c, r, &id) == 0)
+		return agg__frame_name(l->c->agg, id);
+	return "";
+}
+
+struct row {
+	const struct process_snap *s;
+	const char *pid, *cur, *stack;
+	const struct process_view *id;
+	const struct pstack_frames *fr;
+};
+
+static void emit_json(struct listing *l, const struct row *r)
+{
+	const struct process_snap *s = r->s;
+	struct json *j = l->j;
+
+	json__object(j);
+	json__kv_string(j, "pid", r->pid);
+	json__kv_addr(j, "address", s->v.addr);
+	json__kv_string(j, "name", r->id->name[0] ? r->id->name : NULL);
+	json__kv_string(j, "initial_call", r->id->initial[0] ? r->id->initial : NULL);
+	json__kv_string(j, "dictionary_initial_call",
+			r->id->pd_initial[0] ? r->id->pd_initial : NULL);
+	json__kv_string(j, "label", process__label(r->id)[0] ? process__label(r->id) : NULL);
+	json__kv_string(j, "status", s->have_state ? process__status_name(s->state) : NULL);
+	json__key(j, "message_queue_len");
+	if (s->have_msg_len)
+		json__int(j, s->msg_len);
+	else
+		json__null(j);
+	json__kv_int(j, "heap_size", (int64_t)s->heap_sz);
+	json__kv_uint_known(j, "stack_size", s->have_sizes, (s->v.hend - s->v.stop) / 8);
+	json__kv_string(j, "current_function", r->cur[0] ? r->cur : NULL);
+	json__kv_addr(j, "pc", process__is_running(s->state) ? 0 : s->i);
+	json__kv_string(j, "stack", r->stack);
+	pstack__json_frames(l->c, r->fr, j);
+	json__end_object(j);
+}
+
+static void emit_text(struct listing *l, const struct row *r)
+{
+	const struct process_snap *s = r->s;
+	FILE *f = l->f;
+
+	fprintf(f, "\n%s %s  %s", r->pid, process__label(r->id)[0] ? process__label(r->id) : "-",
+		s->have_state ? process__status_name(s->state) : "?");
+	if (s->have_msg_len)
+		fprintf(f, "  msgq %" PRId64, s->msg_len);
+	fprintf(f, "  heap %" PRIu64, s->heap_sz);
+	if (s->have_sizes)
+		fprintf(f, "  stack %" PRIu64, (s->v.hend - s->v.stop) / 8);
+	else
+		fprintf(f, "  stack ?");
+	if (r->cur[0])
+		fprintf(f, "  current %s", r->cur);
+	if (strcmp(r->stack, "complete") != 0)
+		fprintf(f, "  [%s]", r->stack);
+	fputc('\n', f);
+	pstack__print_frames(l->c, r->fr, f);
+}
+
+void pstack_rows__emit(struct listing *l, const struct process_snap *s, const char *stack,
+		       const struct pstack_frames *fr)
+{
+	struct process_view id;
+	char pid[48];
+	struct row r = {.s = s, .pid = pid, .id = &id, .stack = stack, .fr = fr};
+
+	process__pid_text(&l->c->pr.pids, s->v.pid, pid, sizeof(pid));
+	identity(l, s, &id);
+	r.cur = current_fn(l, s);
+	if (l->j)
+		emit_json(l, &r);
+	else
+		emit_text(l, &r);
+}
+
+static void summary_json(struct listing *l, const struct ptab_stats *st, size_t kept, double ms)
+{
+	const struct ptab *pt = &l->c->ptab;
+	struct json *j = l->j;
+	int i;
+
+	json__key(j, "process_table");
+	json__object(j);
+	json__kv_addr(j, "address", pt->addr);
+	json__kv_string(j, "source", target__src_name(pt->source));
+	json__kv_int(j, "slots", pt->max);
+	json__kv_int(j, "used", (int64_t)st->used);
+	json__kv_int(j, "reserved", (int64_t)st->reserved);
+	json__kv_int(j, "listed", (int64_t)kept);
+	json__kv_int(j, "walked", (int64_t)l->walked);
+	json__kv_int(j, "running", (int64_t)l->running);
+	json__kv_int(j, "changed_while_reading", (int64_t)l->changed);
+	json__kv_bool(j, "vm_exited", l->gone);
+	json__key(j, "skipped");
+	json__object(j);
+	for (i = 0; i < SKIP_COUNT; i++)
+		json__kv_int(j, skip_names[i], (int64_t)l->skipped[i]);
+	json__kv_int(j, "unreadable_slots", (int64_t)st->unreadable_slots);
+	json__kv_int(j, "bad_slots", (int64_t)st->bad);
+	json__end_object(j);
+	json__key(j, "dictionary_initial_call");
+	json__object(j);
+	for (i = 0; i < PDICT_RESULT_COUNT; i++)
+		json__kv_int(j, procdict__result_name(i), (int64_t)l->pdict[i]);
+	json__end_object(j);
+	json__kv_int(j, "elapsed_ms", (int64_t)(ms + 0.5));
+	json__end_object(j);
+}
+
+void pstack_rows__summary(struct listing *l, const struct ptab_stats *st, size_t kept, double ms)
+{
+	const struct ptab *pt = &l->c->ptab;
+
+	if (l->j) {
+		summary_json(l, st, kept, ms);
+		return;
+	}
+	fprintf(l->f,
+		"\n%zu processes listed (table at 0x%" PRIx64 " from %s: %u slots, %" PRIu64
+		" used), %" PRIu64 " stacks walked (%" PRIu64 " complete), %" PRIu64
+		" running, %" PRIu64 " changed while read; skipped: %" PRIu64
+		" unreadable, %" PRIu64 " invalid, %" PRIu64 " in the wrong slot; %.0f ms\n",
+		kept, pt->addr, target__src_name(pt->source), pt->max, st->used, l->walked,
+		l->ends[ESTACK_END_BOTTOM], l->running, l->changed, l->skipped[SKIP_UNREADABLE],
+		l->skipped[SKIP_INVALID], l->skipped[SKIP_WRONG_SLOT], ms);
+	report__pdict_summary(l->pdict, l->f);
+	if (l->gone)
+		fprintf(l->f, "the VM exited while it was read: the listing above is partial\n");
+}
