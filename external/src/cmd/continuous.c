@@ -245,23 +245,6 @@ static void writer_stop(struct every *ev)
 	ev->writer_started = false;
 }
 
-/* SIGHUP's request, taken with the signals blocked so a SIGTERM in between is not lost. */
-static bool take_rotate(volatile sig_atomic_t *stop)
-{
-	sigset_t all, old;
-	bool r;
-
-	if (*stop != RUN_ROTATE)
-		return false;
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	r = *stop == RUN_ROTATE;
-	if (r)
-		*stop = 0;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return r;
-}
-
 static int every_turn(struct run_ctx *ctx, struct sampler *s)
 {
 	struct every *ev = ctx->user;
@@ -269,7 +252,7 @@ static int every_turn(struct run_ctx *ctx, struct sampler *s)
 	struct agg *next, *done;
 	int64_t end_ns;
 
-	if (now < ev->next && !take_rotate(ctx->stop))
+	if (now < ev->next && !run__take(ctx->stop, RUN_ROTATE))
 		return 0;
 	if (agg__new(&next)) {
 		snprintf(ctx->err, sizeof(ctx->err), "out of memory for the next interval");

@@ -49,7 +49,8 @@ static void print_version(void)
 
 /* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report (RUN_STOP);
  * a second one exits at once (128 + the signal, as a shell reports it), as py-spy does. SIGHUP,
- * for record --every only, ends the current interval now (RUN_ROTATE). */
+ * for record --every only, ends the current interval now (RUN_ROTATE); SIGUSR1 asks for the
+ * summary so far (RUN_REPORT). */
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
@@ -57,9 +58,9 @@ static void on_stop_signal(int sig)
 	static const char msg[] =
 	    "extrospect: interrupted again: exiting without writing a report\n";
 
-	if (sig == SIGHUP) {
+	if (sig == SIGHUP || sig == SIGUSR1) {
 		if (!stop_requested)
-			stop_requested = RUN_ROTATE;
+			stop_requested = sig == SIGHUP ? RUN_ROTATE : RUN_REPORT;
 		return;
 	}
 	if (stop_requested == RUN_STOP) {
@@ -71,13 +72,17 @@ static void on_stop_signal(int sig)
 	stop_requested = RUN_STOP;
 }
 
-static void install_stop_handlers(bool hup)
+/* hup: record --every; usr1: the sampling commands, whose loop (run__sample) takes RUN_REPORT
+ * (the others read *stop as a plain stop flag). */
+static void install_stop_handlers(bool hup, bool usr1)
 {
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (usr1)
+		sigaction(SIGUSR1, &sa, NULL);
 	if (hup)
 		sigaction(SIGHUP, &sa, NULL);
 }
@@ -126,7 +131,7 @@ static int run_command(const struct cli_opts *opts)
 	if (opts->perf_data)
 		return cmd__perfmap_fix_data(opts->perf_data, opts->pid);
 	if (c->run_detached) {
-		install_stop_handlers(false);
+		install_stop_handlers(false, false);
 		return c->run_detached(opts, &stop_requested);
 	}
 	err = target__attach(opts->pid, &topts, &t);
@@ -138,7 +143,7 @@ static int run_command(const struct cli_opts *opts)
 	}
 	/* Only once attached: Ctrl-C while attaching ends the program. */
 	if (c->catches_stop)
-		install_stop_handlers(opts->every_s > 0);
+		install_stop_handlers(opts->every_s > 0, c->opts & CO_SAMPLING);
 	err = c->run(opts, t, &stop_requested, msg, sizeof(msg));
 	if (err && err != TARGET_EGONE)
 		fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));

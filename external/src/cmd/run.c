@@ -93,14 +93,6 @@ static int locate_ptab(struct target *t)
 
 /* SIGUSR1 asks for the summary so far on stderr, as `dd` reports on SIGUSR1: a long or
  * continuous recording can be watched (bench/soak reads it every window) without stopping. */
-static volatile sig_atomic_t report_requested;
-
-static void on_report_signal(int sig)
-{
-	(void)sig;
-	report_requested = 1;
-}
-
 static void report_so_far(struct run_ctx *ctx, struct sampler *s)
 {
 	memcpy(&ctx->final, sampler__stats(s), sizeof(ctx->final));
@@ -130,9 +122,24 @@ static int still_the_vm(struct run_ctx *ctx, uint64_t exe, int rc)
 	return rc;
 }
 
+bool run__take(volatile sig_atomic_t *stop, sig_atomic_t what)
+{
+	sigset_t all, old;
+	bool r;
+
+	if (*stop != what)
+		return false;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	r = *stop == what;
+	if (r)
+		*stop = 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
 int run__sample(struct run_ctx *ctx)
 {
-	struct sigaction usr1 = {.sa_handler = on_report_signal, .sa_flags = SA_RESTART};
 	struct sampler *s = NULL;
 	double start, last_tick, last_progress, last_exists;
 	uint64_t exe;
@@ -147,8 +154,6 @@ int run__sample(struct run_ctx *ctx)
 		return rc;
 	if (ctx->hooks)
 		sampler__set_hooks(s, ctx->hooks);
-	if (!ctx->tick) /* top's live view owns the terminal */
-		sigaction(SIGUSR1, &usr1, NULL);
 	fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n", sampler__nthreads(s),
 		ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
 		ctx->opts.freq_hz,
@@ -181,10 +186,9 @@ int run__sample(struct run_ctx *ctx)
 		rc = 0;
 		if (ctx->turn && (rc = ctx->turn(ctx, s)) < 0)
 			break;
-		if (report_requested) {
-			report_requested = 0;
+		/* top's live view owns the terminal: no summary there. */
+		if (*ctx->stop == RUN_REPORT && run__take(ctx->stop, RUN_REPORT) && !ctx->tick)
 			report_so_far(ctx, s);
-		}
 		if (ctx->progress && now - last_progress >= 0.5) {
 			progress_line(st, now - start);
 			last_progress = now;

@@ -14,9 +14,11 @@
 #include "target.h"
 
 /* What *stop holds: Ctrl-C / SIGTERM ask to stop (RUN_STOP); SIGHUP, for record --every, to
- * end the interval now (RUN_ROTATE, set back to 0 by whoever rotates). */
+ * end the interval now (RUN_ROTATE); SIGUSR1 for the summary so far (RUN_REPORT). The last two
+ * are set back to 0 by whoever takes them (run__take). */
 #define RUN_STOP   1
 #define RUN_ROTATE 2
+#define RUN_REPORT 3
 
 struct run_ctx {
 	struct target *t;
@@ -44,6 +46,9 @@ struct run_ctx {
 
 /* 0 (also when the VM exited: see target_exited), or a negative errno with err set. */
 int run__sample(struct run_ctx *ctx);
+/* Take the request what (RUN_ROTATE, RUN_REPORT) from *stop: true when it was there, and *stop is
+ * 0 again. With the signals blocked, so that a stop asked in between is not lost. */
+bool run__take(volatile sig_atomic_t *stop, sig_atomic_t what);
 /* The summary: samples, kept, excluded, dropped by reason, lost records, stack validity. */
 void run__summary(const struct run_ctx *ctx, const char *what, FILE *f);
 
