@@ -150,6 +150,7 @@ addresses() ->
                 dirty_io_scheduler_data => runtime, atom_table => scan,
                 jit_descriptor => scan, normal_exit => runtime,
                 process_table => case Dynsym of true -> dynsym; false -> scan end,
+                allctrs_info => case Dynsym of true -> dynsym; false -> scan end,
                 probe_process => runtime},
     ?assertEqual(lists:sort(maps:keys(Sources)), lists:sort(maps:keys(Addrs))),
     [begin
