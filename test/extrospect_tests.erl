@@ -189,12 +189,25 @@ reload_cycles() ->
     idle(),
     {M1, R1} = footprint(),
     ?debugFmt("100 reloads: erlang:memory(total) ~w bytes, RSS ~w KiB", [M1 - M0, R1 - R0]),
-    ?assert(M1 - M0 < 2 * 1024 * 1024),
+    no_leak(M1 - M0, M1, Last),
     ?assert(R1 - R0 < 16 * 1024),
     %% Each unload joined its instance's spies; the agent started two in the new one.
     ?assertEqual(2, length(spy_threads())),
     offsets(),
     checks().
+
+%% erlang:memory(total) moves by up to +-2.5 MB between two quiet readings (-1.7, +0.2, +0.5 MB
+%% here; +2.46 MB once in CI beside another test): code and literal areas are freed after a
+%% purge, asynchronously. A leak grows over a second hundred reloads too: under 2 MiB in either
+%% hundred is no leak of 20 KiB a reload.
+no_leak(Grew, _M1, _Last) when Grew < 2 * 1024 * 1024 ->
+    ok;
+no_leak(_Grew, M1, Last) ->
+    _ = lists:foldl(fun reload_once/2, Last, lists:seq(1, 100)),
+    idle(),
+    {M2, _} = footprint(),
+    ?debugFmt("100 more reloads: erlang:memory(total) ~w bytes", [M2 - M1]),
+    ?assert(M2 - M1 < 2 * 1024 * 1024).
 
 reload_once(I, Prev) ->
     _ = code:purge(extrospect_nif),
