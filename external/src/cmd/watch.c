@@ -168,6 +168,12 @@ static int row_of(struct watch *w, enum watch_state st, const char *fn)
 	return (int)w->nrows++;
 }
 
+/* Does a late spy's lateness go to the running side of this change (see credit())? */
+static bool lateness_runs(enum watch_state a, enum watch_state b)
+{
+	return (a == WS_RUNNING) != (b == WS_RUNNING) && a != WS_RUNNABLE && b != WS_RUNNABLE;
+}
+
 /* Split the time since the previous snapshot (the spy blocked then for one interval) between
  * it and the new one (row). The part a punctual spy would have waited is split evenly: where in
  * it the state changed is unknown. The spy's lateness beyond that goes to the running side when
@@ -181,11 +187,6 @@ static int row_of(struct watch *w, enum watch_state st, const char *fn)
  * runnable episodes' median 8-17 % short (bench/watch_methods, two runs). A gap counts at most
  * WATCH_GAP_CAP intervals. Returns where the split put the change: the end of the previous
  * snapshot's part (t for the first snapshot). */
-static bool lateness_runs(enum watch_state a, enum watch_state b)
-{
-	return (a == WS_RUNNING) != (b == WS_RUNNING) && a != WS_RUNNABLE && b != WS_RUNNABLE;
-}
-
 static uint64_t credit(struct watch *w, uint64_t t, int row, enum watch_state st)
 {
 	uint64_t dt, cap = WATCH_GAP_CAP * w->interval_ns, planned, late = 0;
