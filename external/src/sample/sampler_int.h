@@ -25,13 +25,12 @@
 /* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
  * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
  * VM with a few hundred modules, while samples queue up: keep them rare. */
-#define JIT_REFRESH_POLL_NS    (1000 * 1000000ull)
-#define JIT_REFRESH_MISS_NS    (100 * 1000000ull)
-#define JIT_REFRESH_COST_RATIO 50 /* walks take at most 2 % of the time */
-#define MAPS_REFRESH_NS	       (1000 * 1000000ull)
-#define LEARN_ESDP_TRIES       1000 /* JIT samples asked for their scheduler's data, at most */
-#define LEARN_POLL_NS	       (1000 * 1000000ull) /* ... in the first second, read every LEARN_POLL_MS */
-#define LEARN_POLL_MS	       1
+#define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
+#define JIT_REFRESH_MISS_NS (100 * 1000000ull)
+#define MAPS_REFRESH_NS	    (1000 * 1000000ull)
+#define LEARN_ESDP_TRIES    1000 /* JIT samples asked for their scheduler's data, at most */
+#define LEARN_POLL_NS	    (1000 * 1000000ull) /* ... in the first second, read every LEARN_POLL_MS */
+#define LEARN_POLL_MS	    1
 
 enum site_kind { SITE_UNKNOWN = 0, SITE_PLAIN, SITE_ESTACK };
 
@@ -88,7 +87,6 @@ struct sampler {
 	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
 	struct jit_descriptor jdesc; /* as of the JIT map in use */
 	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
-	uint64_t jit_walk_ns;	     /* how long it took */
 	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
 	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
 	char filter_pid[32];

@@ -37,29 +37,22 @@ static bool same_descriptor(const struct jit_descriptor *a, const struct jit_des
 
 /* The JIT map read at attach goes stale: modules loaded since are missing, and OTP 27+ frees
  * purged code and reuses its memory (otp-internals.md §3.2). Re-walk it when the descriptor changed
- * (GDB's protocol: every register / unregister updates it), at most every min_ns, and at most
- * one walk's time in JIT_REFRESH_COST_RATIO: OTP 25 never unlinks purged modules, so under
- * module churn its list, and each walk, grows without bound (1,235 to 8,156 entries in 20 s in
- * bench/soak), and walks every 100 ms took the sampler from 3.5 to 7 % of a core in a minute.
- * A walk that races a purge can break: the map in use is kept and the walk tried again later. */
+ * (GDB's protocol: every register / unregister updates it), at most every min_ns. A walk that
+ * races a purge can break: the map in use is kept and the walk tried again later. */
 void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
 {
 	const struct target_value *a = &s->t->addr[XP_ADDR_JIT_DESCRIPTOR];
 	struct jit_descriptor d;
 	struct jitmap *m = NULL;
 	uint64_t now = sampler__now_ns();
-	int rc;
 
-	if (s->replay || !a->present || now - s->jit_tried_ns < min_ns ||
-	    now - s->jit_tried_ns < s->jit_walk_ns * JIT_REFRESH_COST_RATIO)
+	if (s->replay || !a->present || now - s->jit_tried_ns < min_ns)
 		return;
 	if (jitmap__read_descriptor(s->t->mem, (uint64_t)a->value, &d) ||
 	    same_descriptor(&d, &s->jdesc))
 		return;
 	s->jit_tried_ns = now;
-	rc = jitmap__load(s->t->mem, (uint64_t)a->value, &m);
-	s->jit_walk_ns = sampler__now_ns() - now;
-	if (rc || jitmap__stats(m)->chain_broken) {
+	if (jitmap__load(s->t->mem, (uint64_t)a->value, &m) || jitmap__stats(m)->chain_broken) {
 		jitmap__free(m);
 		return;
 	}
