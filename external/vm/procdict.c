@@ -135,21 +135,14 @@ static int dict_pointer(const struct process_reader *r, uint64_t proc_addr, uint
 	return mem__read_u64(r->mem, proc_addr + (uint64_t)r->off[XP_OFF_P_DICTIONARY].value, pd);
 }
 
-enum pdict_result procdict__initial_call(const struct process_reader *r,
-					 const struct process_view *p, char *buf, size_t len)
+/* One try at pd; PDICT_GONE when the process exited or its dictionary moved meanwhile. */
+static enum pdict_result initial_call_at(const struct process_reader *r,
+					 const struct process_view *p, uint64_t pd, char *buf,
+					 size_t len)
 {
-	const struct target_value *o = &r->off[XP_OFF_P_DICTIONARY];
 	enum pdict_result res;
-	uint64_t pd, again;
+	uint64_t again;
 
-	if (len)
-		buf[0] = '\0';
-	if (!r->have_atoms || !o->present || o->value < 0 || o->value >= 4096)
-		return PDICT_NO_OFFSET;
-	if (p->ident_copied)
-		pd = p->dict;
-	else if (dict_pointer(r, p->addr, &pd))
-		return PDICT_READ_FAILED;
 	if (!pd)
 		return PDICT_ABSENT;
 	if (pd & 7)
@@ -160,6 +153,36 @@ enum pdict_result procdict__initial_call(const struct process_reader *r,
 	if (res != PDICT_ABSENT &&
 	    (process__still_alive(r, p) != 1 || dict_pointer(r, p->addr, &again) || again != pd))
 		res = PDICT_GONE;
+	return res;
+}
+
+/* A busy process's garbage collection moves the {Key, Value} tuples under a search, and may
+ * move the dictionary: a failed try of a live process is tried again, from the pointer read
+ * anew (one CI run in several lost a busy gen_server's name to one such read). */
+enum pdict_result procdict__initial_call(const struct process_reader *r,
+					 const struct process_view *p, char *buf, size_t len)
+{
+	const struct target_value *o = &r->off[XP_OFF_P_DICTIONARY];
+	enum pdict_result res = PDICT_READ_FAILED;
+	uint64_t pd;
+	int try;
+
+	if (len)
+		buf[0] = '\0';
+	if (!r->have_atoms || !o->present || o->value < 0 || o->value >= 4096)
+		return PDICT_NO_OFFSET;
+	for (try = 0; try < PDICT_TRIES; try++) {
+		int err = 0;
+
+		if (try == 0 && p->ident_copied)
+			pd = p->dict; /* copied with the sample */
+		else
+			err = dict_pointer(r, p->addr, &pd);
+		res = err ? PDICT_READ_FAILED : initial_call_at(r, p, pd, buf, len);
+		if (res == PDICT_FOUND || res == PDICT_ABSENT || res == PDICT_TOO_LARGE ||
+		    process__still_alive(r, p) != 1)
+			break;
+	}
 	if (res != PDICT_FOUND && len)
 		buf[0] = '\0';
 	return res;

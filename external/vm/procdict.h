@@ -13,6 +13,7 @@ struct process_view;
 
 #define PDICT_MAX_SLOTS 1024 /* a larger dictionary is not searched (PDICT_TOO_LARGE) */
 #define PDICT_MAX_CHAIN 16   /* {Key, Value} tuples sharing one slot */
+#define PDICT_TRIES	3    /* reads of a live process whose dictionary moved under one */
 
 enum pdict_result {
 	PDICT_FOUND = 0,

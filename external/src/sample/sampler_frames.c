@@ -94,9 +94,13 @@ static int group_for(struct sampler *s, struct process_view *p, uint32_t *group)
 	if (agg__group(s->agg, name, group))
 		return -ENOMEM;
 	s->plabels = s->opts.labels ? process_labels(s, p) : 0;
-	/* proc_lib writes '$initial_call' first thing in init_p: a process sampled before that
-	 * is read again next time rather than kept as proc_lib:init_p/5. */
-	if (p->pd_result == PDICT_ABSENT && !p->name[0] && strncmp(p->initial, "proc_lib:", 9) == 0)
+	/* proc_lib writes '$initial_call' first thing in init_p: a process sampled before that,
+	 * or whose dictionary read failed for a moment (it moved in a GC, a read raced it), is
+	 * read again next time rather than kept as proc_lib:init_p/5 for the whole run (a busy
+	 * gen_server's every sample went to '<0.84.0> proc_lib:init_p/5' in one CI run). */
+	if ((p->pd_result == PDICT_ABSENT || p->pd_result == PDICT_READ_FAILED ||
+	     p->pd_result == PDICT_BAD_HEADER || p->pd_result == PDICT_GONE) &&
+	    !p->name[0] && strncmp(p->initial, "proc_lib:", 9) == 0)
 		return 0;
 	*slot = (struct ident){
 	    .addr = p->addr, .pid = p->pid, .group = *group, .plabels = s->plabels, .used = true};
