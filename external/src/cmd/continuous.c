@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "push.h"
 #include "run.h"
 
@@ -129,34 +130,16 @@ static void prune(const char *dir, unsigned keep)
 
 static int write_file(struct every *ev, const char *name, const uint8_t *buf, size_t len)
 {
-	char tmp[4096], path[4096];
-	FILE *f;
-	int rc = 0, fd;
+	char path[4096];
+	struct outfile of;
+	int rc;
 
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", ev->dir, name);
 	snprintf(path, sizeof(path), "%s/%s", ev->dir, name);
-	/* A name of our own, never through a link (DIR may be shared: SECURITY.md); a stale
-	 * temporary file from a killed run is replaced. */
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		rc = -errno;
-		close(fd);
-		unlink(tmp);
+	/* Complete or nothing, never through another user's link (outfile.c, SECURITY.md). */
+	if ((rc = outfile__open(&of, path)))
 		return rc;
-	}
-	if (fwrite(buf, 1, len, f) != len)
-		rc = -EIO;
-	if (fclose(f) != 0 && !rc)
-		rc = -EIO;
-	if (!rc && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-	return rc;
+	rc = fwrite(buf, 1, len, of.f) == len ? 0 : -EIO;
+	return outfile__close(&of, rc);
 }
 
 /* One interval's profile (the writer thread): to DIR, then to the push queue. */
