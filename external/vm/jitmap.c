@@ -41,7 +41,7 @@ static uint64_t get(const uint8_t *p, size_t width)
 	return v;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+int jitmap__grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
 	size_t ncap = *cap ? *cap : 64;
 	void *p;
@@ -58,7 +58,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static const char *str_dup(struct jitmap *map, const char *s, size_t n)
+const char *jitmap__strdup(struct jitmap *map, const char *s, size_t n)
 {
 	struct str_chunk *c = map->strings;
 	char *dst;
@@ -95,7 +95,7 @@ static int blob_name(const uint8_t *b, size_t len, size_t off, size_t n, const c
 /* "M:F/A" bodies are functions; "M:F/A-CodeInfoPrologue", "mod::codeHeader", "mod::codeFooter"
  * and "global::fragment" are not. Module and function are printed with %T (quoted atoms), so
  * the first ':' outside quotes separates them; a second ':' right after it marks a pseudo-range. */
-static bool range_is_function(const char *name, size_t n)
+bool jitmap__is_function(const char *name, size_t n)
 {
 	static const char prologue[] = "-CodeInfoPrologue";
 	const size_t plen = sizeof(prologue) - 1;
@@ -130,12 +130,12 @@ static int add_range(struct parse *p, const uint8_t *r, const char *name, size_t
 	struct jitmap *map = p->map;
 	struct jit_range *jr;
 
-	if (grow((void **)&map->ranges, &map->cap_ranges, map->nranges + 1, sizeof(*jr)))
+	if (jitmap__grow((void **)&map->ranges, &map->cap_ranges, map->nranges + 1, sizeof(*jr)))
 		return -ENOMEM;
 	jr = &map->ranges[map->nranges];
 	jr->start = p->base + get(r, 4);
 	jr->end = p->base + get(r + 4, 4);
-	jr->name = str_dup(map, name, nlen);
+	jr->name = jitmap__strdup(map, name, nlen);
 	jr->module = (uint32_t)map->nmods;
 	jr->generation = p->gen;
 	jr->lines = (uint32_t)map->nlines;
@@ -147,7 +147,7 @@ static int add_range(struct parse *p, const uint8_t *r, const char *name, size_t
 		    !strstr(jr->name, "::codeHeader") && !strstr(jr->name, "::codeFooter");
 	map->nranges++;
 	map->stats.ranges++;
-	map->stats.functions += range_is_function(name, nlen);
+	map->stats.functions += jitmap__is_function(name, nlen);
 	return 0;
 }
 
@@ -163,9 +163,10 @@ static int file_index(struct parse *p, const char *file, size_t n)
 			return (int)(i - p->files0);
 	if (map->nfiles - p->files0 >= LOC_FILES || map->nfiles >= UINT32_MAX)
 		return LOC_FILES;
-	if (grow((void **)&map->files, &map->cap_files, map->nfiles + 1, sizeof(*map->files)))
+	if (jitmap__grow((void **)&map->files, &map->cap_files, map->nfiles + 1,
+			 sizeof(*map->files)))
 		return -ENOMEM;
-	map->files[map->nfiles] = str_dup(map, file, n);
+	map->files[map->nfiles] = jitmap__strdup(map, file, n);
 	if (!map->files[map->nfiles])
 		return -ENOMEM;
 	return (int)(map->nfiles++ - p->files0);
@@ -194,7 +195,8 @@ static int add_line(struct parse *p, const uint8_t *li, const char *file, size_t
 		return fi;
 	if (line && line <= LOC_LINE_MAX && fi < (int)LOC_FILES)
 		loc = (uint32_t)fi << 24 | line;
-	if (grow((void **)&map->lines, &map->cap_lines, map->nlines + 1, sizeof(*map->lines)))
+	if (jitmap__grow((void **)&map->lines, &map->cap_lines, map->nlines + 1,
+			 sizeof(*map->lines)))
 		return -ENOMEM;
 	map->lines[map->nlines++] = (struct jit_line){off, loc};
 	jr->nlines++;
@@ -272,10 +274,10 @@ static int parse_module(struct jitmap *map, const uint8_t *b, size_t len, uint64
 		return -EPROTO;
 	if (!map)
 		return 0;
-	if (grow((void **)&map->mods, &map->cap_mods, map->nmods + 1, sizeof(*mi)))
+	if (jitmap__grow((void **)&map->mods, &map->cap_mods, map->nmods + 1, sizeof(*mi)))
 		return -ENOMEM;
 	mi = &map->mods[map->nmods];
-	mi->name = str_dup(map, name, nlen - 1u);
+	mi->name = jitmap__strdup(map, name, nlen - 1u);
 	if (!mi->name)
 		return -ENOMEM;
 	mi->base = p.base;
@@ -293,7 +295,7 @@ static int add_emulator(struct jitmap *map, const uint8_t *b, uint64_t entry)
 {
 	struct jit_module_info *mi;
 
-	if (grow((void **)&map->mods, &map->cap_mods, map->nmods + 1, sizeof(*mi)))
+	if (jitmap__grow((void **)&map->mods, &map->cap_mods, map->nmods + 1, sizeof(*mi)))
 		return -ENOMEM;
 	mi = &map->mods[map->nmods++];
 	memset(mi, 0, sizeof(*mi));
@@ -389,7 +391,7 @@ static int load_symfile(struct mem *m, struct jitmap *map, const struct jit_entr
 	if (e->symfile_size > *budget)
 		return -E2BIG;
 	*budget -= e->symfile_size;
-	if (grow((void **)buf, cap, len, 1))
+	if (jitmap__grow((void **)buf, cap, len, 1))
 		return -ENOMEM;
 	err = mem__read(m, e->symfile_addr, *buf, len);
 	if (err)
@@ -444,16 +446,20 @@ static int seen_add(struct seen *s, uint64_t a)
  * prev links agree (only a corrupt or hostile VM makes one) is not walked round again.
  * A broken link stops the walk; what was read so far is kept. The head's prev is not checked:
  * OTP 25 sets it only when the list was empty (beamasm_update_gdb_info, J/beam_jit_metadata.cpp
- * 25:229), so the newest entry's prev is whatever malloc left there (27 sets it to NULL). */
-static int walk(struct mem *m, struct jitmap *map, uint64_t addr)
+ * 25:229), so the newest entry's prev is whatever malloc left there (27 sets it to NULL).
+ * With stop != 0 the walk ends at the entry at stop (not read into map; *reached says whether it
+ * was met, its prev link checked like any other), for jitmap__extend. */
+int jitmap__walk(struct mem *m, struct jitmap *map, uint64_t addr, const struct jit_head *stop,
+		 bool *reached)
 {
 	uint64_t from = 0, budget = JIT_MAX_TOTAL;
 	struct seen seen = {0};
 	uint8_t *buf = NULL;
 	size_t cap = 0;
 	int err = 0, again;
+	uint32_t gen;
 
-	for (uint32_t gen = 0; addr; gen++) {
+	for (gen = 0; addr; gen++) {
 		struct jit_entry e;
 
 		if (gen >= JIT_MAX_ENTRIES || (again = seen_add(&seen, addr)) == 1) {
@@ -472,6 +478,13 @@ static int walk(struct mem *m, struct jitmap *map, uint64_t addr)
 			err = 0;
 			break;
 		}
+		if (stop && addr == stop->addr) {
+			*reached = e.symfile_addr == stop->symfile_addr &&
+				   e.symfile_size == stop->symfile_size;
+			break;
+		}
+		if (!gen)
+			map->head = (struct jit_head){addr, e.symfile_addr, e.symfile_size};
 		map->stats.entries++;
 		err = load_symfile(m, map, &e, addr, gen, &buf, &cap, &budget);
 		if (err)
@@ -486,6 +499,7 @@ static int walk(struct mem *m, struct jitmap *map, uint64_t addr)
 		from = addr;
 		addr = e.next;
 	}
+	map->walked = gen;
 cleanup:
 	free(seen.v);
 	free(buf);
@@ -507,7 +521,7 @@ int jitmap__load(struct mem *m, uint64_t desc_addr, struct jitmap **out)
 	if (err)
 		return err;
 	map->desc = d;
-	err = walk(m, map, d.first_entry);
+	err = jitmap__walk(m, map, d.first_entry, NULL, NULL);
 	if (err)
 		goto cleanup;
 	jitmap__finish(map);

@@ -53,6 +53,8 @@ struct jitmap_stats {
 	uint64_t bad_entries;  /* entries skipped: unreadable or unparseable */
 	uint64_t chain_broken; /* 1 when the walk stopped early: bad link, cycle, too many
 				* entries or bytes (JIT_MAX_ENTRIES, JIT_MAX_TOTAL) */
+	uint64_t pruned;       /* ranges dropped by jitmap__extend: their module's code memory was
+				* reused by a newer module (purged code) */
 	int32_t frame_layout;  /* from the emulator entry, -1 when none */
 	uint64_t normal_exit;  /* from the emulator entry, 0 when none */
 };
@@ -70,6 +72,16 @@ const struct jit_descriptor *jitmap__descriptor(const struct jitmap *m);
 /* Walk and parse every entry. Entries that fail to read or parse are skipped and counted; the walk
  * itself fails only when the descriptor is unreadable or the chain is broken at the head. */
 int jitmap__load(struct mem *m, uint64_t desc_addr, struct jitmap **out);
+
+/* Read only the entries registered since map was read, for a list that only grows at its head
+ * (xp_layout.jit_list_append_only: OTP 25), merge them into map and drop modules whose code a
+ * newer module now occupies (stats.pruned). 0; -ESTALE when the list no longer leads to map's
+ * newest entry, or a walk broke (map unchanged: walk it whole); -errno. Pointers into map (ranges)
+ * are invalid after a successful call. */
+int jitmap__extend(struct jitmap *map, struct mem *m, uint64_t desc_addr);
+/* Bring *map up to date: jitmap__extend when append_only, else (or when that fails) a whole walk
+ * that replaces *map, unless it broke (-EAGAIN: *map kept, as when reading failed). */
+int jitmap__update(struct mem *m, uint64_t desc_addr, bool append_only, struct jitmap **map);
 
 /* Parse one symfile blob (the bytes at symfile_addr). Exposed for unit tests on captured bytes:
  * 0 or -EPROTO for malformed or truncated blobs. Adds to map. */

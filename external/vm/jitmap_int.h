@@ -3,6 +3,7 @@
 #ifndef XP_JITMAP_INT_H
 #define XP_JITMAP_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,8 +30,15 @@ struct jit_seg {
 	uint32_t range;
 };
 
+/* The newest entry a walk read: where jitmap__extend's next walk stops. */
+struct jit_head {
+	uint64_t addr, symfile_addr, symfile_size;
+};
+
 struct jitmap {
 	struct jit_descriptor desc; /* as read right before the walk (jitmap__load) */
+	struct jit_head head;	    /* zero when the walk read no entry */
+	uint32_t walked;	    /* list positions the walk covered: the next generation */
 	struct jit_range *ranges;
 	size_t nranges, cap_ranges;
 	struct jit_module_info *mods;
@@ -44,5 +52,15 @@ struct jitmap {
 	struct str_chunk *strings;
 	struct jitmap_stats stats;
 };
+
+/* jitmap.c: walk the list from addr into map (generations from 0), up to stop when given. */
+int jitmap__walk(struct mem *m, struct jitmap *map, uint64_t addr, const struct jit_head *stop,
+		 bool *reached);
+/* jitmap.c: grow *arr to hold need elements of elem bytes; 0 or -ENOMEM (*arr kept). */
+int jitmap__grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* jitmap.c: whether a range's name (n bytes) is an Erlang function's ("M:F/A"). */
+bool jitmap__is_function(const char *name, size_t n);
+/* jitmap.c: a string kept in map's chunks, NUL-terminated; NULL without memory. */
+const char *jitmap__strdup(struct jitmap *map, const char *s, size_t n);
 
 #endif /* XP_JITMAP_INT_H */

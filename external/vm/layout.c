@@ -60,6 +60,9 @@ static const struct xp_layout rows[] = {
 	.otp_release = "25",
 	.checked_on = "OTP 25.2.3, erts 13.1.5, Debian bookworm",
 	ROW_COMMON,
+	/* beamasm_update_gdb_info prepends (J/beam_jit_metadata.cpp 25:225); 25 has no
+	 * beamasm_delete_gdb_info (27:245 unlinks and frees on purge). */
+	.jit_list_append_only = true,
 	.ptab_invalid_element = 248,
 	.ptab_element_size = 272,
 	.off =

@@ -5,6 +5,7 @@
 #ifndef XP_LAYOUT_H
 #define XP_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "extrospect_abi.h"
@@ -121,6 +122,9 @@ struct xp_layout {
 	const char *thread_fmt[3]; /* indexed by enum xp_sched_type */
 	/* Extra words after a trace-frame CP (otp-internals.md §1.4). */
 	int32_t trace_words_return, trace_words_return_to, trace_words_time;
+	/* The GDB JIT list only grows at its head: entries are never unlinked, even for purged
+	 * code, so a reader may read only what is new (jitmap__extend). */
+	bool jit_list_append_only;
 };
 
 /* The row for this version, or NULL when none matches (the caller must fail closed). */

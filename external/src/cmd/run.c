@@ -323,8 +323,11 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			" times for libraries loaded since attach\n",
 			st->maps_refreshes);
 	if (st->jit_refreshes)
-		fprintf(f, "  JIT map re-read %" PRIu64 " times as code was loaded or purged\n",
-			st->jit_refreshes);
+		fprintf(f,
+			"  JIT map re-read %" PRIu64 " times as code was loaded or purged (%" PRIu64
+			" entries, %" PRIu64 " ranges; %" PRIu64
+			" ranges of purged code dropped)\n",
+			st->jit_refreshes, st->jit_entries, st->jit_ranges, st->jit_pruned);
 	if (ctx->opts.skid)
 		skid__print(&st->skid, f);
 	if (ctx->verbose)

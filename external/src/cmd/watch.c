@@ -131,15 +131,14 @@ static void resume_fn(struct watch *w, uint64_t i, char *buf, size_t len)
 	char name[WATCH_FN_LEN - 64];
 
 	if (!r && w->t->addr[XP_ADDR_JIT_DESCRIPTOR].present && watch__now_ns() > w->jit_retry_ns) {
-		struct jitmap *fresh = NULL;
-
 		w->jit_retry_ns = watch__now_ns() + WATCH_JIT_RETRY;
-		if (jitmap__load(w->t->mem, (uint64_t)w->t->addr[XP_ADDR_JIT_DESCRIPTOR].value,
-				 &fresh) == 0) {
-			jitmap__free(w->t->jit);
-			w->t->jit = fresh;
-			r = jitmap__lookup(w->t->jit, i);
-		}
+		if (w->cpu) /* the sampler holds pointers into the map: it refreshes it */
+			watch_cpu__refresh_code(w->cpu);
+		else
+			jitmap__update(
+			    w->t->mem, (uint64_t)w->t->addr[XP_ADDR_JIT_DESCRIPTOR].value,
+			    w->t->layout && w->t->layout->jit_list_append_only, &w->t->jit);
+		r = w->t->jit ? jitmap__lookup(w->t->jit, i) : NULL;
 	}
 	if (!r) {
 		snprintf(buf, len, "[unknown code 0x%" PRIx64 "]", i);

@@ -72,6 +72,8 @@ int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_tex
 		   size_t errlen);
 /* Poll the sampler (up to timeout_ms). NULL is a no-op. */
 int watch_cpu__poll(struct watch_cpu *c, int timeout_ms);
+/* The JIT map, which the sampler shares, brought up to date (sampler__refresh_code). */
+void watch_cpu__refresh_code(struct watch_cpu *c);
 /* The max functions with the most samples, most first; *total counts all of P's samples. */
 size_t watch_cpu__functions(const struct watch_cpu *c, struct watch_cpu_fn *out, size_t max,
 			    uint64_t *total);

@@ -74,6 +74,11 @@ int watch_cpu__poll(struct watch_cpu *c, int timeout_ms)
 	return c ? sampler__poll(c->s, timeout_ms) : 0;
 }
 
+void watch_cpu__refresh_code(struct watch_cpu *c)
+{
+	sampler__refresh_code(c->s);
+}
+
 static int by_count(const void *a, const void *b)
 {
 	const struct watch_cpu_fn *x = a, *y = b;

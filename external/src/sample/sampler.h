@@ -105,6 +105,9 @@ struct sampler_stats {
 	/* Process identities read, by how their '$initial_call' read went (procdict.h). */
 	uint64_t pdict[PDICT_RESULT_COUNT];
 	uint64_t jit_refreshes;
+	/* The JIT map in use after the last refresh: its entries and ranges, and the ranges of
+	 * purged modules it dropped (OTP 25 never unlinks them: jitmap__extend). */
+	uint64_t jit_entries, jit_ranges, jit_pruned;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */
 	/* In-kernel capture: on when kcapture_why is empty; the Erlang samples whose Process and
@@ -147,6 +150,10 @@ void sampler__more_stats(const struct sampler *s, struct unwind_stats *unw, stru
 size_t sampler__nthreads(const struct sampler *s);
 const char *sampler__drop_name(enum sampler_drop d);
 void sampler__free(struct sampler *s);
+/* Bring the JIT map the sampler shares with its target up to date now, when the VM registered or
+ * purged code since it was read (t->jit may be extended in place or replaced: hold no jit_range
+ * across it). Whoever else reads t->jit while a sampler runs refreshes it through here. */
+void sampler__refresh_code(struct sampler *s);
 
 /* Swap the aggregate samples go to (continuous recording): from the next sample on, new
  * receives them; the caller owns the old one. Caches of the old one's ids are emptied. */

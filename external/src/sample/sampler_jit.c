@@ -36,14 +36,16 @@ static bool same_descriptor(const struct jit_descriptor *a, const struct jit_des
 }
 
 /* The JIT map read at attach goes stale: modules loaded since are missing, and OTP 27+ frees
- * purged code and reuses its memory (otp-internals.md §3.2). Re-walk it when the descriptor changed
- * (GDB's protocol: every register / unregister updates it), at most every min_ns. A walk that
- * races a purge can break: the map in use is kept and the walk tried again later. */
+ * purged code and reuses its memory (otp-internals.md §3.2). Bring it up to date when the
+ * descriptor changed (GDB's protocol: every register / unregister updates it), at most every
+ * min_ns: OTP 25's list only grows, so only its new entries are read (jitmap__extend); others are
+ * walked whole. A walk that races a purge can break: the map in use is kept and the walk tried
+ * again later. */
 void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
 {
 	const struct target_value *a = &s->t->addr[XP_ADDR_JIT_DESCRIPTOR];
+	bool append_only = s->t->layout && s->t->layout->jit_list_append_only;
 	struct jit_descriptor d;
-	struct jitmap *m = NULL;
 	uint64_t now = sampler__now_ns();
 
 	if (s->replay || !a->present || now - s->jit_tried_ns < min_ns)
@@ -52,20 +54,25 @@ void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
 	    same_descriptor(&d, &s->jdesc))
 		return;
 	s->jit_tried_ns = now;
-	if (jitmap__load(s->t->mem, (uint64_t)a->value, &m) || jitmap__stats(m)->chain_broken) {
-		jitmap__free(m);
+	if (jitmap__update(s->t->mem, (uint64_t)a->value, append_only, &s->t->jit))
 		return;
-	}
-	jitmap__free(s->t->jit);
-	s->t->jit = m;
-	s->jdesc = d;
+	s->jdesc = *jitmap__descriptor(s->t->jit);
 	s->st.jit_refreshes++;
+	s->st.jit_entries = jitmap__stats(s->t->jit)->entries;
+	s->st.jit_ranges = jitmap__range_count(s->t->jit);
+	s->st.jit_pruned = jitmap__stats(s->t->jit)->pruned;
 	/* Purged code's addresses may be reused, and the old map's ranges are gone. */
 	callsite__reset(s->calls);
 	memset(s->jit_names, 0, sizeof(s->jit_names));
-	erlang_stack__cfg(&s->ecfg, m, s->t->frame_layout,
+	erlang_stack__cfg(&s->ecfg, s->t->jit, s->t->frame_layout,
 			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);
 	sampler__verify_returns(s);
+}
+
+void sampler__refresh_code(struct sampler *s)
+{
+	if (s)
+		sampler__refresh_jit(s, 0);
 }
 
 /* A file mapped since attach (a NIF library loaded later): re-read /proc/PID/maps, at most
