@@ -64,7 +64,8 @@ const char *jitmap__strdup(struct jitmap *map, const char *s, size_t n)
 	char *dst;
 
 	if (!c || c->cap - c->used < n + 1) {
-		size_t cap = n + 1 > STR_CHUNK ? n + 1 : STR_CHUNK;
+		size_t want = map->str_chunk ? map->str_chunk : STR_CHUNK;
+		size_t cap = n + 1 > want ? n + 1 : want;
 
 		c = malloc(sizeof(*c) + cap);
 		if (!c)

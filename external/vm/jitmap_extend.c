@@ -240,6 +240,7 @@ int jitmap__extend(struct jitmap *map, struct mem *m, uint64_t desc_addr)
 	if (err)
 		return err;
 	t->desc = d;
+	t->str_chunk = 4096; /* its chunks join map's: a few new entries waste little */
 	err = jitmap__walk(m, t, d.first_entry, &map->head, &reached);
 	if (!err && (!reached || t->stats.chain_broken))
 		err = -ESTALE; /* the list no longer leads to the map's newest entry */

@@ -50,6 +50,7 @@ struct jitmap {
 	const char **files; /* every module's file names, back to back */
 	size_t nfiles, cap_files;
 	struct str_chunk *strings;
+	size_t str_chunk; /* bytes a new chunk holds at least; 0 = 64 KiB */
 	struct jitmap_stats stats;
 };
 
