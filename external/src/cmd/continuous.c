@@ -10,7 +10,6 @@
  * Does not own: the encoding (report/pprof.c), HTTP (push.c). */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
