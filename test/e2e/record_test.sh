@@ -499,6 +499,24 @@ check_purge_summary() {
 	fi
 }
 
+# check_jit_entries ERR LOADS: the summary's JIT map line. OTP 25 never unlinks an entry, so its
+# list holds every module loaded since boot: the map, extended entry by entry (jitmap__extend),
+# must have read at least the LOADS the workload counted before the last refresh (within 20 %:
+# its count is written every 200 ms) besides the boot modules; 27+ unlink purged entries.
+check_jit_entries() {
+	local line entries
+	line=$(grep '^  JIT map re-read' "$1" | tail -n 1)
+	entries=$(sed -n 's/.*(\([0-9]*\) entries, .*/\1/p' <<<"$line")
+	echo "FIGURE: OTP $otp $mode purge JIT map: ${line#  }"
+	if [[ -z "$entries" ]]; then
+		xp_fail "purge: the summary has no 'JIT map re-read ... (N entries, ...)' line"
+	elif [[ "$otp" == 25 ]] && ((entries < $2 * 8 / 10)); then
+		xp_fail "purge: the JIT map read $entries entries; OTP 25's list holds the $2 modules loaded since boot"
+	else
+		xp_pass "purge: the JIT map was kept up to date ($entries entries read)"
+	fi
+}
+
 case_robust() {
 	local log rc loads0 loads1 rpid deadline folded
 	command -v strace >/dev/null || xp_skip "strace not installed (tools/install-deps.sh)"
@@ -528,6 +546,7 @@ case_robust() {
 		xp_fail "no sample named xp_purge_dyn:burn/2"
 	fi
 	check_purge_summary "$XP_VM_DIR/purge.err"
+	check_jit_entries "$XP_VM_DIR/purge.err" "$loads1"
 	check_strace "$log" "$XP_VM_PID"
 	xp_stop_vm
 
