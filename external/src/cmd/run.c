@@ -272,6 +272,12 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			fprintf(f, "    ended %-16s %" PRIu64 "\n", erlang_stack__end_name(i),
 				st->estack_end[i]);
 	}
+	if (st->exiting)
+		fprintf(f,
+			"  process exiting (its heap, messages and links freed; no Erlang stack "
+			"left): %" PRIu64
+			" samples, kept as that process's under [process exiting]\n",
+			st->exiting);
 	if (st->system_task)
 		fprintf(f,
 			"  scheduler work for a process (signals, system tasks, GC when "

@@ -222,12 +222,15 @@ int kcapture(struct bpf_perf_event_data *ctx)
 	r->cstack_addr = 0;
 	r->cstack_len = 0;
 	cp = regs->r13;
-	/* The scheduler's current_process, when we know where this thread keeps it. */
+	/* The scheduler's current_process, when we know where this thread keeps it; when it is
+	 * NULL, r13 (an exiting process, or nothing: the sampler decides with the sample's code).
+	 */
 	where = bpf_map_lookup_elem(&watch, &tid);
 	if (where &&
 	    !bpf_probe_read_user(&r->cp, sizeof(r->cp), (const void *)where->current_process)) {
-		cp = r->cp;
-		r->flags = F_FROM_SCHEDULER;
+		if (r->cp)
+			cp = r->cp;
+		r->flags = r->cp ? F_FROM_SCHEDULER : F_SCHED_NONE;
 	}
 	r->cp = cp;
 	if (cp)

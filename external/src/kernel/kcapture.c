@@ -321,6 +321,7 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 			       .sp = v[H_SP / 8],
 			       .cp = v[H_CP / 8],
 			       .from_scheduler = flags & F_FROM_SCHEDULER,
+			       .sched_none = flags & F_SCHED_NONE,
 			       .span = flags & F_SPAN_OK ? s->buf + H_SPAN : NULL,
 			       .stack_addr = v[H_STACK_ADDR / 8],
 			       .stack_len = v[H_STACK_LEN / 8]};

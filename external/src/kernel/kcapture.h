@@ -35,6 +35,8 @@ struct kcap_rec {
 	uint64_t ip, sp;
 	uint64_t cp;	     /* the Process copied: the scheduler's current_process, else r13 */
 	bool from_scheduler; /* cp is the scheduler's current_process */
+	/* The scheduler's current_process was NULL at the sample; cp is r13 (F_SCHED_NONE). */
+	bool sched_none;
 	const uint8_t *span; /* span_len bytes, NULL when the Process could not be read */
 	/* The stack copy [stack_addr, stack_addr + stack_len): for a sample in JIT code it starts
 	 * where perf's copy of the sample's stack ends (none when perf's holds it all); else it

@@ -223,6 +223,7 @@ static int parse_kcap(struct rbuf *b, struct cap_sample *s)
 	struct kcap_rec *k = &s->k;
 	uint32_t span_len;
 	const void *v;
+	uint8_t flags;
 
 	if (s->has_kcap)
 		return -EPROTO;
@@ -232,7 +233,9 @@ static int parse_kcap(struct rbuf *b, struct cap_sample *s)
 	k->ip = get_u64(b);
 	k->sp = get_u64(b);
 	k->cp = get_u64(b);
-	k->from_scheduler = get_u8(b);
+	flags = get_u8(b);
+	k->from_scheduler = flags & 1;
+	k->sched_none = flags & 2;
 	k->stack_addr = get_u64(b);
 	span_len = get_u32(b);
 	if (span_len && span_len != KCAP_SPAN_MAX)

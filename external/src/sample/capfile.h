@@ -17,7 +17,8 @@
  *   SAMPLE  u64 ip, time; u32 pid, tid, cpu; u8 regs_valid; u32 nregs; u64 regs[nregs];
  *           bytes: the perf stack copy, trimmed to what the Erlang stack took from it.
  *           Starts a sample; the records below until the next SAMPLE are its own.
- *   KCAP    u32 tid; u64 time, ip, sp, cp; u8 from_scheduler; u64 stack_addr;
+ *   KCAP    u32 tid; u64 time, ip, sp, cp; u8 flags (1 from_scheduler, 2 sched_none);
+ *           u64 stack_addr;
  *           u32 span_len (0: none), span; u32 stack_len, u8 has_stack, stack.
  *   UNWIND  u32 stop, nframes; u64 jit_pc, jit_sp, jit_bp, jit_r13; u8 bp_valid, r13_valid;
  *           nframes x {u64 pc, u8 activation}.

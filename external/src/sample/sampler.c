@@ -134,7 +134,11 @@ static bool on_dirty(struct sampler *s, const struct target_sched *sch, const st
 
 	if (!sch || sch->type == XP_SCHED_NORMAL)
 		return false;
-	w->cp = k && k->from_scheduler ? k->cp : current_process(s, sch, &known);
+	/* The capture read it at the sample; NULL then (sched_none) is no process, not r13. */
+	if (k && (k->from_scheduler || k->sched_none))
+		w->cp = k->from_scheduler ? k->cp : 0;
+	else
+		w->cp = current_process(s, sch, &known);
 	w->dirty = true;
 	w->leaf = NULL;
 	w->e = w->fp = 0;
@@ -363,7 +367,39 @@ static void try_alternatives(struct sampler *s, const struct perf_sample *ps, st
  * (a GC at schedule time, a system task, going to sleep) may have been working for one. */
 static bool no_process_known(const struct kcap_rec *k, const struct where *w)
 {
-	return (k && k->from_scheduler) || (w->leaf && !w->ur);
+	return (k && (k->from_scheduler || k->sched_none)) || (w->leaf && !w->ur);
+}
+
+/* The JIT code a process runs once its last function returned (erts_beamasm:normal_exit/0) or
+ * when its exit resumes after a yield (continue_exit/0): erts_continue_exit_process frees its heap,
+ * messages and links from there (B/erl_process.c), with no Erlang stack left to walk. */
+static bool is_exit_code(const struct jit_range *r)
+{
+	return r && (strcmp(r->name, "erts_beamasm:normal_exit/0") == 0 ||
+		     strcmp(r->name, "erts_beamasm:continue_exit/0") == 0);
+}
+
+/* A sample of a process exiting: its time, under "[process exiting]" with the native frames,
+ * complete (there is no stack to cut), never "read too late". */
+static void exiting_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
+			   const struct where *w)
+{
+	struct estack_result *er = &s->er;
+
+	if (sampler_frames__filtered_out(s, p)) {
+		s->st.excluded_filter++;
+		return;
+	}
+	er->nframes = 0;
+	er->end = ESTACK_END_BOTTOM;
+	er->unresolved = er->more = er->top_unaligned = 0;
+	er->more_unknown = er->rescanned = false;
+	rec->exiting = true;
+	s->st.exiting++;
+	s->st.captured += s->cap != NULL;
+	s->st.erlang++;
+	s->st.estack_end[ESTACK_END_BOTTOM]++;
+	sampler_frames__erlang(s, rec, p, er, NULL, false, w->ur);
 }
 
 static void resolve(struct sampler *s, const struct perf_sample *ps)
@@ -416,6 +452,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	if (s->cap ? process__bounds_from_span(&s->pr, w.cp, s->cap->span, &p)
 		   : process__read_bounds(&s->pr, w.cp, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
+		return;
+	}
+	if (is_exit_code(w.leaf) && !task) {
+		exiting_sample(s, &rec, &p, &w);
 		return;
 	}
 	if (w.dirty)

@@ -46,6 +46,7 @@ struct sample_record {
 	uint64_t read_delay_ns; /* Process fields were read this long after the sample */
 	bool contradicted;	/* a later read disagreed with the sample (skid summary only) */
 	bool scheduler_work; /* the scheduler worked for the process, parked at its resume point */
+	bool exiting; /* the process was exiting: no Erlang stack left ("[process exiting]") */
 };
 
 typedef void (*sample_record_fn)(const struct sample_record *r, void *ctx);
@@ -102,6 +103,9 @@ struct sampler_stats {
 	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
 	 * schedule time): kept as that process's. */
 	uint64_t system_task;
+	/* Samples of a process whose exit the scheduler continued in JIT code (its heap, messages,
+	 * links freed): no Erlang stack left; kept as that process's, "[process exiting]". */
+	uint64_t exiting;
 	/* Process identities read, by how their '$initial_call' read went (procdict.h). */
 	uint64_t pdict[PDICT_RESULT_COUNT];
 	uint64_t jit_refreshes;

@@ -327,7 +327,7 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 		return;
 	/* A stack whose callers are unknown keeps only what the sample itself holds (its leaf and
 	 * native frames), and says why at the root; a cut one says how much was cut. */
-	label = root_label(er, buf, sizeof(buf));
+	label = rec->exiting ? "[process exiting]" : root_label(er, buf, sizeof(buf));
 	if (label && agg__frame(s->agg, label, FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
 	/* A caller's line is its call's: ra - 1, as ERTS does for stack traces (beam_common.c). */
