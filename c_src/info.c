@@ -212,6 +212,7 @@ static const char *const nif_names[NIF_COUNT] = {
     [NIF_SPY_START] = "spy_start",
     [NIF_SPY_STOP] = "spy_stop",
     [NIF_SPY_INFO] = "spy_info",
+    [NIF_CALIB_CODEIX] = "calib_codeix",
 };
 
 static ERL_NIF_TERM us(ErlNifEnv *env, uint64_t ns)
