@@ -33,6 +33,7 @@ static const char info__usage[] =
 static int cmd__info(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
 		     char *err, size_t errlen)
 {
+	target__check_codeix(t);
 	if (o->json)
 		info__print_json(t, stdout);
 	else
