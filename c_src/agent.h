@@ -115,6 +115,7 @@ struct calib {
 	struct probe_snap snap[PROBE_STAGES];
 	uint64_t scan_ns;
 	unsigned atom_candidates, jit_candidates, jit_entries;
+	unsigned codeix_words; /* words that stepped by one at every load (calib_codeix.c) */
 };
 
 /* priv_data. */

@@ -123,6 +123,7 @@ struct pair_ctx {
 	struct mem *self;
 	uint32_t ix;
 	uint64_t base, end; /* the module loaded last: its JIT code */
+	unsigned words;	    /* stepping words found */
 };
 
 static int prefilter(uint64_t a, void *arg)
@@ -178,6 +179,7 @@ static int find_pair(const struct agent *a, const struct codeix *x, struct pair_
 	unsigned n, i, pairs = 0, tried;
 	int err = survivors(x, cand, &n);
 
+	p->words = n;
 	for (i = 0; !err && i < n; i++) {
 		memcpy(&p->ix, (const void *)(uintptr_t)cand[i], 4);
 		if (p->ix >= (uint32_t)L->code_ix_count)
@@ -200,7 +202,7 @@ static int find_pair(const struct agent *a, const struct codeix *x, struct pair_
 
 /* After the last load: the newest code of want (its JIT module entry) must be in r[ix]. */
 static int resolve(const struct agent *a, const struct codeix *x, uint64_t desc,
-		   struct jitself_want *want, uint64_t *ix_addr, uint64_t *r_addr)
+		   struct jitself_want *want, uint64_t *ix_addr, uint64_t *r_addr, unsigned *words)
 {
 	struct pair_ctx p = {.row = a->row};
 	struct jitself_result res;
@@ -219,6 +221,7 @@ static int resolve(const struct agent *a, const struct codeix *x, uint64_t desc,
 	if (err)
 		return err;
 	err = find_pair(a, x, &p, ix_addr, r_addr);
+	*words = p.words;
 	mem__free(p.self);
 	return err;
 }
@@ -272,6 +275,7 @@ static int steps(struct agent *a, struct codeix *x, unsigned stepno, const char 
 {
 	struct jitself_want want = {mod, range, 0, 0, 0, 0};
 	uint64_t desc, ix_addr = 0, r_addr = 0;
+	unsigned words = 0;
 	int err;
 
 	if (x->steps + 1 != stepno)
@@ -282,10 +286,12 @@ static int steps(struct agent *a, struct codeix *x, unsigned stepno, const char 
 	enif_mutex_lock(a->lock);
 	desc = a->calib.addr[XP_ADDR_JIT_DESCRIPTOR].value;
 	enif_mutex_unlock(a->lock);
-	err = resolve(a, x, desc, &want, &ix_addr, &r_addr);
+	err = resolve(a, x, desc, &want, &ix_addr, &r_addr, &words);
 	enif_mutex_lock(a->lock);
-	if (a->calib.epoch == x->epoch)
+	if (a->calib.epoch == x->epoch) {
 		record(&a->calib, err, ix_addr, r_addr);
+		a->calib.codeix_words = words;
+	}
 	enif_mutex_unlock(a->lock);
 	return err;
 }

@@ -164,6 +164,8 @@ addresses() ->
              false -> ?assertEqual({Name, undefined}, {Name, D})
          end
      end || {Name, Src} <- maps:to_list(Sources)],
+    %% Each load steps the_active_code_index and the_staging_code_index: exactly two words.
+    ?assertMatch(#{codeix_words := 2}, maps:get(timing, extrospect:info())),
     ok.
 
 block() ->
