@@ -79,12 +79,15 @@ static enum codeix_status run(struct target *t)
 		return CODEIX_NO_TABLE;
 	if (!t->layout)
 		return CODEIX_NO_LAYOUT;
-	if (!t->jit)
-		return CODEIX_NO_JIT;
+	/* First the table: what is published is refused or accepted whatever the JIT map says. */
 	st = read_table(t, &cr);
 	if (st != CODEIX_OK)
 		return st;
 	c->code_ix = cr.code_ix;
+	if (!t->jit) {
+		coderanges__free(&cr);
+		return CODEIX_NO_JIT;
+	}
 	c->err = compare(t, &cr);
 	coderanges__free(&cr);
 	if (c->err)
