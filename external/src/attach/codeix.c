@@ -22,11 +22,15 @@ const char *codeix__status_str(enum codeix_status s)
 	return (unsigned)s < sizeof(status_names) / sizeof(status_names[0]) ? status_names[s] : "?";
 }
 
+#define NO_AGENT 0xffu /* not an enum xp_reason: there is no agent to say why */
+
 static uint32_t agent_reason(const struct target *t, enum xp_addr_id id)
 {
 	const struct xp_agent_block *b = &t->agent->block;
 
-	if (!target__has_agent(t) || (uint32_t)id >= b->n_addrs || b->addrs[id].value)
+	if (!target__has_agent(t))
+		return NO_AGENT;
+	if ((uint32_t)id >= b->n_addrs || b->addrs[id].value)
 		return XP_WHY_NONE;
 	return (b->addrs[id].flags >> XP_VAL_REASON_SHIFT) & 0xffu;
 }
@@ -113,6 +117,8 @@ static const char *reason_str(uint32_t why)
 	    [XP_WHY_TIME_BUDGET] = "the agent ran out of time",
 	};
 
+	if (why == NO_AGENT)
+		return "no agent, and no exported symbol names it";
 	return why < sizeof(names) / sizeof(names[0]) ? names[why] : "an unknown reason";
 }
 
