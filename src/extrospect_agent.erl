@@ -34,7 +34,7 @@
 -define(ROUNDS, 3).
 -define(CODEIX_MOD, extrospect_codeix).
 -define(CODEIX_LOADS, 3).
--define(CODEIX_TRIES, 3).
+-define(CODEIX_TRIES, 5).
 
 %% The agent itself never calls into extrospect_nif: code:purge/1 of an old extrospect_nif kills
 %% the processes running its code, so every NIF call is made by a short-lived worker.
@@ -352,7 +352,8 @@ run_steps(Probe) ->
 
 %% Snapshot, then three loads of extrospect_codeix each followed by a step (each load commits
 %% one new code index); the last step resolves. A load by anyone else in between makes the words
-%% step twice and nothing is found: try again a few times. Nothing found publishes nothing.
+%% step twice and nothing is found: try again, after 10, 20, 40 and 80 ms (loads come in bursts,
+%% as at boot). Nothing found publishes nothing.
 codeix_stage() ->
     case code:get_object_code(?CODEIX_MOD) of
         {Mod, Bin, File} -> codeix_try(Mod, Bin, File, ?CODEIX_TRIES);
@@ -369,6 +370,7 @@ codeix_try(Mod, Bin, File, Tries) ->
     case Result of
         ok -> ok;
         {error, Why} when Tries > 1, Why =/= unsupported ->
+            timer:sleep(10 bsl (?CODEIX_TRIES - Tries)),
             codeix_try(Mod, Bin, File, Tries - 1);
         {error, Why} -> logger:notice("extrospect: code index not found: ~p", [Why])
     end.
