@@ -45,6 +45,7 @@ enum nif_id {
 	NIF_SPY_START,
 	NIF_SPY_STOP,
 	NIF_SPY_INFO,
+	NIF_CALIB_CODEIX,
 	NIF_COUNT
 };
 
@@ -114,6 +115,7 @@ struct calib {
 	struct probe_snap snap[PROBE_STAGES];
 	uint64_t scan_ns;
 	unsigned atom_candidates, jit_candidates, jit_entries;
+	unsigned codeix_words; /* words that stepped by one at every load (calib_codeix.c) */
 };
 
 /* priv_data. */
@@ -130,7 +132,8 @@ struct agent {
 	uint64_t max_normal_ns;	    /* longest normal-scheduler call, updated atomically */
 	uint64_t max_ns[NIF_COUNT]; /* longest call per NIF (dirty ones too) */
 	uint64_t calls;
-	struct spies *spies; /* spy.c; swapped under lock, stopped by whoever swapped it out */
+	struct spies *spies;   /* spy.c; swapped under lock, stopped by whoever swapped it out */
+	struct codeix *codeix; /* calib_codeix.c: the diff under way, taken by its steps */
 };
 
 /* extrospect_nif.c, for the NIFs defined elsewhere (spy_nif.c): per-call timing, and

@@ -254,8 +254,8 @@ static void check_dynsym_agree(struct calib *c)
  * began meanwhile. */
 int calib__scan(struct agent *a, const struct scan_args *g)
 {
-	struct jitself_want want[2] = {{g->probe_module, g->probe_range, 0, 0},
-				       {g->caller_module, g->caller_range, 0, 0}};
+	struct jitself_want want[2] = {{g->probe_module, g->probe_range, 0, 0, 0, 0},
+				       {g->caller_module, g->caller_range, 0, 0, 0, 0}};
 	struct jitself_result jit = {0};
 	struct selfelf se;
 	struct calib *c;

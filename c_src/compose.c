@@ -92,7 +92,9 @@ static void compose_addrs(const struct agent *a, struct xp_agent_block *b)
 	for (i = 0; i < XP_ADDR_COUNT; i++) {
 		b->addrs[i].value = c->addr[i].value;
 		b->addrs[i].source = c->addr[i].value ? c->addr[i].source : XP_SRC_NONE;
-		b->addrs[i].flags = c->addr[i].value ? c->addr[i].flags : 0;
+		b->addrs[i].flags = c->addr[i].value
+					? c->addr[i].flags
+					: (c->addr[i].reason & 0xffu) << XP_VAL_REASON_SHIFT;
 	}
 	if (c->probe_proc) {
 		b->addrs[XP_ADDR_PROBE_PROCESS].value = c->probe_proc;

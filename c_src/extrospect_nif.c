@@ -9,6 +9,7 @@
 
 #include "agent.h"
 #include "block.h"
+#include "calib_codeix.h"
 #include "calib_scan.h"
 #include "calib_self.h"
 #include "compose.h"
@@ -143,6 +144,7 @@ static void agent_free(struct agent *a)
 		return;
 	if (a->lock)
 		enif_mutex_destroy(a->lock);
+	codeix__free(a->codeix);
 	enif_free(a);
 }
 
@@ -480,6 +482,7 @@ static ErlNifFunc nif_funcs[] = {
     {"calib_probe", 5, nif_calib_probe, 0},
     {"calib_memory", 3, nif_calib_memory, 0},
     {"calib_scan", 1, nif_calib_scan, ERL_NIF_DIRTY_JOB_CPU_BOUND},
+    {"calib_codeix", 2, codeix_nif__step, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"calib_finish", 1, nif_calib_finish, 0},
     {"info", 0, nif_info, 0},
     {"write_perf_map", 1, perfmap_nif__write, ERL_NIF_DIRTY_JOB_IO_BOUND},

@@ -212,6 +212,7 @@ static const char *const nif_names[NIF_COUNT] = {
     [NIF_SPY_START] = "spy_start",
     [NIF_SPY_STOP] = "spy_stop",
     [NIF_SPY_INFO] = "spy_info",
+    [NIF_CALIB_CODEIX] = "calib_codeix",
 };
 
 static ERL_NIF_TERM us(ErlNifEnv *env, uint64_t ns)
@@ -242,6 +243,7 @@ static ERL_NIF_TERM timing_map(ErlNifEnv *env, struct agent *a)
 	put(&m, env, "scan_us", us(env, a->calib.scan_ns));
 	put(&m, env, "atom_candidates", enif_make_uint(env, a->calib.atom_candidates));
 	put(&m, env, "jit_candidates", enif_make_uint(env, a->calib.jit_candidates));
+	put(&m, env, "codeix_words", enif_make_uint(env, a->calib.codeix_words));
 	put(&m, env, "jit_entries", enif_make_uint(env, a->calib.jit_entries));
 	put(&m, env, "msg_len_candidate", enif_make_int(env, a->calib.msg_len_candidate));
 	return make_map(env, &m);

@@ -32,6 +32,8 @@ static void find_want(const struct jitmap *map, struct jitself_want *want)
 	if (mod && strcmp(mod->name, want->module) == 0 && r->start <= r->end) {
 		want->start = r->start;
 		want->end = r->end;
+		want->mod_base = mod->base;
+		want->mod_size = mod->code_size;
 	}
 }
 
@@ -91,7 +93,7 @@ int jitself__walk(uint64_t desc, const char *must_module, struct jitself_want *w
 		memset(res, 0, sizeof(*res));
 		res->frame_layout = -1;
 		for (i = 0; i < nwant; i++)
-			want[i].start = want[i].end = 0;
+			want[i].start = want[i].end = want[i].mod_base = want[i].mod_size = 0;
 		err = walk_once(m, desc, must_module, want, nwant, res);
 	}
 	mem__free(m);

@@ -13,7 +13,8 @@
 struct jitself_want {
 	const char *module;
 	const char *range;
-	uint64_t start, end; /* [start, end), 0 when not found */
+	uint64_t start, end;	     /* [start, end), 0 when not found */
+	uint64_t mod_base, mod_size; /* its module entry's code: base, code_size */
 };
 
 struct jitself_result {

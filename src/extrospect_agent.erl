@@ -9,6 +9,8 @@
 %%   3b. calib_memory: a short-lived process with an old generation, a refc binary in it and one
 %%      in its young heap, its struct matched with process_info(P, garbage_collection_info);
 %%   4. calib_scan (dirty): atom table, GDB JIT descriptor, process table, cross-checks;
+%%   4b. calib_codeix (dirty): the active code index and the module ranges table, by a diff of
+%%      the VM's data across three loads of extrospect_codeix;
 %%   5. calib_finish: compose and publish the agent block.
 %% Unverified values are logged with their reasons. A fresh load of the NIF library (code
 %% reload) makes the NIF notify us and we recalibrate.
@@ -30,6 +32,9 @@
 -define(CALL_TIMEOUT, 5000).
 -define(DIRTY_SLEEP_US, 10000).
 -define(ROUNDS, 3).
+-define(CODEIX_MOD, extrospect_codeix).
+-define(CODEIX_LOADS, 3).
+-define(CODEIX_TRIES, 5).
 
 %% The agent itself never calls into extrospect_nif: code:purge/1 of an old extrospect_nif kills
 %% the processes running its code, so every NIF call is made by a short-lived worker.
@@ -339,8 +344,53 @@ run_steps(Probe) ->
                                              registered_name => ?PROBE_NAME,
                                              process_limit => erlang:system_info(process_limit)}]),
     ScanResult =:= ok orelse logger:warning("extrospect: scan: ~p", [ScanResult]),
+    codeix_stage(),
     nif(calib_finish, [#{generation => erlang:unique_integer([positive, monotonic]),
                          fix_proc_bytes => fix_proc_bytes()}]).
+
+%% ---- the active code index ---------------------------------------------------------------------
+
+%% Snapshot, then three loads of extrospect_codeix each followed by a step (each load commits
+%% one new code index); the last step resolves. A load by anyone else in between makes the words
+%% step twice and nothing is found: try again, after 10, 20, 40 and 80 ms (loads come in bursts,
+%% as at boot). Nothing found publishes nothing.
+codeix_stage() ->
+    case code:get_object_code(?CODEIX_MOD) of
+        {Mod, Bin, File} -> codeix_try(Mod, Bin, File, ?CODEIX_TRIES);
+        error -> logger:notice("extrospect: no object code of ~p: code index not found",
+                               [?CODEIX_MOD])
+    end.
+
+codeix_try(Mod, Bin, File, Tries) ->
+    _ = code:purge(Mod),
+    Result = case nif(calib_codeix, [0, none]) of
+                 ok -> codeix_loads(Mod, Bin, File, 1);
+                 Other -> Other
+             end,
+    case Result of
+        ok -> ok;
+        {error, Why} when Tries > 1, Why =/= unsupported ->
+            timer:sleep(10 bsl (?CODEIX_TRIES - Tries)),
+            codeix_try(Mod, Bin, File, Tries - 1);
+        {error, Why} -> logger:notice("extrospect: code index not found: ~p", [Why])
+    end.
+
+codeix_loads(Mod, Bin, File, Step) ->
+    _ = code:purge(Mod),
+    case code:load_binary(Mod, File, Bin) of
+        {module, Mod} ->
+            Want = case Step of
+                       ?CODEIX_LOADS -> {atom_to_binary(Mod, utf8),
+                                         iolist_to_binary([atom_to_list(Mod), ":probe/0"])};
+                       _ -> none
+                   end,
+            case nif(calib_codeix, [Step, Want]) of
+                ok when Step < ?CODEIX_LOADS -> codeix_loads(Mod, Bin, File, Step + 1);
+                Result -> Result
+            end;
+        {error, Why} ->
+            {error, {load, Why}}
+    end.
 
 %% In a fresh process bound to scheduler N (the spawn option may be ignored: the NIF checks
 %% esdp->no against the scheduler_id we pass). Not a tail call: the JIT-caller check resolves

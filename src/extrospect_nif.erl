@@ -6,7 +6,8 @@
 -module(extrospect_nif).
 
 -export([self_proc/0, calib_begin/0, calib_self/1, calib_dirty_cpu/2, calib_dirty_io/2,
-         calib_probe/5, calib_memory/3, calib_scan/1, calib_finish/1, info/0, write_perf_map/1,
+         calib_probe/5, calib_memory/3, calib_scan/1, calib_codeix/2, calib_finish/1, info/0,
+         write_perf_map/1,
          spy_start/3, spy_stop/1, spy_info/0]).
 -export([load_info/0, nif_path/0]).
 
@@ -66,6 +67,9 @@ calib_probe(_Proc, _Pid, _Stage, _ExpectedQueueLen, _ExpectedReductions) ->
 calib_memory(_Proc, _Pid, _GcInfo) -> erlang:nif_error(nif_not_loaded).
 %% The dirty scans (atom table, JIT descriptor, process table) and what they make checkable.
 calib_scan(_Args) -> erlang:nif_error(nif_not_loaded).
+%% The active code index and the ranges table: a snapshot (step 0), then one step after each
+%% load of a module; the last step, given {Module, <<"Module:f/0">>}, resolves (dirty).
+calib_codeix(_Step, _Want) -> erlang:nif_error(nif_not_loaded).
 %% Compose and publish the block.
 calib_finish(_Args) -> erlang:nif_error(nif_not_loaded).
 info() -> erlang:nif_error(nif_not_loaded).

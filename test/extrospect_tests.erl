@@ -151,17 +151,21 @@ addresses() ->
                 jit_descriptor => scan, normal_exit => runtime,
                 process_table => case Dynsym of true -> dynsym; false -> scan end,
                 allctrs_info => case Dynsym of true -> dynsym; false -> scan end,
+                %% Found by the load diff (c_src/calib_codeix.c); on 25/27 equal to .dynsym.
+                active_code_ix => scan, code_ranges => scan,
                 probe_process => runtime},
     ?assertEqual(lists:sort(maps:keys(Sources)), lists:sort(maps:keys(Addrs))),
     [begin
          #{value := V, source := S, verified := Ver, dynsym := D} = maps:get(Name, Addrs),
          ?assertEqual({Name, Src, true}, {Name, S, Ver}),
          ?assert(V > 16#10000),
-         case Dynsym andalso Name =/= probe_process of
+         case Dynsym andalso Name =/= probe_process andalso Name =/= code_ranges of
              true -> ?assertEqual({Name, V}, {Name, D});
              false -> ?assertEqual({Name, undefined}, {Name, D})
          end
      end || {Name, Src} <- maps:to_list(Sources)],
+    %% Each load steps the_active_code_index and the_staging_code_index: exactly two words.
+    ?assertMatch(#{codeix_words := 2}, maps:get(timing, extrospect:info())),
     ok.
 
 block() ->

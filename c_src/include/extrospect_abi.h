@@ -69,6 +69,9 @@ enum xp_off_id {
 #define XP_VAL_VERIFIED	  0x2u /* confirmed by a structural check at run time */
 #define XP_VAL_FROM_TABLE 0x4u /* taken from the built-in per-version table, not discovered */
 #define XP_VAL_MISMATCH	  0x8u /* discovered value disagrees with the built-in table */
+/* struct xp_addr.flags of an address the agent publishes none of (value 0): bits 8..15 say why,
+ * an enum xp_reason (0 from agents older than this field). */
+#define XP_VAL_REASON_SHIFT 8
 
 struct xp_value {
 	int64_t value;
@@ -100,6 +103,11 @@ enum xp_addr_id {
 	/* erts_allctrs_info[] (B/erl_alloc.c): the allocators, for `extrospect alloc`. Appended:
 	 * an older agent's block has n_addrs without it, and the sampler looks elsewhere. */
 	XP_ADDR_ALLCTRS_INFO,
+	/* the_active_code_index (erts_atomic32_t, 0..2; B/code_ix.c) and the module ranges table
+	 * `static struct ranges r[ERTS_NUM_CODE_IX]` (B/beam_ranges.c), for `info`'s check of the
+	 * JIT map (c_src/calib_codeix.c). Appended. */
+	XP_ADDR_ACTIVE_CODE_IX,
+	XP_ADDR_CODE_RANGES,
 	XP_ADDR_COUNT
 };
 #define XP_ADDR_SLOTS 32

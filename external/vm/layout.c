@@ -28,7 +28,16 @@
 #define ROW_COMMON                                                                                 \
 	.flavor = XP_FLAVOR_JIT, .arch = "x86_64", .ptab_tab = 192, .ptab_max = 208,               \
 	.ptab_pix_mask = 216, .ptab_pix_cl_mask = 224, .ptab_pix_cli_mask = 232,                   \
-	.ptab_pix_cl_shift = 240, .ptab_pix_cli_shift = 244
+	.ptab_pix_cl_shift = 240, .ptab_pix_cli_shift = 244, .ranges = RANGES_25_29
+
+/* The module ranges table, the same in the three trees: Range and struct ranges at B/beam_ranges.c
+ * 25.2.3:31-62, 27.3.4.1:31-62, 29.1.1:33-64 (pointers and Sint/erts_atomic_t words, no padding);
+ * ERTS_NUM_CODE_IX 3 at B/code_ix.h 25:65, 27:70, 29:72. */
+#define RANGES_25_29                                                                               \
+	{                                                                                          \
+		.code_ix_count = 3, .size = 32, .modules = 0, .n = 8, .allocated = 16, .mid = 24,  \
+		.range_size = 16, .range_start = 0, .range_end = 8,                                \
+	}
 
 /* The allocators (struct xp_alloc_layout), printed by tools/layout-probe/probe.c's print_alloc on
  * bookworm 25.2.3, trixie 27.3.4.1 (+deb13u3) and forky 29.1.1 in November 2026: the three trees
@@ -286,6 +295,8 @@ static const char *const addr_names[XP_ADDR_COUNT] = {
     [XP_ADDR_PROCESS_TABLE] = "process_table",
     [XP_ADDR_PROBE_PROCESS] = "probe_process",
     [XP_ADDR_ALLCTRS_INFO] = "allctrs_info",
+    [XP_ADDR_ACTIVE_CODE_IX] = "active_code_ix",
+    [XP_ADDR_CODE_RANGES] = "code_ranges",
 };
 
 const struct xp_layout *layout__find(const char *erts_version, uint32_t flavor, const char *arch)

@@ -97,6 +97,16 @@ struct xp_alloc_layout {
 	int32_t allctr_cpool_sentinel, cpd_next, cpd_orig_allctr, cpd_max_size;
 };
 
+/* The module ranges table (B/beam_ranges.c): `static struct ranges r[ERTS_NUM_CODE_IX]`, each
+ * {Range *modules; Sint n; Sint allocated; erts_atomic_t mid}, the one indexed by
+ * the_active_code_index (erts_atomic32_t, B/code_ix.c) being the live one; a Range is
+ * {ErtsCodePtr start; erts_atomic_t end}, end == start once purged, sorted by start. */
+struct xp_ranges_layout {
+	int32_t code_ix_count;			    /* ERTS_NUM_CODE_IX */
+	int32_t size, modules, n, allocated, mid;   /* struct ranges */
+	int32_t range_size, range_start, range_end; /* Range */
+};
+
 struct xp_layout {
 	const char *erts_series; /* erts major.minor this row matches, e.g. "13.1" */
 	const char *otp_release; /* "25" */
@@ -105,6 +115,7 @@ struct xp_layout {
 	const char *arch;	 /* "x86_64" */
 	int32_t off[XP_OFF_COUNT];
 	struct xp_alloc_layout alloc;
+	struct xp_ranges_layout ranges;
 	int32_t fcalls_bytes; /* width of Process.fcalls */
 	enum xp_atom_name_mode atom_name_mode;
 	int32_t ptab_tab; /* ErtsPTab.r.o.tab */

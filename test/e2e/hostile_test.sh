@@ -3,7 +3,8 @@
 # (test/targets/xp_fake_beam.c: a C program named beam.smp that exports what an OTP 25 beam.smp
 # exports) serves a JIT list that cycles with consistent links, one that would read 544 MiB,
 # atoms with bad pointers and lengths, processes with huge or inverted sizes, a million-word
-# stack, and one process in many slots. Also: record -o a planted symlink is refused, and a FIFO
+# stack, one process in many slots, and (from a fake agent block) a module ranges table of 2^40
+# ranges. Also: record -o a planted symlink is refused, and a FIFO
 # planted at the VM's executable path is never opened. Every command must finish within its timeout, under an
 # RSS limit (ASan's hard_rss_limit_mb when built with it, else ulimit -v), with a documented exit
 # status and no sanitizer report, and must refuse the data or mark it unknown. OTP-independent:
@@ -112,10 +113,13 @@ want "perf-map says why" "$ERR" "cannot read the VM's JIT map: every walk of the
 run watch 6 watch --name x -d 1 "$p"
 xp_stop_vm "$p"
 
-# 17 entries of 32 MiB each: the walk stops at 512 MiB, reading no more.
-start_fake XP_FAKE_JIT=big
+# 17 entries of 32 MiB each: the walk stops at 512 MiB, reading no more. And an agent block
+# whose module ranges table claims 2^40 ranges: refused, not read.
+start_fake XP_FAKE_JIT=big XP_FAKE_AGENT="$(dirname "$fake")/../../extrospect_nif_fake.so"
 run info-big 0 info "$FAKE_PID"
 want "the 544 MiB JIT list stops at 512 MiB" "$OUT" "0 modules, 0 functions, 17 unreadable entries"
+want "a ranges table of 2^40 ranges is refused" "$OUT" \
+	"fail  code_ranges      FAIL: refused: no valid active code index and ranges table at the published addresses"
 xp_stop_vm "$FAKE_PID"
 
 # A FIFO planted at the VM's executable path once it runs: the sampler opens only the file

@@ -2,7 +2,9 @@
 # ctest e2e.info.OTP.MODE: `extrospect info [--json] PID` against a live idle VM on OTP 25|27|29,
 # with the agent (MODE agent) or without (noagent). Every value is compared EXACTLY with what the
 # VM wrote about itself in its ready file or with /proc; in agent mode a second VM started with
-# `+JPperf map` must report the frame-pointer layout. Exit 0 pass, 1 fail, 77 skip (reason printed).
+# `+JPperf map` must report the frame-pointer layout, and its active code index must step by one
+# when it loads a module, every live module range a JIT module's code (xp_codeix.erl).
+# Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
@@ -56,7 +58,13 @@ check_sources() {
 		xp_expect ".agent != null" true "$(jq -r '.agent != null' "$json")"
 		xp_expect ".agent.abi_version" 1 "$(jq -r '.agent.abi_version' "$json")"
 		xp_expect ".sources.atom_table" agent "$(jq -r '.sources.atom_table' "$json")"
+		xp_expect ".sources.active_code_ix" agent "$(jq -r '.sources.active_code_ix' "$json")"
+		xp_expect ".sources.code_ranges" agent "$(jq -r '.sources.code_ranges' "$json")"
+		check_code_ranges "$json"
 	else
+		# r[] is static in every release: only the agent can publish it (otp-internals.md §3.1).
+		xp_expect ".code_ranges.status without the agent" \
+			"$([[ "$otp" == 29 ]] && echo no_index || echo no_table)" "$(jq -r '.code_ranges.status' "$json")"
 		xp_expect ".agent" null "$(jq -r 'if has("agent") then .agent else "<missing>" end' "$json")"
 		if [[ "$otp" == 29 ]]; then
 			# OTP 28+ builds erts with -fvisibility=hidden: nothing to find by name (otp-internals.md §0).
@@ -65,6 +73,44 @@ check_sources() {
 			xp_expect ".sources.jit_descriptor" dynsym "$(jq -r '.sources.jit_descriptor' "$json")"
 			xp_expect ".sources.atom_table" dynsym "$(jq -r '.sources.atom_table' "$json")"
 		fi
+	fi
+}
+
+# The agent's active code index and ranges table: the table validates and every live range is a
+# JIT module's code (old JIT entries aside), exactly.
+check_code_ranges() {
+	local json=$1
+	xp_expect ".code_ranges.status" ok "$(jq -r '.code_ranges.status' "$json")"
+	xp_expect ".code_ranges.unmatched (ranges with no JIT module)" 0 "$(jq -r '.code_ranges.unmatched' "$json")"
+	xp_expect ".code_ranges: matched + purged == ranges ($(jq -c '.code_ranges | [.matched, .purged, .ranges]' "$json"))" \
+		true "$(jq -r '.code_ranges | .matched + .purged == .ranges and .ranges > 20' "$json")"
+	xp_expect ".code_ranges.active_code_ix is 0, 1 or 2" true \
+		"$(jq -r '.code_ranges.active_code_ix | . == 0 or . == 1 or . == 2' "$json")"
+	xp_expect "check code_ranges" pass "$(jq -r '.checks[] | select(.name == "code_ranges") | .result' "$json")"
+}
+
+# The VM loads a module it never loaded (test/targets/xp_codeix.erl): one commit, so the active
+# code index steps by exactly one (mod 3) and r[active] holds one more range, and still every
+# live range is a JIT module's. On 25/27 the agent's index is also the exported symbol's.
+check_code_index_steps() {
+	local before=$XP_VM_DIR/codeix0.json after=$XP_VM_DIR/codeix1.json ix n noagent
+	xp_sampler info --json "$XP_VM_PID" >"$before"
+	check_code_ranges "$before"
+	touch "$XP_VM_DIR/load"
+	xp_wait_ready "$XP_VM_PID" "$XP_VM_DIR/load1"
+	xp_expect "the VM loaded one module" "xp_idle 1" \
+		"$(xp_ready_get module "$XP_VM_DIR/load1/ready") $(xp_ready_get loads "$XP_VM_DIR/load1/ready")"
+	xp_sampler info --json "$XP_VM_PID" >"$after"
+	check_code_ranges "$after"
+	ix=$(jq -r '.code_ranges.active_code_ix' "$before")
+	n=$(jq -r '.code_ranges.ranges' "$before")
+	xp_expect "active code index after one load (was $ix)" $(((ix + 1) % 3)) \
+		"$(jq -r '.code_ranges.active_code_ix' "$after")"
+	xp_expect "ranges after loading a new module (were $n)" $((n + 1)) "$(jq -r '.code_ranges.ranges' "$after")"
+	if [[ "$otp" != 29 ]]; then
+		noagent=$(xp_sampler info --json --no-agent "$XP_VM_PID" | jq -r '.addresses.active_code_ix')
+		xp_expect "the agent's the_active_code_index is the exported symbol" "$noagent" \
+			"$(jq -r '.addresses.active_code_ix' "$after")"
 	fi
 }
 
@@ -143,9 +189,10 @@ fi
 
 if [[ "$mode" == agent ]]; then
 	# Frame pointers: +JPperf map turns them on in 25 (with the map) and 27/29 (otp-internals.md §1.3).
-	xp_start_vm "$otp" agent xp_idle +JPperf map
+	xp_start_vm "$otp" agent xp_codeix +JPperf map
 	xp_expect "ready file frame_layout under +JPperf map" fp "$(xp_ready_get frame_layout)"
 	check_json
+	check_code_index_steps
 	xp_stop_vm
 fi
 xp_summary

@@ -71,6 +71,8 @@ check_info_agent() {
 	xp_expect "info after inject: exit status" 0 "$rc"
 	xp_expect "info: .agent.abi_version" 1 "$(jq -r '.agent.abi_version // "no agent"' "$json")"
 	xp_expect "info: .sources.atom_table" agent "$(jq -r '.sources.atom_table' "$json")"
+	# The injected agent loads its extrospect_codeix from the pushed files to find the table.
+	xp_expect "info: .code_ranges.status" ok "$(jq -r '.code_ranges.status' "$json")"
 	xp_expect "info: .agent.path ends with $nif" true \
 		"$(jq -r --arg n "$nif" '.agent.path // "" | endswith($n)' "$json")"
 	failed=$(jq -r '[.checks[]? | select(.result == "fail") | "\(.name): \(.detail)"] | join("; ")' "$json")

@@ -176,6 +176,8 @@ xp_expect "exit status of 'info --json $XP_VM_PID'" 0 "$rc"
 if jq -e 'type == "object"' "$json" >/dev/null 2>&1; then
 	xp_expect ".agent != null" true "$(jq -r '.agent != null' "$json")"
 	xp_expect ".agent.abi_version" 1 "$(jq -r '.agent.abi_version' "$json")"
+	# The agent loaded its extrospect_codeix from the release to find the module table.
+	xp_expect ".code_ranges.status" ok "$(jq -r '.code_ranges.status' "$json")"
 	xp_expect ".otp_release" "$otp" "$(jq -r .otp_release "$json")"
 	xp_expect ".otp_release (the VM's own)" "$(xp_ready_get otp_release)" "$(jq -r .otp_release "$json")"
 	# /proc/PID/maps names files relative to the reader's root: the host path, chroot included.

@@ -8,6 +8,14 @@ target_compile_options(xp_fake_beam PRIVATE -fno-sanitize=all)
 set_target_properties(xp_fake_beam PROPERTIES OUTPUT_NAME beam.smp
   RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakevm/erts-13.1.5/bin)
 set(XP_FAKE_BEAM ${CMAKE_BINARY_DIR}/fakevm/erts-13.1.5/bin/beam.smp)
+# Its agent library (XP_FAKE_AGENT=path): the block only, named like the agent's NIF.
+add_library(xp_fake_agent SHARED ${PROJECT_SOURCE_DIR}/test/targets/xp_fake_agent.c)
+target_include_directories(xp_fake_agent PRIVATE ${XP_ABI_INCLUDE})
+target_compile_options(xp_fake_agent PRIVATE -fno-sanitize=all)
+target_link_options(xp_fake_agent PRIVATE -fno-sanitize=all)
+set_target_properties(xp_fake_agent PROPERTIES PREFIX "" OUTPUT_NAME extrospect_nif_fake
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakevm)
+add_dependencies(xp_fake_beam xp_fake_agent)
 
 # Under the ASan + UBSan sampler only (~20 s; the CI budget): the script runs the plain one too
 # (XP_FAKE_BEAM=build/fakevm/erts-13.1.5/bin/beam.smp test/e2e/hostile_test.sh, ~16 s).

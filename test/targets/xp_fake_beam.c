@@ -3,10 +3,12 @@
  * __jit_debug_descriptor, erts_atom_table, erts_proc, erts_aligned_scheduler_data,
  * beam_normal_exit) and serves, through them, data no real VM would: a JIT list that cycles with
  * consistent links and reads 544 MiB, atoms with bad pointers and lengths, processes with huge or
- * inverted sizes, a stack of a million frames, slots that repeat one process. Every ERTS offset
- * comes from the OTP 25 row of external/vm/layout.c, never from here.
+ * inverted sizes, a stack of a million frames, slots that repeat one process; with
+ * XP_FAKE_AGENT=PATH (xp_fake_agent.c) an agent block whose module ranges table claims 2^40
+ * ranges. Every ERTS offset comes from the OTP 25 row of external/vm/layout.c, never from here.
  * Usage: beam.smp READY_FILE  (writes READY_FILE when its memory is laid out, then runs until
  * killed, its "schedulers" busy about 20 % of the time so that samplers have samples). */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -286,6 +288,43 @@ static void normal_exit_code(void)
 {
 }
 
+/* ---- agent: a block publishing an index and a ranges table r[1] of 2^40 ranges -------------- */
+
+static void lay_out_agent(void)
+{
+	const struct xp_ranges_layout *L = &row->ranges;
+	const char *path = getenv("XP_FAKE_AGENT");
+	struct xp_agent_block *b;
+	uint32_t *ix = zalloc(64);
+	uint8_t *r = zalloc((size_t)L->code_ix_count * (size_t)L->size);
+	uint64_t *mods = zalloc(64);
+	void *lib;
+
+	if (!path || !(lib = dlopen(path, RTLD_NOW)) || !(b = dlsym(lib, XP_AGENT_SYMBOL)))
+		return;
+	*ix = 1;
+	for (int32_t i = 0; i < L->code_ix_count; i++) {
+		put(r + i * L->size, L->modules, (uintptr_t)mods, 8);
+		put(r + i * L->size, L->n, 1ull << 40, 8);
+		put(r + i * L->size, L->allocated, 1ull << 40, 8);
+		put(r + i * L->size, L->mid, (uintptr_t)mods, 8);
+	}
+	*b = (struct xp_agent_block){.abi_version = XP_ABI_VERSION,
+				     .size = sizeof(*b),
+				     .seq = 2,
+				     .generation = 1,
+				     .os_pid = getpid(),
+				     .word_size = 8,
+				     .otp_release = "25",
+				     .erts_version = "13.1.5",
+				     .flavor = XP_FLAVOR_JIT,
+				     .frame_layout = XP_LAYOUT_RA,
+				     .n_addrs = XP_ADDR_COUNT};
+	b->addrs[XP_ADDR_ACTIVE_CODE_IX] = (struct xp_addr){(uintptr_t)ix, XP_SRC_SCAN, 3};
+	b->addrs[XP_ADDR_CODE_RANGES] = (struct xp_addr){(uintptr_t)r, XP_SRC_SCAN, 3};
+	__atomic_store_n(&b->magic, XP_AGENT_MAGIC, __ATOMIC_RELEASE);
+}
+
 int main(int argc, char **argv)
 {
 	char tmp[4096];
@@ -303,6 +342,7 @@ int main(int argc, char **argv)
 	lay_out_atoms();
 	lay_out_ptab();
 	lay_out_schedulers();
+	lay_out_agent();
 	snprintf(tmp, sizeof(tmp), "%s.tmp", argv[1]);
 	f = fopen(tmp, "w");
 	if (!f)

@@ -25,6 +25,8 @@ static const struct {
     {XP_ADDR_NORMAL_EXIT, "beam_normal_exit", true},
     {XP_ADDR_PROCESS_TABLE, "erts_proc", false},
     {XP_ADDR_ALLCTRS_INFO, "erts_allctrs_info", false},
+    {XP_ADDR_ACTIVE_CODE_IX, "the_active_code_index", false},
+    {XP_ADDR_CODE_RANGES, NULL, false}, /* static r[] in beam_ranges.c: the agent only */
 };
 
 static void set_addr(struct target *t, enum xp_addr_id id, uint64_t v, enum target_src src)
@@ -58,7 +60,8 @@ static void addrs_from_agent_or_dynsym(struct target *t)
 
 		if (b && (uint32_t)id < b->n_addrs && b->addrs[id].value)
 			set_addr(t, id, b->addrs[id].value, TSRC_AGENT);
-		else if (dynsym_value(t, addr_syms[i].symbol, addr_syms[i].indirect, &v) == 0 && v)
+		else if (addr_syms[i].symbol &&
+			 dynsym_value(t, addr_syms[i].symbol, addr_syms[i].indirect, &v) == 0 && v)
 			set_addr(t, id, v, TSRC_DYNSYM);
 	}
 	if (b && b->n_addrs > XP_ADDR_PROBE_PROCESS && b->addrs[XP_ADDR_PROBE_PROCESS].value)

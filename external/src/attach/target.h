@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "agent.h"
+#include "codeix.h"
 #include "atom.h"
 #include "elfsym.h"
 #include "jitmap.h"
@@ -37,7 +38,7 @@ struct target_check {
 	char detail[192];
 };
 
-#define TARGET_MAX_CHECKS 16
+#define TARGET_MAX_CHECKS 24
 
 /* What target__attach returns besides 0 (main maps them to exit codes). */
 #define TARGET_ENOPROC	    (-1001) /* no such process */
@@ -73,6 +74,7 @@ struct target {
 	struct target_sched *sched;
 	size_t nsched;
 	uint32_t nsched_by_type[3];
+	struct target_codeix codeix; /* target__check_codeix (info only) */
 	struct target_check checks[TARGET_MAX_CHECKS];
 	size_t nchecks;
 	char err[1024]; /* the one-line explanation of a failed attach */

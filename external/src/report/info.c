@@ -25,6 +25,7 @@ static const enum xp_addr_id key_addrs[] = {
     XP_ADDR_JIT_DESCRIPTOR,	  XP_ADDR_ATOM_TABLE,	       XP_ADDR_SCHED_DATA,
     XP_ADDR_DIRTY_CPU_SCHED_DATA, XP_ADDR_DIRTY_IO_SCHED_DATA, XP_ADDR_NORMAL_EXIT,
     XP_ADDR_PROCESS_TABLE,	  XP_ADDR_PROBE_PROCESS,       XP_ADDR_ALLCTRS_INFO,
+    XP_ADDR_ACTIVE_CODE_IX,	  XP_ADDR_CODE_RANGES,
 };
 #define NKEY_ADDRS (sizeof(key_addrs) / sizeof(key_addrs[0]))
 
@@ -215,6 +216,7 @@ void info__print_json(const struct target *t, FILE *f)
 	json_layout(t, &j);
 	json_checks(t, &j);
 	spies__print_json(t, &j);
+	codeix__print_json(t, &j);
 	info__json_mem_failures(t, &j);
 	json__end_object(&j);
 }
@@ -310,6 +312,7 @@ void info__print_text(const struct target *t, FILE *f)
 	text_header(t, f);
 	text_schedulers(t, f);
 	text_tables(t, f);
+	codeix__print_text(t, f);
 	if (target__has_agent(t))
 		spies__print_text(t, f);
 }

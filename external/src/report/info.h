@@ -19,4 +19,9 @@ void info__print_mem_failures(const struct target *t, FILE *f);
 void spies__print_text(const struct target *t, FILE *f);
 void spies__print_json(const struct target *t, struct json *j);
 
+/* info_codeix.c: the active code index and the ranges table against the JIT map (t->codeix,
+ * from target__check_codeix), text and JSON ("code_ranges" key). */
+void codeix__print_text(const struct target *t, FILE *f);
+void codeix__print_json(const struct target *t, struct json *j);
+
 #endif /* XP_INFO_H */
