@@ -23,7 +23,9 @@ static void group_label(const struct sampler *s, const struct process_view *p, c
 	process__pid_text(&s->pr.pids, p->pid, pid, sizeof(pid));
 	if (s->opts.group == GROUP_NONE)
 		snprintf(buf, len, "processes");
-	else if (s->opts.group == GROUP_PID || !process__label(p)[0])
+	else if (!process__label(p)[0]) /* nothing known but the pid: no trailing space */
+		snprintf(buf, len, "%s", pid);
+	else if (s->opts.group == GROUP_PID)
 		snprintf(buf, len, "%s %s", pid, process__label(p));
 	else
 		snprintf(buf, len, "%s", process__label(p));
