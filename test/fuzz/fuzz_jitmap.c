@@ -2,8 +2,8 @@
  * or more symfiles separated by "XPSF" (a checked-in fixture is one); each is added as a newer
  * entry, the map is finished, and every range is looked up, named and line-resolved. An input
  * that starts with "XPMM" is instead target memory at MEM_BASE, with the JIT descriptor first:
- * the entry chain is walked (jitmap__load) and scanned for (jitmap__scan) through the mem
- * snapshot backend. */
+ * the entry chain is walked (jitmap__load), extended from a second descriptor at MEM_BASE + 24
+ * (jitmap__extend), and scanned for (jitmap__scan) through the mem snapshot backend. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -66,6 +66,10 @@ static void from_memory(const uint8_t *data, size_t size)
 	if (jitmap__load(m, MEM_BASE, &map) == 0) {
 		jitmap__descriptor(map);
 		probe_all(map);
+		/* A second descriptor right after the first: a list that grew since (jitmap__extend
+		 * walks to the map's head, merges and prunes), or one that no longer leads there. */
+		if (jitmap__extend(map, m, MEM_BASE + 24) == 0)
+			probe_all(map);
 		jitmap__free(map);
 	}
 	jitmap__scan(m, MEM_BASE, size < 256 ? size : 256, 1, &found);
