@@ -72,6 +72,8 @@ int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_tex
 		   size_t errlen);
 /* Poll the sampler (up to timeout_ms). NULL is a no-op. */
 int watch_cpu__poll(struct watch_cpu *c, int timeout_ms);
+/* Each of P's samples also as a line "c TIME_NS FUNCTION" in f (NULL: none; not closed here). */
+void watch_cpu__set_timeline(struct watch_cpu *c, FILE *f);
 /* The max functions with the most samples, most first; *total counts all of P's samples. */
 size_t watch_cpu__functions(const struct watch_cpu *c, struct watch_cpu_fn *out, size_t max,
 			    uint64_t *total);
