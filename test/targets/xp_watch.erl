@@ -10,6 +10,12 @@
 %%   runq_hist  the episodes' durations, "B:N,B:N,..." (N episodes of [100 B, 100 B + 100) us)
 %%   run_us     wall time around the spin (running; includes time the OS ran something else)
 %%   spins      iterations of the spin loop (per run_us: the target's speed, for slowdown)
+%%   bspins     the blocker's iterations of the same loop (its spin, reported in the next
+%%              wake-up: with spins, the work bench/watch_cost divides the VM's CPU by)
+%% and appends each state change to DIR/watch.events, "KIND TIME_NS" (waiting: just before the
+%% receive; runnable: the blocker's stamp just before its send; running: just after the receive),
+%% in os:perf_counter(nanosecond), which the first line ("clock ok") says was checked to be
+%% CLOCK_MONOTONIC, the clock of perf samples (bench/watch_methods' delays).
 %% The runnable time: xp_watch_blocker, bound to the target's scheduler (spawn_opt {scheduler,
 %% 1}, bound processes are never stolen by another scheduler) at priority high, waits ~10 ms on
 %% a timer when the target asks, stamps the time, sends the target its wake-up and at once spins
@@ -23,11 +29,12 @@
 %% stop_spies (extrospect:stop_spies/0), unload (extrospect_nif deleted and purged),
 %% suspend_victim (erlang:suspend_process/1 on the victim for one second, then resumed), and,
 %% any number of times, poll (bench/watch_methods: process_info(xp_watch_target, status) every
-%% millisecond for the seconds the file holds, the counts written to DIR/poll.out).
+%% millisecond for the seconds the file holds, the counts written to DIR/poll.out, each poll to
+%% DIR/poll.timeline) and spies (stop, or start with a policy: set_spies/2).
 %% Started by test/e2e/lib.sh: erl ... -run xp_watch start READYFILE agent|noagent HARNESS_PID
 -module(xp_watch).
 
--export([start/1, wait/0, spin/2, victim/0, garbage/1, blocker/0]).
+-export([start/1, wait/0, spin/2, victim/0, garbage/1, blocker/1]).
 
 -define(WAIT_MS, 10).
 -define(HOLD_MS, {2, 8}). % the runnable time, in turn, shortest to longest
@@ -42,11 +49,14 @@ start([ReadyFile | _] = Args) ->
 
 workload(Dir) ->
     Stats = filename:join(Dir, "watch.stats"),
-    Zero = #{wait => 0, runq => 0, run => 0, spins => 0, n => 0, hist => #{}},
+    Zero = #{wait => 0, runq => 0, run => 0, spins => 0, bspins => 0, n => 0, hist => #{},
+             events => []},
     xp_ready:write(Stats, stats(Zero)), % before the ready file
+    Events = filename:join(Dir, "watch.events"),
+    ok = file:write_file(Events, clock_check()),
     Other = [{scheduler, min(2, erlang:system_info(schedulers))}],
-    Writer = spawn_opt(fun() -> writer(Stats) end, Other),
-    register(xp_watch_blocker, spawn_opt(?MODULE, blocker, [], [{scheduler, 1}, {priority, high}])),
+    Writer = spawn_opt(fun() -> writer(Stats, Events) end, Other),
+    register(xp_watch_blocker, spawn_opt(?MODULE, blocker, [0], [{scheduler, 1}, {priority, high}])),
     register(xp_watch_target,
              spawn_opt(fun() -> loop(Writer, Zero, now_ms()) end, [{scheduler, 1}])),
     register(xp_watch_victim, spawn_opt(?MODULE, victim, [], Other)),
@@ -66,18 +76,21 @@ loop(Writer, #{n := N} = Acc, LastWrite) ->
     {Lo, Hi} = ?HOLD_MS,
     xp_watch_blocker ! {wake_me, self(), Lo + N rem (Hi - Lo + 1)},
     T0 = now_us(),
-    Stamp = wait(),
+    P0 = os:perf_counter(nanosecond),
+    {Stamp, PStamp, BSpins} = wait(),
+    P1 = os:perf_counter(nanosecond),
     T1 = now_us(),
     Spins = spin(T1 + ?RUN_US, 0),
     T2 = now_us(),
-    #{wait := W, runq := Q, run := R, spins := S, hist := H} = Acc,
+    #{wait := W, runq := Q, run := R, spins := S, bspins := BS, hist := H, events := E} = Acc,
     B = (T1 - Stamp) div ?HIST_US,
     Totals = Acc#{wait := W + Stamp - T0, runq := Q + T1 - Stamp, run := R + T2 - T1,
-                  spins := S + Spins, n := N + 1, hist := H#{B => maps:get(B, H, 0) + 1}},
+                  spins := S + Spins, bspins := BS + BSpins, n := N + 1, hist := H#{B => maps:get(B, H, 0) + 1},
+                  events := [event(running, P1), event(runnable, PStamp), event(waiting, P0) | E]},
     case now_ms() - LastWrite >= ?WRITE_EVERY_MS of
         true ->
             Writer ! {totals, Totals},
-            loop(Writer, Totals, now_ms());
+            loop(Writer, Totals#{events := []}, now_ms());
         false ->
             loop(Writer, Totals, LastWrite)
     end.
@@ -86,19 +99,19 @@ loop(Writer, #{n := N} = Acc, LastWrite) ->
 %% this function. Returns the blocker's stamp, taken just before it sent the wake-up.
 wait() ->
     receive
-        {wake, Stamp} -> Stamp
+        {wake, Stamp, PStamp, BSpins} -> {Stamp, PStamp, BSpins}
     end.
 
 %% Waits WAIT_MS on a timer, wakes the target and holds their scheduler for HoldMs: the spin is
 %% Erlang code that yields, but nothing of normal priority on this run queue runs meanwhile.
-blocker() ->
+%% Spins: the previous hold's iterations, sent with the wake-up.
+blocker(Spins) ->
     receive
         {wake_me, Target, HoldMs} ->
             receive after ?WAIT_MS -> ok end,
             Stamp = now_us(),
-            Target ! {wake, Stamp},
-            spin(Stamp + 1000 * HoldMs, 0),
-            blocker()
+            Target ! {wake, Stamp, os:perf_counter(nanosecond), Spins},
+            blocker(spin(Stamp + 1000 * HoldMs, 0))
     end.
 
 spin(Until, N) ->
@@ -107,17 +120,35 @@ spin(Until, N) ->
         false -> spin(Until, N + 1)
     end.
 
-stats(#{wait := W, runq := Q, run := R, spins := S, n := N, hist := H}) ->
+stats(#{wait := W, runq := Q, run := R, spins := S, bspins := BS, n := N, hist := H}) ->
     Hist = lists:join($,, [[integer_to_list(B), $:, integer_to_list(C)]
                            || {B, C} <- lists:sort(maps:to_list(H))]),
-    [{wait_us, W}, {runq_us, Q}, {run_us, R}, {spins, S}, {runq_n, N},
+    [{wait_us, W}, {runq_us, Q}, {run_us, R}, {spins, S}, {bspins, BS}, {runq_n, N},
      {runq_hist, lists:flatten(Hist)}].
 
-writer(File) ->
+writer(File, Events) ->
     receive
-        {totals, Totals} ->
+        {totals, #{events := E} = Totals} ->
             xp_ready:write(File, stats(Totals)),
-            writer(File)
+            ok = file:write_file(Events, lists:reverse(E), [append]),
+            writer(File, Events)
+    end.
+
+event(Kind, PerfNs) ->
+    [atom_to_list(Kind), $\s, integer_to_list(PerfNs), $\n].
+
+%% os:perf_counter(nanosecond) is the clock of the events; the harness compares them with perf
+%% sample times, which are CLOCK_MONOTONIC. The VM's OS monotonic source (system_info) must be
+%% clock_gettime(CLOCK_MONOTONIC), and its reading must fall between two perf_counter readings:
+%% "clock ok" or "clock bad REASON" as the events file's first line.
+clock_check() ->
+    Src = erlang:system_info(os_monotonic_time_source),
+    A = os:perf_counter(nanosecond),
+    {time, T} = lists:keyfind(time, 1, erlang:system_info(os_monotonic_time_source)),
+    B = os:perf_counter(nanosecond),
+    case {lists:keyfind(clock_id, 1, Src), A =< T andalso T =< B} of
+        {{clock_id, 'CLOCK_MONOTONIC'}, true} -> "clock ok\n";
+        Other -> io_lib:format("clock bad ~0p ~b ~b ~b~n", [Other, A, T, B])
     end.
 
 garbage(N) ->
@@ -140,6 +171,14 @@ triggers(Dir, Done) ->
         {error, _} ->
             ok
     end,
+    Spies = filename:join(Dir, "spies"),
+    case file:read_file(Spies) of
+        {ok, Text} ->
+            ok = file:delete(Spies),
+            set_spies(Dir, binary_to_list(Text));
+        {error, _} ->
+            ok
+    end,
     New = [T || T <- [kill_victim, stop_spies, unload, suspend_victim], not lists:member(T, Done),
                 filelib:is_regular(filename:join(Dir, atom_to_list(T)))],
     [trigger(T) || T <- New],
@@ -148,19 +187,35 @@ triggers(Dir, Done) ->
 %% In-VM polling, the way an application could watch itself: one status per millisecond.
 poll_inside(Dir, Secs) ->
     Until = now_ms() + 1000 * Secs,
-    Counts = poll_loop(Until, #{}),
+    {Counts, Timeline} = poll_loop(Until, #{}, []),
+    ok = file:write_file(filename:join(Dir, "poll.timeline"), lists:reverse(Timeline)),
     xp_ready:write(filename:join(Dir, "poll.out"),
                    [{K, V} || {K, V} <- lists:sort(maps:to_list(Counts))]).
 
-poll_loop(Until, Acc) ->
+%% Each poll also as "s TIME_NS STATUS" (perf_counter just after the answer) in poll.timeline.
+poll_loop(Until, Acc, Timeline) ->
     case now_ms() >= Until of
         true ->
-            Acc;
+            {Acc, Timeline};
         false ->
             {status, S} = erlang:process_info(whereis(xp_watch_target), status),
+            T = os:perf_counter(nanosecond),
             receive after 1 -> ok end,
-            poll_loop(Until, maps:update_with(S, fun(N) -> N + 1 end, 1, Acc))
+            poll_loop(Until, maps:update_with(S, fun(N) -> N + 1 end, 1, Acc),
+                      [["s ", integer_to_list(T), $\s, atom_to_list(S), $\n] | Timeline])
     end.
+
+%% DIR/spies holds "0" (extrospect:stop_spies/0) or "N POLICY" (spy_policy set, then
+%% extrospect:start_spies(N)); the result in DIR/spies.out (bench/watch_cost, bench/watch_methods).
+set_spies(Dir, Text) ->
+    R = case string:lexemes(string:trim(Text), " ") of
+            ["0"] ->
+                extrospect:stop_spies();
+            [N, Policy] ->
+                application:set_env(extrospect, spy_policy, list_to_atom(Policy)),
+                extrospect:start_spies(list_to_integer(N))
+        end,
+    xp_ready:write(filename:join(Dir, "spies.out"), [{result, lists:flatten(io_lib:format("~0p", [R]))}]).
 
 trigger(kill_victim) ->
     xp_watch_victim ! exit;

@@ -267,6 +267,8 @@ static void take(struct watch *w, const struct process_snap *s, uint64_t time)
 	runq_track(w, st, credit(w, time, row, st));
 	if (row >= 0)
 		w->rows[row].n++;
+	if (w->timeline)
+		fprintf(w->timeline, "s %" PRIu64 " %s\n", time, watch__state_name(st));
 	w->prev_row = row;
 	w->prev_state = st;
 	w->prev_ns = time;
@@ -476,16 +478,30 @@ static void run(struct watch *w, volatile sig_atomic_t *stop)
 }
 
 /* The scheduler sampler for on-CPU functions; without it (no perf on the schedulers, no JIT
- * map), running time stays one "(on CPU)" row. */
+ * map, or XP_WATCH_NO_CPU set: bench/watch_cost's spy alone), running time stays one "(on CPU)"
+ * row. */
 static void start_cpu(struct watch *w)
 {
 	char e[256] = "";
+	const char *no = getenv("XP_WATCH_NO_CPU");
 
-	if (w->o->watch_poll || !w->t->jit)
+	if (w->o->watch_poll || !w->t->jit || (no && no[0]))
 		return;
 	if (watch_cpu__new(&w->cpu, w->t, w->pid_text, e, sizeof(e)))
 		fprintf(stderr, "extrospect: watch: running time not split by function: %s\n",
 			e[0] ? e : "the scheduler sampler did not start");
+	watch_cpu__set_timeline(w->cpu, w->timeline);
+}
+
+/* XP_WATCH_TIMELINE=FILE, for bench/watch_methods' delays: one line per snapshot taken ("s
+ * TIME_NS STATE") and per scheduler sample of P ("c TIME_NS FUNCTION"), CLOCK_MONOTONIC. */
+static void open_timeline(struct watch *w)
+{
+	const char *path = getenv("XP_WATCH_TIMELINE");
+
+	if (path && path[0] && !(w->timeline = fopen(path, "we")))
+		fprintf(stderr, "extrospect: watch: XP_WATCH_TIMELINE %s: %s\n", path,
+			strerror(errno));
 }
 
 int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
@@ -510,6 +526,7 @@ int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	}
 	if ((rc = watch__find_process(w, err, errlen)))
 		goto cleanup;
+	open_timeline(w);
 	if (t->jit)
 		watch_stack__new(&w->stacks, t, &w->pr); /* without: no stacks, still the states */
 	if (o->watch_poll) {
@@ -537,6 +554,8 @@ cleanup:
 	watch_stack__free(w->stacks);
 	for (size_t i = 0; i < w->nrows; i++)
 		free(w->rows[i].stack);
+	if (w->timeline)
+		fclose(w->timeline);
 	free(w);
 	return rc;
 }

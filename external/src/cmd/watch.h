@@ -74,6 +74,8 @@ int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_tex
 int watch_cpu__poll(struct watch_cpu *c, int timeout_ms);
 /* The JIT map, which the sampler shares, brought up to date (sampler__refresh_code). */
 void watch_cpu__refresh_code(struct watch_cpu *c);
+/* Each of P's samples also as a line "c TIME_NS FUNCTION" in f (NULL: none; not closed here). */
+void watch_cpu__set_timeline(struct watch_cpu *c, FILE *f);
 /* The max functions with the most samples, most first; *total counts all of P's samples. */
 size_t watch_cpu__functions(const struct watch_cpu *c, struct watch_cpu_fn *out, size_t max,
 			    uint64_t *total);

@@ -4,6 +4,7 @@
  * and splits P's running time by the innermost Erlang function of P's samples. Does not own:
  * sampling (sampler.c), the split itself (watch.c's report). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ struct watch_cpu {
 	uint64_t *count; /* by frame id */
 	size_t cap;
 	uint64_t total;
+	FILE *timeline;
 };
 
 static void on_record(const struct sample_record *r, void *ctx)
@@ -41,6 +43,9 @@ static void on_record(const struct sample_record *r, void *ctx)
 	}
 	c->count[id]++;
 	c->total++;
+	if (c->timeline)
+		fprintf(c->timeline, "c %" PRIu64 " %s\n", r->ps->time,
+			agg__frame_name(c->agg, id));
 }
 
 int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_text, char *err,
@@ -67,6 +72,12 @@ int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_tex
 	}
 	*out = c;
 	return 0;
+}
+
+void watch_cpu__set_timeline(struct watch_cpu *c, FILE *f)
+{
+	if (c)
+		c->timeline = f;
 }
 
 int watch_cpu__poll(struct watch_cpu *c, int timeout_ms)

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cli.h"
 #include "perf.h"
@@ -48,6 +49,8 @@ struct watch {
 	unsigned foreign_in_a_row;
 	enum watch_end end;
 	bool done;
+	FILE
+	    *timeline; /* XP_WATCH_TIMELINE: each snapshot's time and state (bench/watch_methods) */
 };
 
 extern const char *const watch__end_names[];
