@@ -6,7 +6,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc)
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
 C_FILES = $(shell find c_src external test bench -path bench/out -prune -o -name '*.[ch]' -print 2>/dev/null)
-SH_FILES = $(wildcard tools/*.sh test/e2e/*.sh test/fuzz/run.sh .ci/run bench/run bench/oracle_perf bench/completeness bench/soak bench/ceiling)
+SH_FILES = $(wildcard tools/*.sh test/e2e/*.sh test/fuzz/run.sh .ci/run bench/run bench/oracle_perf bench/completeness bench/soak bench/ceiling bench/watch_methods bench/watch_cost bench/faults_bench bench/pstack_bench bench/alloc_bench bench/heap_bench)
 
 .PHONY: all deps build test test-class demo fmt fmt-check bench install package clean
 

@@ -67,7 +67,8 @@ static void from_memory(const uint8_t *data, size_t size)
 		jitmap__descriptor(map);
 		probe_all(map);
 		/* A second descriptor right after the first: a list that grew since (jitmap__extend
-		 * walks to the map's head, merges and prunes), or one that no longer leads there. */
+		 * walks to the map's head, merges and prunes), or one that no longer leads there.
+		 */
 		if (jitmap__extend(map, m, MEM_BASE + 24) == 0)
 			probe_all(map);
 		jitmap__free(map);
