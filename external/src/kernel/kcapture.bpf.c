@@ -100,6 +100,10 @@ static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp
 	if (bpf_probe_read_user(r->span, span_len, (const void *)(cp + span_lo)))
 		return;
 	r->flags |= F_SPAN_OK;
+	/* r13 with no current process: an exiting process has no Erlang stack to copy, and in the
+	 * scheduler's own code (a spinning scheduler) r13 is stale; the span alone names it. */
+	if (r->flags & F_SCHED_NONE)
+		return;
 	/* In a garbage collection stop already points into the new heap while heap and hend are
 	 * still the old block's: copy from stop on (the new block's end is not known yet). */
 	stop = field(r, stop_off);
@@ -223,8 +227,8 @@ int kcapture(struct bpf_perf_event_data *ctx)
 	r->cstack_len = 0;
 	cp = regs->r13;
 	/* The scheduler's current_process, when we know where this thread keeps it; when it is
-	 * NULL, r13 (an exiting process, or nothing: the sampler decides with the sample's code).
-	 */
+	 * NULL, r13's Process span only (an exiting process, or nothing: the sampler decides by
+	 * the sample's code). */
 	where = bpf_map_lookup_elem(&watch, &tid);
 	if (where &&
 	    !bpf_probe_read_user(&r->cp, sizeof(r->cp), (const void *)where->current_process)) {

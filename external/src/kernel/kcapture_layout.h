@@ -32,9 +32,10 @@ struct kcap_watch {
 
 #define F_FROM_SCHEDULER 1u /* cp is the scheduler's current_process, not r13 */
 #define F_SPAN_OK	 2u /* span holds the Process bytes */
-/* The scheduler's current_process was NULL at the sample, and cp is r13: a process whose exit the
- * scheduler continues in JIT code (erts_continue_exit_process clears current_process before
- * beam_continue_exit runs: B/erl_process.c 25:14352, 27:14594), or no process at all. */
+/* The scheduler's current_process was NULL at the sample, and cp is r13, of which only the span
+ * is copied: a process whose exit the scheduler continues in JIT code (erts_continue_exit_process
+ * clears current_process before beam_continue_exit runs: B/erl_process.c 25:14352, 27:14594),
+ * or no process at all (r13 stale in the scheduler's own code). */
 #define F_SCHED_NONE 4u
 
 /* One capture as the program writes it; the ring gets its first H_STACK + stack_len bytes. */

@@ -447,8 +447,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	rec.read_delay_ns = delay_since(ps->time);
 	/* The capture copied the process r13 or the scheduler named at the sample: used when it
-	 * is the one this sample resolved to (r13 may be a native function's scratch). */
-	s->cap = k && k->cp == w.cp && k->span ? k : NULL;
+	 * is the one this sample resolved to (r13 may be a native function's scratch). With no
+	 * current process it copied r13's span alone, which only an exiting process needs. */
+	s->cap =
+	    k && k->cp == w.cp && k->span && (!k->sched_none || is_exit_code(w.leaf)) ? k : NULL;
 	if (s->cap ? process__bounds_from_span(&s->pr, w.cp, s->cap->span, &p)
 		   : process__read_bounds(&s->pr, w.cp, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
