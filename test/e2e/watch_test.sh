@@ -230,6 +230,11 @@ case_vmexit() {
 
 case_errors() {
 	local rc=0
+	xp_sampler watch --name xp_watch_target --cpu-hz fast "$XP_VM_PID" 2>"$XP_VM_DIR/e.err" >/dev/null || rc=$?
+	xp_expect "--cpu-hz fast: status" 2 "$rc"
+	grep -qx "extrospect: invalid value 'fast' for option --cpu-hz (0, or 1 to 100000)" "$XP_VM_DIR/e.err" &&
+		xp_pass "--cpu-hz fast: $(cat "$XP_VM_DIR/e.err")" || xp_fail "--cpu-hz fast: $(cat "$XP_VM_DIR/e.err")"
+	rc=0
 	xp_sampler watch --name xp_watch_target "$XP_VM_PID" 2>"$XP_VM_DIR/e.err" >/dev/null || rc=$?
 	xp_expect "no agent: status" 6 "$rc"
 	grep -q "needs the extrospect agent" "$XP_VM_DIR/e.err" && xp_pass "no agent: $(cat "$XP_VM_DIR/e.err")" ||
@@ -243,8 +248,11 @@ case_errors() {
 		xp_fail "no spies: $(cat "$XP_VM_DIR/e.err")"
 }
 
+# perf_event_open calls that returned an fd in an strace file.
+perf_opens() { grep -cE 'perf_event_open\(.*\) = [0-9]+$' "$1" || true; }
+
 case_strace() {
-	local slots n trace bad
+	local slots n trace bad with without
 	command -v strace >/dev/null || xp_skip "strace not installed"
 	slots=$(info_json | jq -r .spies.slots)
 	n=$(info_json | jq -r '.spies.threads | length')
@@ -278,6 +286,18 @@ case_strace() {
 		xp_fail "signalled the VM"
 	! grep -qE 'openat\(.*"/proc/[0-9]+/mem"' "$trace" && xp_pass "no /proc/PID/mem" ||
 		xp_fail "opened /proc/PID/mem"
+	# --cpu-hz 0: the spy alone, without the scheduler sampler's events.
+	strace -f -qq -o "$XP_VM_DIR/pe0.txt" -e trace=perf_event_open \
+		"$XP_SAMPLER" watch --name xp_watch_target -d 1 --cpu-hz 0 "$XP_VM_PID" >"$XP_VM_DIR/pe0.out"
+	strace -f -qq -o "$XP_VM_DIR/pe1.txt" -e trace=perf_event_open \
+		"$XP_SAMPLER" watch --name xp_watch_target -d 1 --cpu-hz 199 "$XP_VM_PID" >/dev/null
+	without=$(perf_opens "$XP_VM_DIR/pe0.txt")
+	with=$(perf_opens "$XP_VM_DIR/pe1.txt")
+	echo "FIGURE: perf_event_open: $without with --cpu-hz 0, $with with --cpu-hz 199"
+	((without == 1 && with > without)) && xp_pass "--cpu-hz 0 opens the spy's event alone ($without against $with)" ||
+		xp_fail "--cpu-hz 0 opened $without perf events (the spy's: 1), --cpu-hz 199 $with"
+	grep -q '(on CPU)' "$XP_VM_DIR/pe0.out" && xp_pass "--cpu-hz 0: running is one (on CPU) row" ||
+		xp_fail "--cpu-hz 0: no (on CPU) row in: $(head -c 600 "$XP_VM_DIR/pe0.out")"
 }
 
 case $case in

@@ -88,6 +88,7 @@ enum {
 	OPT_NO_BPF,
 	OPT_USER_ONLY,
 	OPT_METHOD,
+	OPT_CPU_HZ,
 	OPT_SORT,
 	OPT_WATCH,
 	OPT_GROUP,
@@ -121,6 +122,7 @@ static const struct option longopts[] = {
     {"no-bpf", no_argument, NULL, OPT_NO_BPF},
     {"user-only", no_argument, NULL, OPT_USER_ONLY},
     {"method", required_argument, NULL, OPT_METHOD},
+    {"cpu-hz", required_argument, NULL, OPT_CPU_HZ},
     {"lines", no_argument, NULL, OPT_LINES},
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
@@ -149,7 +151,7 @@ static bool watch_allows(int c)
 {
 	return c == 'h' || c == 'F' || c == 'd' || c == 'v' || c == OPT_JSON ||
 	       c == OPT_ERLANG_NAMES || c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_METHOD ||
-	       c == 'o' || c == OPT_FORMAT;
+	       c == OPT_CPU_HZ || c == 'o' || c == OPT_FORMAT;
 }
 
 /* Which options each command accepts (its row's CO_* groups). */
@@ -211,6 +213,10 @@ static bool allowed(const struct command *cmd, int c)
 		break;
 	case 'd':
 		need = CO_DURATION;
+		break;
+	case OPT_METHOD:
+	case OPT_CPU_HZ:
+		need = CO_WATCH; /* watch's own (watch_allows): no other command takes them */
 		break;
 	case OPT_NODE:
 	case OPT_COOKIE:
@@ -371,6 +377,16 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 			break;
 		o->watch_poll = strcmp(arg, "poll") == 0;
 		return 0;
+	case OPT_CPU_HZ:
+		if (strcmp(arg, "0") == 0) {
+			o->watch_cpu_off = true;
+			return 0;
+		}
+		if (cli__parse_number(arg, 1, 100000, &v))
+			break;
+		o->watch_cpu_hz = (unsigned)v;
+		o->watch_cpu_off = false;
+		return 0;
 	case 'F':
 		if (o->command && (o->command->opts & CO_WATCH)) {
 			if (cli__parse_interval(arg, &o->interval_ns))
@@ -443,6 +459,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
 		 : c == OPT_NODE       ? "--node (like name@host)"
 		 : c == OPT_METHOD     ? "--method (spy or poll)"
+		 : c == OPT_CPU_HZ     ? "--cpu-hz (0, or 1 to 100000)"
 		 : c == OPT_GROUP      ? "--group (name, pid or none)"
 		 : c == OPT_SORT
 		     ? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "

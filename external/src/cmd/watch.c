@@ -60,6 +60,10 @@ const char watch__usage[] =
     "  --json                print one JSON object (keys in README.md)\n"
     "  -o, --output FILE     also write the time as a flame graph whose roots are the states\n"
     "  --format svg|speedscope|collapsed  default: from FILE's extension, as record\n"
+    "  --cpu-hz HZ           scheduler samples a second that split P's running time by function\n"
+    "                        (default 997, as record; 0: none, running stays one (on CPU) row).\n"
+    "                        They cost the VM as record's do: 4-7 % more scheduler CPU per unit\n"
+    "                        of work at 997 Hz in bench/watch_cost; the spy costs ~2 % of a core\n"
     "  --method spy|poll     spy (default), or poll: the sampler reads P's struct itself every\n"
     "                        interval with process_vm_readv (no agent needed; a comparison,\n"
     "                        bench/watch_methods: reads are late whenever the sampler is)\n"
@@ -73,7 +77,8 @@ const char watch__usage[] =
     "  extrospect watch --name my_server -d 10 4242\n"
     "  extrospect watch --erlang-pid '<0.811.0>' --rate 250us -d 5 4242\n"
     "  extrospect watch --name my_server -d 10 --json 4242 | jq .states\n"
-    "  extrospect watch --name my_server -d 30 -o server.svg 4242\n";
+    "  extrospect watch --name my_server -d 30 -o server.svg 4242\n"
+    "  extrospect watch --name my_server --cpu-hz 0 -d 60 4242   # the spy alone, cheapest\n";
 
 static const char *const state_names[WS_COUNT] = {
     [WS_RUNNING] = "running", [WS_RUNNABLE] = "runnable",   [WS_WAITING] = "waiting",
@@ -478,16 +483,14 @@ static void run(struct watch *w, volatile sig_atomic_t *stop)
 }
 
 /* The scheduler sampler for on-CPU functions; without it (no perf on the schedulers, no JIT
- * map, or XP_WATCH_NO_CPU set: bench/watch_cost's spy alone), running time stays one "(on CPU)"
- * row. */
+ * map, or --cpu-hz 0: the spy alone), running time stays one "(on CPU)" row. */
 static void start_cpu(struct watch *w)
 {
 	char e[256] = "";
-	const char *no = getenv("XP_WATCH_NO_CPU");
 
-	if (w->o->watch_poll || !w->t->jit || (no && no[0]))
+	if (w->o->watch_poll || !w->t->jit || w->o->watch_cpu_off)
 		return;
-	if (watch_cpu__new(&w->cpu, w->t, w->pid_text, e, sizeof(e)))
+	if (watch_cpu__new(&w->cpu, w->t, w->pid_text, w->o->watch_cpu_hz, e, sizeof(e)))
 		fprintf(stderr, "extrospect: watch: running time not split by function: %s\n",
 			e[0] ? e : "the scheduler sampler did not start");
 	watch_cpu__set_timeline(w->cpu, w->timeline);

@@ -68,8 +68,9 @@ struct watch_cpu_fn {
 	const char *name; /* innermost Erlang function */
 	uint64_t samples;
 };
-int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_text, char *err,
-		   size_t errlen);
+/* hz: scheduler samples a second (0: 997, record's default). */
+int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_text, unsigned hz,
+		   char *err, size_t errlen);
 /* Poll the sampler (up to timeout_ms). NULL is a no-op. */
 int watch_cpu__poll(struct watch_cpu *c, int timeout_ms);
 /* The JIT map, which the sampler shares, brought up to date (sampler__refresh_code). */

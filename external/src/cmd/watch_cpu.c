@@ -48,12 +48,12 @@ static void on_record(const struct sample_record *r, void *ctx)
 			agg__frame_name(c->agg, id));
 }
 
-int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_text, char *err,
-		   size_t errlen)
+int watch_cpu__new(struct watch_cpu **out, struct target *t, const char *pid_text, unsigned hz,
+		   char *err, size_t errlen)
 {
 	struct watch_cpu *c = calloc(1, sizeof(*c));
 	struct sampler_opts so = {
-	    .freq_hz = CPU_HZ,
+	    .freq_hz = hz ? hz : CPU_HZ,
 	    .event = PERF_EV_CPU_CLOCK,
 	    .only_erlang = true,
 	    .erlang_pid = pid_text,
