@@ -123,6 +123,16 @@ static void load_jit(struct target *t)
 	}
 }
 
+int target__refresh_jit(struct target *t)
+{
+	const struct target_value *d = &t->addr[XP_ADDR_JIT_DESCRIPTOR];
+
+	if (!d->present)
+		return -ENOENT;
+	return jitmap__update(t->mem, (uint64_t)d->value,
+			      t->layout && t->layout->jit_list_append_only, &t->jit);
+}
+
 static void discover_flavor_and_layout(struct target *t)
 {
 	const struct jitmap_stats *js = t->jit ? jitmap__stats(t->jit) : NULL;

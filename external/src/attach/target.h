@@ -84,6 +84,10 @@ struct target {
  * the target is still freed by target__free. */
 int target__attach(pid_t pid, const struct target_opts *opts, struct target **out);
 bool target__has_agent(const struct target *t);
+/* Bring t->jit up to date with the VM's list (jitmap__update: only the new entries on a row whose
+ * list only grows, else a whole walk; a broken walk keeps the map). 0, -ENOENT without a
+ * descriptor, or jitmap__update's error. t->jit may be extended in place or replaced. */
+int target__refresh_jit(struct target *t);
 /* An atom reader for this VM: offsets and name mode from the layout, the table address when
  * known (0 otherwise, for a scan). 0, or -ENOENT when the atom layout is unknown. */
 int target__atom_reader(const struct target *t, struct atom_reader *r);

@@ -140,9 +140,7 @@ static void resume_fn(struct watch *w, uint64_t i, char *buf, size_t len)
 		if (w->cpu) /* the sampler holds pointers into the map: it refreshes it */
 			watch_cpu__refresh_code(w->cpu);
 		else
-			jitmap__update(
-			    w->t->mem, (uint64_t)w->t->addr[XP_ADDR_JIT_DESCRIPTOR].value,
-			    w->t->layout && w->t->layout->jit_list_append_only, &w->t->jit);
+			target__refresh_jit(w->t);
 		r = w->t->jit ? jitmap__lookup(w->t->jit, i) : NULL;
 	}
 	if (!r) {

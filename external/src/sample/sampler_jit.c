@@ -44,7 +44,6 @@ static bool same_descriptor(const struct jit_descriptor *a, const struct jit_des
 void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
 {
 	const struct target_value *a = &s->t->addr[XP_ADDR_JIT_DESCRIPTOR];
-	bool append_only = s->t->layout && s->t->layout->jit_list_append_only;
 	struct jit_descriptor d;
 	uint64_t now = sampler__now_ns();
 
@@ -54,7 +53,7 @@ void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
 	    same_descriptor(&d, &s->jdesc))
 		return;
 	s->jit_tried_ns = now;
-	if (jitmap__update(s->t->mem, (uint64_t)a->value, append_only, &s->t->jit))
+	if (target__refresh_jit(s->t))
 		return;
 	s->jdesc = *jitmap__descriptor(s->t->jit);
 	s->st.jit_refreshes++;
