@@ -240,6 +240,12 @@ static void reset(struct estack_result *out)
 	out->end = ESTACK_END_NO_BOTTOM;
 }
 
+void erlang_stack__none(struct estack_result *out)
+{
+	reset(out);
+	out->end = ESTACK_END_BOTTOM;
+}
+
 void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_t nwords,
 			uint64_t e, uint64_t fp, bool complete, const struct jit_range *leaf,
 			struct estack_result *out)

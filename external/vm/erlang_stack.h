@@ -92,6 +92,8 @@ void erlang_stack__cfg(struct estack_cfg *c, const struct jitmap *jit, uint32_t 
 void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_t nwords,
 			uint64_t e, uint64_t fp, bool complete, const struct jit_range *leaf,
 			struct estack_result *out);
+/* A process with no Erlang frames left (exiting): no frames, complete. */
+void erlang_stack__none(struct estack_result *out);
 /* Is this range a shared fragment (global::...), code that is no Erlang function? */
 bool erlang_stack__is_fragment(const struct jit_range *r);
 

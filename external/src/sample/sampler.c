@@ -390,10 +390,7 @@ static void exiting_sample(struct sampler *s, struct sample_record *rec, struct 
 		s->st.excluded_filter++;
 		return;
 	}
-	er->nframes = 0;
-	er->end = ESTACK_END_BOTTOM;
-	er->unresolved = er->more = er->top_unaligned = 0;
-	er->more_unknown = er->rescanned = false;
+	erlang_stack__none(er);
 	rec->exiting = true;
 	s->st.exiting++;
 	s->st.captured += s->cap != NULL;
