@@ -37,13 +37,19 @@ void codeix__free(struct codeix *x)
 	enif_free(x);
 }
 
+/* The bytes of writable range i that are diffed: whole 32-bit words. */
+static size_t span(const struct selfelf *se, unsigned i)
+{
+	return (size_t)(se->r[i].end - se->r[i].start) & ~(size_t)3;
+}
+
 static uint64_t word_addr(const struct codeix *x, size_t w)
 {
 	size_t off = w * 4;
 	unsigned i;
 
 	for (i = 0; i < x->se.n; i++) {
-		size_t len = (size_t)(x->se.r[i].end - x->se.r[i].start) & ~(size_t)3;
+		size_t len = span(&x->se, i);
 
 		if (off < len)
 			return x->se.r[i].start + off;
@@ -59,7 +65,7 @@ static void take(const struct codeix *x, uint32_t *dst)
 	unsigned i;
 
 	for (i = 0; i < x->se.n; i++) {
-		size_t len = (size_t)(x->se.r[i].end - x->se.r[i].start) & ~(size_t)3;
+		size_t len = span(&x->se, i);
 
 		memcpy((uint8_t *)dst + at, (const void *)(uintptr_t)x->se.r[i].start, len);
 		at += len;
@@ -81,7 +87,7 @@ static int begin(struct codeix **out, uint64_t epoch)
 		return -ENOENT;
 	}
 	for (i = 0; i < x->se.n; i++)
-		x->bytes += (size_t)(x->se.r[i].end - x->se.r[i].start) & ~(size_t)3;
+		x->bytes += span(&x->se, i);
 	words = x->bytes / 4;
 	if (x->se.r[0].start & 3 || x->bytes > CODEIX_MAX_BYTES) {
 		codeix__free(x);

@@ -47,7 +47,6 @@ static enum codeix_status read_table(struct target *t, struct code_ranges *cr)
 	return !err		? CODEIX_OK
 	       : err == -EAGAIN ? CODEIX_CHANGING
 	       : err == -EINVAL ? CODEIX_INVALID
-	       : err == -ENOMEM ? CODEIX_UNREADABLE
 				: CODEIX_UNREADABLE;
 }
 

@@ -187,7 +187,7 @@ int run__sample(struct run_ctx *ctx)
 		if (ctx->turn && (rc = ctx->turn(ctx, s)) < 0)
 			break;
 		/* top's live view owns the terminal: no summary there. */
-		if (*ctx->stop == RUN_REPORT && run__take(ctx->stop, RUN_REPORT) && !ctx->tick)
+		if (run__take(ctx->stop, RUN_REPORT) && !ctx->tick)
 			report_so_far(ctx, s);
 		if (ctx->progress && now - last_progress >= 0.5) {
 			progress_line(st, now - start);
