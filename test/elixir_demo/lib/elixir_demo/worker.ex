@@ -25,7 +25,9 @@ defmodule ElixirDemo.Worker do
 
   # Not a tail call, so that loop/1 keeps its frame under handle_info/2.
   def loop(k) do
-    sum = Enum.reduce(1..k, 0, fn x, acc -> :erlang.phash2({x, acc}) end)
+    # Not a tail call either: the fun keeps its frame while phash2 runs (a tail call into the BIF
+    # would leave only its short body to sample, and a 2 s recording could miss it).
+    sum = Enum.reduce(1..k, 0, fn x, acc -> :erlang.phash2({x, acc}) + 1 end)
     sum + 1
   end
 
