@@ -21,11 +21,19 @@ declare -A ALLOWED=(
 	[cmd]="report sample attach native kernel inject vm abi" [nif]="vm abi")
 LAYERS="abi vm native kernel inject attach sample report cmd nif"
 
+# A layer's files: its folder and its subfolders (cmd's rooms, c_src/calib), less a layer nested
+# in it (c_src/include).
+layer_files() { # LAYER GLOB
+	local nested=/nonexistent
+	[ "$1" = nif ] && nested=${DIR[abi]}
+	find "${DIR[$1]}" -path "$nested" -prune -o -type f -name "$2" -print | sort
+}
+
 # Which layer holds a header, by basename (headers are named after their object, so unique).
-declare -A OWNER=()
+declare -A OWNER=() LOCAL=()
 for l in $LAYERS; do
-	for h in "${DIR[$l]}"/*.h; do
-		[ -e "$h" ] || continue
+	for h in $(layer_files "$l" '*.h'); do
+		LOCAL[$l/$(basename "$h")]=1
 		b=$(basename "$h")
 		[ "$l" = nif ] && continue # c_src's own headers are found next to their includer
 		if [ -n "${OWNER[$b]:-}" ]; then
@@ -46,10 +54,9 @@ fail=${fail:-0}
 edges=$(mktemp)
 trap 'rm -f "$edges"' EXIT
 for l in $LAYERS; do
-	for f in "${DIR[$l]}"/*.[ch]; do
-		[ -e "$f" ] || continue
+	for f in $(layer_files "$l" '*.[ch]'); do
 		while IFS= read -r inc; do
-			if [ -e "$(dirname "$f")/$inc" ]; then
+			if [ -e "$(dirname "$f")/$inc" ] || [ -n "${LOCAL[$l/$inc]:-}" ]; then
 				to=$l
 			elif [ -e "external/src/$inc" ]; then
 				to=${inc%%/*}
