@@ -2,7 +2,8 @@
  * alloc_util allocator (binary_alloc, eheap_alloc, ...), its carriers and blocks, the free
  * space of its multiblock carriers and how fragmented it is, summed per type and set against
  * the anonymous rw memory of /proc/PID/smaps. Nothing in the VM is written, locked or reset.
- * Owns: the command, its help, summing and sorting; printing is alloc_print.c. */
+ * Owns: the command, its help, summing and sorting; printing and the columns' names are
+ * alloc_print.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,10 @@
 
 #include "alloc_cmd.h"
 #include "alloc_locate.h"
+#include "alloc_print.h"
+#include "cli.h"
 #include "commands.h"
+#include "target.h"
 
 #define SLICE_MS 100 /* --watch's wait is cut in slices to see Ctrl-C */
 
@@ -52,25 +56,6 @@ const char alloc__usage[] =
     "  extrospect alloc --sort frag -n 5 4242    # the most fragmented instances\n"
     "  extrospect alloc --watch 10 4242          # which allocator grows\n"
     "  extrospect alloc --json 4242 | jq '.types[] | select(.name == \"binary_alloc\")'\n";
-
-static const char *const col_names[ALLOC_COL_COUNT] = {"carriers", "blocks", "free", "largest",
-						       "frag"};
-
-const char *alloc__col_name(enum alloc_col c)
-{
-	return (unsigned)c < ALLOC_COL_COUNT ? col_names[c] : "?";
-}
-
-int alloc__col_of(const char *name)
-{
-	int c;
-
-	for (c = 0; c < ALLOC_COL_COUNT; c++) {
-		if (strcmp(name, col_names[c]) == 0)
-			return c;
-	}
-	return -1;
-}
 
 static double clock_ms(clockid_t id)
 {

@@ -4,9 +4,30 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc_cmd.h"
-#include "heap.h"
+#include "alloc_print.h"
+#include "cli.h"
+#include "commands.h"
+#include "heap_print.h"
 #include "info.h"
+
+static const char *const col_names[ALLOC_COL_COUNT] = {"carriers", "blocks", "free", "largest",
+						       "frag"};
+
+const char *alloc__col_name(enum alloc_col c)
+{
+	return (unsigned)c < ALLOC_COL_COUNT ? col_names[c] : "?";
+}
+
+int alloc__col_of(const char *name)
+{
+	int c;
+
+	for (c = 0; c < ALLOC_COL_COUNT; c++) {
+		if (strcmp(name, col_names[c]) == 0)
+			return c;
+	}
+	return -1;
+}
 
 static size_t shown(const struct alloc_ctx *c)
 {

@@ -9,10 +9,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "cli_values.h"
 #include "sample/sampler.h"
 #include "table.h"
-
-enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE, CLI_FMT_PPROF };
 
 #define CLI_MAX_OUTPUTS 4 /* record: -o given up to this many times */
 #define CLI_MAX_LABELS	8 /* record --push: --label given up to this many times */

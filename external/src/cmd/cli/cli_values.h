@@ -1,11 +1,12 @@
-/* Parsing option values for cli.c (cli_values.c). Not for the commands. */
+/* Parsing option values for cli.c (cli_values.c), and the output formats --format names (which
+ * the commands see through cli.h). */
 #ifndef XP_CLI_VALUES_H
 #define XP_CLI_VALUES_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cli.h"
+enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE, CLI_FMT_PPROF };
 
 /* '<0.123.0>' */
 bool cli__valid_erlang_pid(const char *s);

@@ -1,17 +1,19 @@
-/* The sampling commands, `record` and `top`, over an attached target. Each returns 0,
- * TARGET_EGONE when the VM exited mid-run (after writing what it had), or a negative errno with
- * err set. Does not own: attaching, exit codes (main.c). */
+/* What the command table (table.c) runs: every command's entry point and --help text, each
+ * defined in its own room (record/record.c: record and top; heap/heap_cmd.c; ...). An entry point
+ * returns 0, TARGET_EGONE when the VM exited mid-run (after writing what it had), or a negative
+ * errno with err set. A header of declarations only, owned by no file: a room includes it to
+ * define its entry point, the table to call it. Does not own: attaching, exit codes (main.c). */
 #ifndef XP_COMMANDS_H
 #define XP_COMMANDS_H
 
 #include <signal.h>
 #include <stddef.h>
+#include <sys/types.h>
 
-#include "cli.h"
-#include "report/report.h"
-#include "sampler.h"
-#include "target.h"
+struct cli_opts;
+struct target;
 
+/* record/record.c */
 int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		size_t errlen);
 int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
@@ -20,17 +22,9 @@ int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *
  * main.c maps it to exit status 2. */
 #define CMD_EUSAGE (-1100)
 
-/* record --every (continuous.c): one pprof profile per interval into -o DIR/ and/or --push. */
-int cmd__record_every(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
-		      char *err, size_t errlen);
-/* What a pprof profile of this target says beside its samples (comment is the caller's
- * buffer); the wall clock in ns since the epoch. */
-void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
-		     char *comment, size_t commentlen);
-int64_t cmd__wall_ns(void);
-
-/* The sampler options the command line asked for (sampling commands share them). */
-void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);
+/* info_cmd.c */
+int cmd__info(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	      size_t errlen);
 /* pstack.c */
 int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		size_t errlen);
@@ -69,8 +63,8 @@ int cmd__inject(const struct cli_opts *o, volatile sig_atomic_t *stop);
  * options is in the command table (table.c). */
 extern const char pstack__usage[], heap__usage[], blame__usage[], sched__usage[], perfmap__usage[],
     inject__usage[], record__usage[], top__usage[], capture__usage[], watch__usage[],
-    alloc__usage[];
-/* The sampling options, shared by the sampling commands' --help (commands.c). */
+    alloc__usage[], info__usage[];
+/* The sampling options, shared by the sampling commands' --help (record/record.c). */
 extern const char cmd__sampling_usage[];
 
 #endif /* XP_COMMANDS_H */

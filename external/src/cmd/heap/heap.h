@@ -1,6 +1,5 @@
-/* The parts of `extrospect heap`: reading every process's memory from the process table
- * (heap.c, which owns the command), printing it as a table or JSON (heap_print.c) and growth
- * between readings (heap_watch.c).
+/* `extrospect heap`'s reading (heap.c): every process's memory from the process table, the
+ * result the printers (heap_print.h) and --watch (heap_watch.h) take.
  * Does not own: the process table (ptab.c), Process fields and their checks (process.c). */
 #ifndef XP_HEAP_H
 #define XP_HEAP_H
@@ -75,10 +74,11 @@ struct heap_ctx {
 /* --sort's name of a column (the reverse, heap__col_of, is in commands.h for cli.c). */
 const char *heap__col_name(enum heap_col c);
 
+/* Find the process table and the Process layout for c->t: 0, TARGET_EUNSUPPORTED or -ENOMEM
+ * with err set. */
+int heap__setup(struct heap_ctx *c, char *err, size_t errlen);
 /* One reading of every process into c->rows, sorted (heap.c): 0 or a negative errno. */
 int heap__read(struct heap_ctx *c);
-/* heap_watch.c: readings every o->watch_s seconds until *stop or o->duration_s. */
-int heap__watch(struct heap_ctx *c);
 
 /* What a row is called: pid text, registered name and initial call (in v), current function
  * ("" for a running process, whose saved pc is stale). Read from the VM for the rows shown. */
@@ -88,11 +88,5 @@ struct heap_names {
 	char cur[1024];
 };
 void heap__names(const struct heap_ctx *c, const struct heap_row *r, struct heap_names *n);
-/* Bytes as 1023B, 12.3K, 4.0M, 1.2G. */
-void heap__human(uint64_t b, char *buf, size_t len);
-
-/* heap_print.c: the top o->limit rows and the totals. */
-void heap__print_text(const struct heap_ctx *c, FILE *f);
-void heap__print_json(const struct heap_ctx *c, struct json *j);
 
 #endif /* XP_HEAP_H */

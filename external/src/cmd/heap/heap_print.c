@@ -1,35 +1,15 @@
 /* `extrospect heap`'s output: the top rows as a table or JSON, then the totals and what was
- * skipped, by reason. Names (registered name, initial call, current function) are read only
- * for the rows shown. Does not own: reading or sorting (heap.c). */
+ * skipped, by reason, from a finished reading. Names (registered name, initial call, current
+ * function) are read only for the rows shown (heap__names). Does not own: reading or sorting
+ * (heap.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "heap.h"
+#include "heap_print.h"
 #include "info.h"
-#include "jitmap.h"
-#include "names.h"
 
 static const char *const skip_names[HEAP_SKIP_COUNT] = {"unreadable", "invalid", "wrong_slot"};
-
-void heap__names(const struct heap_ctx *c, const struct heap_row *r, struct heap_names *n)
-{
-	const struct jit_range *jr;
-
-	process__pid_text(&c->pr.pids, r->s.pid, n->pid, sizeof(n->pid));
-	memset(&n->v, 0, sizeof(n->v));
-	n->v.addr = r->s.addr;
-	n->v.pid = r->s.pid;
-	process__read_identity(&c->pr, &n->v);
-	n->cur[0] = '\0';
-	/* A running process's i is stale: where it last stopped, not where it is. */
-	if (!r->s.have_i || !r->s.have_state || process__is_running(r->s.state) || !c->t->jit)
-		return;
-	jr = jitmap__lookup(c->t->jit, r->s.i);
-	if (jr && jitmap__frame_name(jr, n->cur, sizeof(n->cur)))
-		names__display_inplace(n->cur, sizeof(n->cur), c->pr.erlang_names);
-}
 
 static size_t shown(const struct heap_ctx *c)
 {

@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "heap.h"
+#include "heap_print.h"
+#include "heap_watch.h"
 
 #define SLICE_MS 100 /* the wait between readings is cut in slices to see Ctrl-C */
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "continuous.h"
 #include "outfile.h"
 #include "push.h"
 #include "run.h"

@@ -9,13 +9,10 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "continuous.h"
 #include "outfile.h"
 #include "report/report.h"
 #include "run.h"
-
-#ifndef XP_VERSION
-#define XP_VERSION "0.1.0"
-#endif
 
 const char cmd__sampling_usage[] =
     "Sampling options:\n"
@@ -125,44 +122,6 @@ const char top__usage[] =
     "  extrospect top -d 10 4242 > top.txt\n"
     "  extrospect top --erlang-pid '<0.811.0>' 4242\n"
     "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n";
-
-void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
-{
-	*so = (struct sampler_opts){.freq_hz = o->freq_hz,
-				    .duration_s = o->duration_s,
-				    .event = o->cycles ? PERF_EV_CYCLES : PERF_EV_CPU_CLOCK,
-				    .all_threads = o->all_threads,
-				    .include_idle = o->include_idle,
-				    .only_erlang = o->only_erlang,
-				    .lines = o->lines,
-				    .erlang_pid = o->erlang_pid,
-				    .name = o->name,
-				    .skid = o->skid_summary,
-				    .keep_priority = o->keep_priority,
-				    .no_bpf = o->no_bpf,
-				    .user_only = o->user_only,
-				    .group = o->group,
-				    .erlang_names = o->erlang_names};
-}
-
-void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
-		     char *comment, size_t commentlen)
-{
-	snprintf(comment, commentlen, "extrospect %s: BEAM pid %d, %u Hz %s", XP_VERSION,
-		 (int)t->pid, o->freq_hz, o->cycles ? "cycles" : "cpu-clock");
-	*m = (struct pprof_meta){.period_ns = o->cycles ? 0 : 1000000000ull / o->freq_hz,
-				 .lines = o->lines,
-				 .pid = t->pid,
-				 .comment = comment};
-}
-
-int64_t cmd__wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int write_one(const char *path, enum cli_format fmt, const struct agg *a, const char *title,
 		     const struct pprof_meta *m, char *err, size_t errlen)

@@ -12,6 +12,10 @@
 #include "report/report.h"
 #include "run.h"
 
+#ifndef XP_VERSION
+#define XP_VERSION "0.1.0"
+#endif
+
 /* Without the in-kernel capture the sampler is woken by every sample (perf wakeup_events), and
  * this timeout only bounds how late a duration end, a progress line or a refresh can be. With
  * it, samples are read in batches: when a ring is half full, else every RUN_POLL_MS. An idle
@@ -346,4 +350,42 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 	else if (ctx->target_exited)
 		fprintf(f, "extrospect: the VM (pid %d) exited during the run; %s is partial\n",
 			(int)ctx->t->pid, what);
+}
+
+void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
+{
+	*so = (struct sampler_opts){.freq_hz = o->freq_hz,
+				    .duration_s = o->duration_s,
+				    .event = o->cycles ? PERF_EV_CYCLES : PERF_EV_CPU_CLOCK,
+				    .all_threads = o->all_threads,
+				    .include_idle = o->include_idle,
+				    .only_erlang = o->only_erlang,
+				    .lines = o->lines,
+				    .erlang_pid = o->erlang_pid,
+				    .name = o->name,
+				    .skid = o->skid_summary,
+				    .keep_priority = o->keep_priority,
+				    .no_bpf = o->no_bpf,
+				    .user_only = o->user_only,
+				    .group = o->group,
+				    .erlang_names = o->erlang_names};
+}
+
+void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
+		     char *comment, size_t commentlen)
+{
+	snprintf(comment, commentlen, "extrospect %s: BEAM pid %d, %u Hz %s", XP_VERSION,
+		 (int)t->pid, o->freq_hz, o->cycles ? "cycles" : "cpu-clock");
+	*m = (struct pprof_meta){.period_ns = o->cycles ? 0 : 1000000000ull / o->freq_hz,
+				 .lines = o->lines,
+				 .pid = t->pid,
+				 .comment = comment};
+}
+
+int64_t cmd__wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }

@@ -1,6 +1,8 @@
-/* The sampling loop shared by `record` and `top`: attach a sampler, poll until the duration ends,
- * a stop is requested (Ctrl-C) or the VM exits, report progress on a TTY, and print the summary
- * of what was kept, excluded and dropped. Does not own: the output formats. */
+/* The sampling loop shared by the sampling commands (record, top, blame, sched, capture): attach
+ * a sampler, poll until the duration ends, a stop is requested (Ctrl-C) or the VM exits, report
+ * progress on a TTY, and print the summary of what was kept, excluded and dropped; with the
+ * sampler options the command line asked for and what a pprof profile says beside its samples.
+ * Does not own: the output formats. */
 #ifndef XP_RUN_H
 #define XP_RUN_H
 
@@ -9,7 +11,9 @@
 #include <stdio.h>
 
 #include "aggregate.h"
+#include "cli.h"
 #include "kcapture.h"
+#include "report/report.h"
 #include "sampler.h"
 #include "target.h"
 
@@ -51,5 +55,13 @@ int run__sample(struct run_ctx *ctx);
 bool run__take(volatile sig_atomic_t *stop, sig_atomic_t what);
 /* The summary: samples, kept, excluded, dropped by reason, lost records, stack validity. */
 void run__summary(const struct run_ctx *ctx, const char *what, FILE *f);
+
+/* The sampler options the command line asked for (sampling commands share them). */
+void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);
+/* What a pprof profile of this target says beside its samples (comment is the caller's
+ * buffer); the wall clock in ns since the epoch. */
+void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
+		     char *comment, size_t commentlen);
+int64_t cmd__wall_ns(void);
 
 #endif /* XP_RUN_H */

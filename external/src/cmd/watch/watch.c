@@ -24,7 +24,14 @@
 #include "process.h"
 #include "ptab.h"
 #include "spies.h"
+#include "watch.h"
+#include "watch_cpu.h"
+#include "watch_find.h"
+#include "watch_hist.h"
 #include "watch_int.h"
+#include "watch_poll.h"
+#include "watch_report.h"
+#include "watch_stack.h"
 
 #define WATCH_POLL_MS	    50
 #define WATCH_RENEW_NS	    (XP_SPY_LEASE_NS / 5)
@@ -79,32 +86,6 @@ const char watch__usage[] =
     "  extrospect watch --name my_server -d 10 --json 4242 | jq .states\n"
     "  extrospect watch --name my_server -d 30 -o server.svg 4242\n"
     "  extrospect watch --name my_server --cpu-hz 0 -d 60 4242   # the spy alone, cheapest\n";
-
-static const char *const state_names[WS_COUNT] = {
-    [WS_RUNNING] = "running", [WS_RUNNABLE] = "runnable",   [WS_WAITING] = "waiting",
-    [WS_GC] = "gc",	      [WS_SUSPENDED] = "suspended", [WS_EXITING] = "exiting",
-};
-
-const char *const watch__end_names[] = {
-    [WATCH_END_DURATION] = "duration",
-    [WATCH_END_INTERRUPTED] = "interrupted",
-    [WATCH_END_PROCESS_EXITED] = "process exited",
-    [WATCH_END_VM_EXITED] = "VM exited",
-    [WATCH_END_LEASE_LOST] = "spy lost (agent stopped its spies, unloaded, or revoked the lease)",
-};
-
-uint64_t watch__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-const char *watch__state_name(enum watch_state s)
-{
-	return (unsigned)s < WS_COUNT ? state_names[s] : "?";
-}
 
 /* The order of erts_process_state2status (process.c); FREE: the struct is being released. */
 int watch__classify(uint32_t state, enum watch_state *out)
@@ -532,7 +513,7 @@ int cmd__watch(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 		watch_stack__new(&w->stacks, t, &w->pr); /* without: no stacks, still the states */
 	if (o->watch_poll) {
 		w->start_ns = watch__now_ns();
-		watch__run_poll(w, stop);
+		watch__run_poll(w, stop, watch__on_sample);
 		watch__report(w);
 		rc = w->end == WATCH_END_VM_EXITED ? TARGET_EGONE : 0;
 		goto cleanup;

@@ -10,7 +10,7 @@
 
 #include "aggregate.h"
 #include "sampler.h"
-#include "watch.h"
+#include "watch_cpu.h"
 
 #define CPU_HZ 997
 

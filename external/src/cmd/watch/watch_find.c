@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ptab.h"
 #include "names.h"
+#include "watch_find.h"
 #include "watch_int.h"
 
 /* The registered name of a snapshot, "" when none or unreadable. */

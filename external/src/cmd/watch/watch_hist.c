@@ -2,7 +2,7 @@
  * below 16 us, each bucket 1/16 of its power of two wide above), so a quantile is known to about
  * 3 %, where the log2 rows the report prints would only give its power of two. Does not own:
  * estimating the episodes (watch.c) or printing them (watch_report.c). */
-#include "watch.h"
+#include "watch_hist.h"
 
 #define SUB_BITS 4
 #define SUB	 (1u << SUB_BITS)

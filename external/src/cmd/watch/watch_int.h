@@ -1,5 +1,6 @@
-/* watch's private parts, shared by watch.c (snapshots, the spy, the command), watch_find.c
- * (finding P), watch_poll.c (--method poll) and watch_report.c (the report). */
+/* watch's state, shared by watch.c (snapshots, the spy, the command), watch_find.c (finding P),
+ * watch_poll.c (--method poll) and watch_report.c (the report). Types only (and the clock),
+ * owned by no file. */
 #ifndef XP_WATCH_INT_H
 #define XP_WATCH_INT_H
 
@@ -7,13 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "cli.h"
 #include "perf.h"
 #include "process.h"
 #include "spies.h"
 #include "target.h"
-#include "watch.h"
+#include "watch_view.h"
 
 #define WATCH_MAX_ROWS 512
 #define WATCH_FN_LEN   256
@@ -53,16 +55,13 @@ struct watch {
 	    *timeline; /* XP_WATCH_TIMELINE: each snapshot's time and state (bench/watch_methods) */
 };
 
-extern const char *const watch__end_names[];
+/* The monotonic clock in ns, what every time in struct watch is. */
+static inline uint64_t watch__now_ns(void)
+{
+	struct timespec ts;
 
-uint64_t watch__now_ns(void);
-/* A spy's copy (or a poll's read) of P's struct: perf_session's callback, ctx a struct watch. */
-void watch__on_sample(const struct perf_sample *ps, void *ctx);
-/* P's Process struct by pid text or registered name (w->o): sets w->proc, pid_term, pid_text,
- * name and w->pr. 0, CMD_EUSAGE (no such process), TARGET_EUNSUPPORTED, -ENOMEM. */
-int watch__find_process(struct watch *w, char *err, size_t errlen);
-void watch__run_poll(struct watch *w, volatile sig_atomic_t *stop);
-/* Print the table or JSON, and write -o. */
-void watch__report(struct watch *w);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 #endif /* XP_WATCH_INT_H */

@@ -6,8 +6,9 @@
 #include <time.h>
 
 #include "watch_int.h"
+#include "watch_poll.h"
 
-void watch__run_poll(struct watch *w, volatile sig_atomic_t *stop)
+void watch__run_poll(struct watch *w, volatile sig_atomic_t *stop, perf_sample_fn on_sample)
 {
 	size_t n = (process__snap_len(&w->pr) + 7) & ~(size_t)7;
 	uint64_t end_ns = w->o->duration_s > 0 ? w->start_ns + (uint64_t)(w->o->duration_s * 1e9)
@@ -37,7 +38,7 @@ void watch__run_poll(struct watch *w, volatile sig_atomic_t *stop)
 		if (rc)
 			w->c.unreadable++;
 		else
-			watch__on_sample(&ps, w);
+			on_sample(&ps, w);
 		next += w->interval_ns;
 		if (next < now)
 			next = now;

@@ -9,9 +9,30 @@
 #include "cli.h"
 #include "json.h"
 #include "report/report.h"
+#include "watch_cpu.h"
+#include "watch_hist.h"
 #include "watch_int.h"
+#include "watch_report.h"
 
 #define XP_GROUP_LEN 320
+
+static const char *const state_names[WS_COUNT] = {
+    [WS_RUNNING] = "running", [WS_RUNNABLE] = "runnable",   [WS_WAITING] = "waiting",
+    [WS_GC] = "gc",	      [WS_SUSPENDED] = "suspended", [WS_EXITING] = "exiting",
+};
+
+const char *const watch__end_names[] = {
+    [WATCH_END_DURATION] = "duration",
+    [WATCH_END_INTERRUPTED] = "interrupted",
+    [WATCH_END_PROCESS_EXITED] = "process exited",
+    [WATCH_END_VM_EXITED] = "VM exited",
+    [WATCH_END_LEASE_LOST] = "spy lost (agent stopped its spies, unloaded, or revoked the lease)",
+};
+
+const char *watch__state_name(enum watch_state s)
+{
+	return (unsigned)s < WS_COUNT ? state_names[s] : "?";
+}
 
 static uint64_t covered(const struct watch_report *r, uint64_t by_state[WS_COUNT])
 {

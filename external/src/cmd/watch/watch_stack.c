@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "pstack.h"
-#include "watch.h"
+#include "watch_stack.h"
 
 struct watch_stacks {
 	struct pstack_ctx c;
