@@ -1,5 +1,6 @@
 /* `extrospect alloc`'s output: the type rows, the top instances, the totals against smaps, as a
- * table or JSON. Does not own: reading, summing or sorting (alloc_cmd.c). */
+ * table or JSON, and the --sort columns' names. Does not own: reading, summing or sorting
+ * (alloc_cmd.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>

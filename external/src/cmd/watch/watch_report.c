@@ -1,5 +1,6 @@
-/* watch's report: P's wall time by state, then by (state, function), as a table or JSON. Shares
- * are of the time the snapshots cover. Does not own: taking the snapshots (watch.c). */
+/* watch's report: P's wall time by state, then by (state, function), as a table or JSON, and
+ * the names of states and ends. Shares are of the time the snapshots cover. Does not own: taking
+ * the snapshots (watch.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
