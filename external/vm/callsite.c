@@ -212,7 +212,7 @@ static enum reach code_calls(struct callsite *c, const uint8_t *code, size_t n, 
 			memcpy(&rel, code + i + 2, sizeof(rel));
 			if (mem__read_u64(c->mem, start + i + 6 + (uint64_t)(int64_t)rel, &to) ==
 				0 &&
-			    follow_veneer(c, to) >= leaf->start && follow_veneer(c, to) < leaf->end)
+			    calls_into(c, follow_veneer(c, to), leaf))
 				return REACH_YES;
 			continue;
 		}
@@ -221,7 +221,11 @@ static enum reach code_calls(struct callsite *c, const uint8_t *code, size_t n, 
 			continue;
 		memcpy(&rel, code + i + 1, sizeof(rel));
 		to = follow_veneer(c, start + i + 5 + (uint64_t)(int64_t)rel);
-		if (to >= leaf->start && to < leaf->end)
+		/* Into the leaf: its body, or (OTP 26+) its prologue range, where its entry label
+		 * is: a frameless function that tail-calls the leaf function (a binary
+		 * comprehension's generated '-f/2-lbc$^0/2-0-'/3, which appends in C) leaves its
+		 * caller's return address on top. */
+		if (calls_into(c, to, leaf))
 			return REACH_YES;
 		if (code[i] != 0xe9 || (to >= start && to < start + n) ||
 		    !(r = jitmap__lookup(c->jit, to)))
