@@ -77,11 +77,42 @@ struct where {
 	const struct jit_range *leaf;
 	struct unwind_result *ur; /* NULL for a sample in JIT code */
 	uint64_t cp, e, fp;	  /* e = 0: find E from the call site */
+	struct leaf_via via;	  /* a fragment the leaf called on the runtime stack */
 	bool unnamed;		  /* the pc is JIT code the map does not name */
 	bool dirty;		  /* on a dirty scheduler, or in a system task: E is c_p->stop */
 };
 
 static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
+
+/* The most a fragment's own frame on the runtime stack holds below its return address. */
+#define RUNTIME_FRAME_MAX 64
+
+/* A shared fragment called on the runtime stack, after its caller entered the runtime: OTP 26+'s
+ * bs_create_bin allocates through bs_init_bits_shared, which makes a frame there (push rbp; mov
+ * rbp,rsp) and calls C (otp-internals.md §2.3). The return address into the caller is in that
+ * frame, at rbp + 8, not on the Erlang stack, whose top is the caller's caller. Taken, as the
+ * leaf, only when it follows a call to the fragment; the fragment is kept to show (w->via). */
+static void runtime_caller(struct sampler *s, const struct perf_sample *ps, struct where *w)
+{
+	const struct unwind_result *ur = w->ur;
+	const struct jit_range *r;
+	uint64_t at = ur->jit_bp + 8, ra;
+
+	if (!ur->jit_bp_valid || !erlang_stack__is_fragment(w->leaf) || at < ur->jit_sp ||
+	    at - ur->jit_sp > RUNTIME_FRAME_MAX)
+		return;
+	if (at >= ps->regs[PERF_R_SP] && at + 8 <= ps->regs[PERF_R_SP] + ps->stack_size)
+		memcpy(&ra, ps->stack + (at - ps->regs[PERF_R_SP]), sizeof(ra));
+	else if (mem__read_u64(s->t->mem, at, &ra))
+		return;
+	r = jitmap__lookup(s->t->jit, ra);
+	if (!erlang_stack__is_function(r) || erlang_stack__is_fragment(r) ||
+	    !callsite__returns_from(s->calls, s->t->jit, ra, w->leaf))
+		return;
+	w->via = (struct leaf_via){.frag = w->leaf, .ra = ra};
+	w->leaf = r;
+	s->st.runtime_fragment++;
+}
 
 /* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
  * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
@@ -120,6 +151,7 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	}
 	w->fp = w->ur->jit_bp;
 	w->e = 0;
+	runtime_caller(s, ps, w);
 	return true;
 }
 
@@ -158,6 +190,7 @@ static bool system_task(struct sampler *s, const struct kcap_rec *k, struct wher
 	w->cp = k->cp;
 	w->dirty = true; /* parked: E is c_p->stop, nothing to check against a call */
 	w->leaf = NULL;	 /* the scheduler loop is no frame of the process: resume_leaf() */
+	w->via.frag = NULL;
 	w->e = w->fp = 0;
 	s->st.system_task++;
 	return true;
@@ -396,7 +429,7 @@ static void exiting_sample(struct sampler *s, struct sample_record *rec, struct 
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
 	s->st.estack_end[ESTACK_END_BOTTOM]++;
-	sampler_frames__erlang(s, rec, p, er, NULL, false, w->ur);
+	sampler_frames__erlang(s, rec, p, er, NULL, NULL, false, w->ur);
 }
 
 static void resolve(struct sampler *s, const struct perf_sample *ps)
@@ -505,7 +538,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
 	s->st.estack_end[er->end]++;
-	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.unnamed, w.ur);
+	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.via.frag ? &w.via : NULL, w.unnamed,
+			       w.ur);
 }
 
 void sampler__on_sample(const struct perf_sample *ps, void *ctx)
