@@ -84,28 +84,32 @@ struct where {
 
 static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
 
-/* The most a fragment's own frame on the runtime stack holds below its return address. */
-#define RUNTIME_FRAME_MAX 64
+/* The most words a fragment called on the runtime stack keeps above its return address there. */
+#define RUNTIME_FRAME_WORDS 2
 
 /* A shared fragment called on the runtime stack, after its caller entered the runtime: OTP 26+'s
  * bs_create_bin allocates through bs_init_bits_shared, which makes a frame there (push rbp; mov
- * rbp,rsp) and calls C (otp-internals.md §2.3). The return address into the caller is in that
- * frame, at rbp + 8, not on the Erlang stack, whose top is the caller's caller. Taken, as the
- * leaf, only when it follows a call to the fragment; the fragment is kept to show (w->via). */
-static void runtime_caller(struct sampler *s, const struct perf_sample *ps, struct where *w)
+ * rbp,rsp) and calls C, and writes some segments through get_sint64_shared and store_unaligned
+ * (otp-internals.md §2.3). The return address into the caller is on the runtime stack, not on
+ * the Erlang stack, whose top is the caller's caller. Up to words words from at, the first that
+ * is code is taken, as the leaf, when it returns into an Erlang function after a call to the
+ * fragment; the fragment is kept to show (w->via). */
+static void runtime_caller(struct sampler *s, const struct perf_sample *ps, struct where *w,
+			   uint64_t at, unsigned words)
 {
-	const struct unwind_result *ur = w->ur;
-	const struct jit_range *r;
-	uint64_t at = ur->jit_bp + 8, ra;
+	const uint64_t sp = ps->regs[PERF_R_SP];
+	const struct jit_range *r = NULL;
+	uint64_t ra = 0;
 
-	if (!ur->jit_bp_valid || !erlang_stack__is_fragment(w->leaf) || at < ur->jit_sp ||
-	    at - ur->jit_sp > RUNTIME_FRAME_MAX)
+	if (!erlang_stack__is_fragment(w->leaf))
 		return;
-	if (at >= ps->regs[PERF_R_SP] && at + 8 <= ps->regs[PERF_R_SP] + ps->stack_size)
-		memcpy(&ra, ps->stack + (at - ps->regs[PERF_R_SP]), sizeof(ra));
-	else if (mem__read_u64(s->t->mem, at, &ra))
-		return;
-	r = jitmap__lookup(s->t->jit, ra);
+	for (unsigned i = 0; i < words && !r; i++, at += 8) {
+		if (at >= sp && at + 8 <= sp + ps->stack_size)
+			memcpy(&ra, ps->stack + (at - sp), sizeof(ra));
+		else if (mem__read_u64(s->t->mem, at, &ra))
+			return;
+		r = jitmap__lookup(s->t->jit, ra);
+	}
 	if (!erlang_stack__is_function(r) || erlang_stack__is_fragment(r) ||
 	    !callsite__returns_from(s->calls, s->t->jit, ra, w->leaf))
 		return;
@@ -151,7 +155,9 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	}
 	w->fp = w->ur->jit_bp;
 	w->e = 0;
-	runtime_caller(s, ps, w);
+	/* The fragment's frame, right above the C code's return address into it. */
+	if (w->ur->jit_bp_valid && w->ur->jit_bp == w->ur->jit_sp)
+		runtime_caller(s, ps, w, w->ur->jit_bp + 8, 1);
 	return true;
 }
 
@@ -492,6 +498,9 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	if (w.dirty)
 		w.e = p.stop;
+	/* A JIT sample in a fragment running on the runtime stack: rsp is outside the heap. */
+	if (!w.ur && !task && !w.dirty && (w.e <= p.heap || w.e >= p.hend))
+		runtime_caller(s, ps, &w, w.e, RUNTIME_FRAME_WORDS);
 	if (task) {
 		w.leaf = resume_leaf(s, &p);
 		rec.scheduler_work = true;
