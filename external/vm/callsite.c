@@ -75,6 +75,15 @@ static uint64_t follow_veneer(struct callsite *c, uint64_t target)
 	return target;
 }
 
+uint64_t callsite__veneer_target(struct callsite *c, const struct jitmap *jit, uint64_t pc)
+{
+	uint64_t to;
+
+	c->jit = jit;
+	to = follow_veneer(c, pc);
+	return to != pc ? to : 0;
+}
+
 /* The target of the call just before return address ra (through a veneer), or 0 when the
  * instruction there is no call we can follow: `call rel32` (e8), or `call [rip+disp32]` (ff 15),
  * which OTP 25 uses for calls through the module's table of absolute addresses (fragments, C).

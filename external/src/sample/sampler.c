@@ -104,10 +104,11 @@ static void runtime_caller(struct sampler *s, const struct perf_sample *ps, stru
 	if (!erlang_stack__is_fragment(w->leaf))
 		return;
 	for (unsigned i = 0; i < words && !r; i++, at += 8) {
-		if (at >= sp && at + 8 <= sp + ps->stack_size)
-			memcpy(&ra, ps->stack + (at - sp), sizeof(ra));
-		else if (mem__read_u64(s->t->mem, at, &ra))
-			return;
+		if (at < sp || at + 8 > sp + ps->stack_size)
+			return; /* only as the sample copied it: that frame is gone by now */
+		memcpy(&ra, ps->stack + (at - sp), sizeof(ra));
+		if (at + 8 - sp > s->runtime_used)
+			s->runtime_used = at + 8 - sp; /* a capture keeps that much of the copy */
 		r = jitmap__lookup(s->t->jit, ra);
 	}
 	if (!erlang_stack__is_function(r) || erlang_stack__is_fragment(r) ||
@@ -116,6 +117,22 @@ static void runtime_caller(struct sampler *s, const struct perf_sample *ps, stru
 	w->via = (struct leaf_via){.frag = w->leaf, .ra = ra};
 	w->leaf = r;
 	s->st.runtime_fragment++;
+}
+
+/* A JIT sample on a veneer in a module's footer (OTP 26+ call shared fragments through one, a
+ * single jmp: otp-internals.md §2.3) is entering the fragment it jumps to: that fragment is its
+ * leaf, and the return address the call left above E is checked against it (take_top). */
+static const struct jit_range *veneer_leaf(struct sampler *s, uint64_t ip,
+					   const struct jit_range *leaf)
+{
+	const struct jit_range *to;
+	uint64_t target;
+
+	if (!leaf || erlang_stack__is_function(leaf) ||
+	    !(target = callsite__veneer_target(s->calls, s->t->jit, ip)))
+		return leaf;
+	to = jitmap__lookup(s->t->jit, target);
+	return erlang_stack__is_fragment(to) ? to : leaf;
 }
 
 /* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
@@ -155,7 +172,9 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	}
 	w->fp = w->ur->jit_bp;
 	w->e = 0;
-	/* The fragment's frame, right above the C code's return address into it. */
+	/* The fragment's own frame, right above the C code's return address into it: only when
+	 * rbp says it made one there (mov rbp,rsp just before the call). The words at another
+	 * fragment's sp are the scheduler's registers, where a stale return address may lie. */
 	if (w->ur->jit_bp_valid && w->ur->jit_bp == w->ur->jit_sp)
 		runtime_caller(s, ps, w, w->ur->jit_bp + 8, 1);
 	return true;
@@ -452,6 +471,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	bool complete, task = false;
 
 	s->st.samples++;
+	s->runtime_used = 0;
 	if (!ps->regs_valid) {
 		s->st.dropped[DROP_NO_USER_REGS]++;
 		return;
@@ -462,7 +482,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_UNKNOWN_THREAD]++;
 		return;
 	}
-	w.leaf = sampler__lookup_jit(s, ps->ip, &w.unnamed);
+	w.leaf = veneer_leaf(s, ps->ip, sampler__lookup_jit(s, ps->ip, &w.unnamed));
 	if (w.leaf || w.unnamed) {
 		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
 		w.cp = is_scheduler_loop(w.leaf) ? 0 : ps->regs[PERF_R_R13];

@@ -93,6 +93,7 @@ struct sampler {
 	struct sampler_hooks hooks; /* capture or replay (sampler_src.c), else all NULL */
 	bool replay;		    /* sampler__new_replay: no perf, unwinder or refresh */
 	uint64_t stack_used;	    /* sampler__stack_used */
+	uint64_t runtime_used;	    /* of perf's copy, what runtime_caller read (sampler.c) */
 	uint64_t stack_e;	    /* sampler__stack_used */
 };
 
