@@ -133,6 +133,10 @@ struct xp_layout {
 	const char *thread_fmt[3]; /* indexed by enum xp_sched_type */
 	/* Extra words after a trace-frame CP (otp-internals.md §1.4). */
 	int32_t trace_words_return, trace_words_return_to, trace_words_time;
+	/* Words of its own (no code addresses) a shared fragment pushes on the Erlang stack above
+	 * its return address while it runs: bs_get_utf8_shared saves its match context and bit
+	 * offset (otp-internals.md §2.3). */
+	int32_t fragment_push_words;
 	/* The GDB JIT list only grows at its head: entries are never unlinked, even for purged
 	 * code, so a reader may read only what is new (jitmap__extend). */
 	bool jit_list_append_only;

@@ -14,11 +14,13 @@
 #           in-kernel capture walks >= 99% of Erlang samples, >= 99% complete, < 1% dropped;
 #           with --no-bpf the summary says the capture is off (figures printed for comparison);
 #           without the agent, 4 x 1 s records >= 99.5% complete (schedulers learned from samples)
-#   class   native-time attribution (issue 12 item 4): xp_class cycles through 23 phases, each a
+#   class   native-time attribution (issue 12 item 4): xp_class cycles through 32 phases, each a
 #           different function spending its time in one kind of native code (bignum div, rem,
 #           *, +/-, band/bor/bsl; length/1; setelement/3, phash2/1, term_to_binary/1,
 #           binary_to_term/1, lists:reverse/2; map update and lookup; ==, < on big terms;
-#           binary construction and matching; a major GC; a dirty BIF) or in plain Erlang, most
+#           binary construction (integer segments, append in a loop, frameless and framed) and
+#           matching (integers, utf8 in a loop); binary:split/3, iolist_to_binary/1,
+#           unicode:characters_to_binary/1, re:run/2; a major GC; a dirty BIF) or in plain Erlang, most
 #           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (12),
 #           each phase's share of the VM's samples (exact innermost frame, --include-idle, time
 #           in the kernel included) at most XP_CLASS_TOLERANCE (2) points over its share of the
@@ -28,7 +30,8 @@
 #           allocations, kept at the resume point), and at least a third of its expected
 #           samples when 30 or more are expected; the phases' net shortfall at most what the
 #           labels hold (+2): that one, no process, process unknown, read too late, dropped; an
-#           unlabelled caller frame holds none of it; >= 99.5% of Erlang stacks complete; fewer
+#           unlabelled caller frame holds none of it; >= 99.5% of Erlang stacks complete, and of
+#           each phase's with 200 samples or more (a phase's: innermost frame its own); fewer
 #           than 1000 samples is a skip (machine too busy).
 #           class-nobpf: the same with --no-bpf, except that a phase may fall short by any amount
 #           (never over), and stacks read too late are left out of the 99.5%
@@ -756,6 +759,7 @@ check_class() {
 		else
 			xp_fail "$tag $phase ($frames): ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 		fi
+		phase_complete "$tag" "$phase" "$folded" "$frames"
 	done
 	# The phases' net shortfall (measured minus sampled, over all phases) must be what the
 	# labels hold (within the tolerance): the scheduler's deferred work; a scheduler with no
@@ -782,6 +786,30 @@ check_class() {
 			!($2 in p)' "$inner"
 		roots "$folded" | awk -F'\t' '$2 !~ / xp_class$/ { print $1, $2 }'
 	} | sort -rn | head -n 8 | sed 's/^/    /'
+}
+
+# phase_complete TAG PHASE FOLDED FRAMES: of the samples whose innermost Erlang frame is one of the
+# phase's, those whose stack reaches xp_class's bottom frame (loop/5, right under the process's
+# root: no "[Erlang callers unknown: ...]" or "[truncated ...]" label there): >= 99.5 %, checked
+# when the phase has 200 samples or more (below that one stack is more than 0.5 %).
+phase_complete() {
+	local tag=$1 phase=$2 folded=$3 frames=$4 n c
+	read -r n c < <(awk -v ph="$frames" "$AWK_IS_ERL"'
+		BEGIN { k = split(ph, a, ","); for (i = 1; i <= k; i++) p[a[i]] = 1 }
+		{
+			m = $NF; line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";")
+			if (fr[1] !~ / xp_class$/ && fr[1] != "xp_class") next
+			inner = "-"
+			for (i = k; i > 1; i--) if (is_erl(fr[i])) { inner = fr[i]; break }
+			if (!(inner in p)) next
+			n += m; if (fr[2] == "xp_class:loop/5") c += m
+		}
+		END { print n + 0, c + 0 }' "$folded")
+	echo "FIGURE: OTP $otp $mode $case $tag $phase: $c of $n stacks complete"
+	# Without the capture (class-nobpf) stacks read too late are incomplete by design.
+	if ((n >= 200)) && [[ -z "${CLASS_LATE_OK:-}" ]]; then
+		at_least "$tag $phase: stacks complete to the stack bottom" "$c" "$n" 99.5
+	fi
 }
 
 # xp_class's phases: bignum arithmetic, trapping and non-trapping BIFs, map, comparison and

@@ -77,11 +77,63 @@ struct where {
 	const struct jit_range *leaf;
 	struct unwind_result *ur; /* NULL for a sample in JIT code */
 	uint64_t cp, e, fp;	  /* e = 0: find E from the call site */
+	struct leaf_via via;	  /* a fragment the leaf called on the runtime stack */
 	bool unnamed;		  /* the pc is JIT code the map does not name */
 	bool dirty;		  /* on a dirty scheduler, or in a system task: E is c_p->stop */
 };
 
 static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
+
+/* The most words a fragment called on the runtime stack keeps above its return address there. */
+#define RUNTIME_FRAME_WORDS 2
+
+/* A shared fragment called on the runtime stack, after its caller entered the runtime: OTP 26+'s
+ * bs_create_bin allocates through bs_init_bits_shared, which makes a frame there (push rbp; mov
+ * rbp,rsp) and calls C, and writes some segments through get_sint64_shared and store_unaligned
+ * (otp-internals.md §2.3). The return address into the caller is on the runtime stack, not on
+ * the Erlang stack, whose top is the caller's caller. Up to words words from at, the first that
+ * is code is taken, as the leaf, when it returns into an Erlang function after a call to the
+ * fragment; the fragment is kept to show (w->via). */
+static void runtime_caller(struct sampler *s, const struct perf_sample *ps, struct where *w,
+			   uint64_t at, unsigned words)
+{
+	const uint64_t sp = ps->regs[PERF_R_SP];
+	const struct jit_range *r = NULL;
+	uint64_t ra = 0;
+
+	if (!erlang_stack__is_fragment(w->leaf))
+		return;
+	for (unsigned i = 0; i < words && !r; i++, at += 8) {
+		if (at < sp || at + 8 > sp + ps->stack_size)
+			return; /* only as the sample copied it: that frame is gone by now */
+		memcpy(&ra, ps->stack + (at - sp), sizeof(ra));
+		if (at + 8 - sp > s->runtime_used)
+			s->runtime_used = at + 8 - sp; /* a capture keeps that much of the copy */
+		r = jitmap__lookup(s->t->jit, ra);
+	}
+	if (!erlang_stack__is_function(r) || erlang_stack__is_fragment(r) ||
+	    !callsite__returns_from(s->calls, s->t->jit, ra, w->leaf))
+		return;
+	w->via = (struct leaf_via){.frag = w->leaf, .ra = ra};
+	w->leaf = r;
+	s->st.runtime_fragment++;
+}
+
+/* A JIT sample on a veneer in a module's footer (OTP 26+ call shared fragments through one, a
+ * single jmp: otp-internals.md §2.3) is entering the fragment it jumps to: that fragment is its
+ * leaf, and the return address the call left above E is checked against it (take_top). */
+static const struct jit_range *veneer_leaf(struct sampler *s, uint64_t ip,
+					   const struct jit_range *leaf)
+{
+	const struct jit_range *to;
+	uint64_t target;
+
+	if (!leaf || erlang_stack__is_function(leaf) ||
+	    !(target = callsite__veneer_target(s->calls, s->t->jit, ip)))
+		return leaf;
+	to = jitmap__lookup(s->t->jit, target);
+	return erlang_stack__is_fragment(to) ? to : leaf;
+}
 
 /* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
  * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
@@ -120,6 +172,11 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	}
 	w->fp = w->ur->jit_bp;
 	w->e = 0;
+	/* The fragment's own frame, right above the C code's return address into it: only when
+	 * rbp says it made one there (mov rbp,rsp just before the call). The words at another
+	 * fragment's sp are the scheduler's registers, where a stale return address may lie. */
+	if (w->ur->jit_bp_valid && w->ur->jit_bp == w->ur->jit_sp)
+		runtime_caller(s, ps, w, w->ur->jit_bp + 8, 1);
 	return true;
 }
 
@@ -158,6 +215,7 @@ static bool system_task(struct sampler *s, const struct kcap_rec *k, struct wher
 	w->cp = k->cp;
 	w->dirty = true; /* parked: E is c_p->stop, nothing to check against a call */
 	w->leaf = NULL;	 /* the scheduler loop is no frame of the process: resume_leaf() */
+	w->via.frag = NULL;
 	w->e = w->fp = 0;
 	s->st.system_task++;
 	return true;
@@ -396,7 +454,7 @@ static void exiting_sample(struct sampler *s, struct sample_record *rec, struct 
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
 	s->st.estack_end[ESTACK_END_BOTTOM]++;
-	sampler_frames__erlang(s, rec, p, er, NULL, false, w->ur);
+	sampler_frames__erlang(s, rec, p, er, NULL, NULL, false, w->ur);
 }
 
 static void resolve(struct sampler *s, const struct perf_sample *ps)
@@ -413,6 +471,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	bool complete, task = false;
 
 	s->st.samples++;
+	s->runtime_used = 0;
 	if (!ps->regs_valid) {
 		s->st.dropped[DROP_NO_USER_REGS]++;
 		return;
@@ -423,7 +482,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_UNKNOWN_THREAD]++;
 		return;
 	}
-	w.leaf = sampler__lookup_jit(s, ps->ip, &w.unnamed);
+	w.leaf = veneer_leaf(s, ps->ip, sampler__lookup_jit(s, ps->ip, &w.unnamed));
 	if (w.leaf || w.unnamed) {
 		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
 		w.cp = is_scheduler_loop(w.leaf) ? 0 : ps->regs[PERF_R_R13];
@@ -459,6 +518,9 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	if (w.dirty)
 		w.e = p.stop;
+	/* A JIT sample in a fragment running on the runtime stack: rsp is outside the heap. */
+	if (!w.ur && !task && !w.dirty && (w.e <= p.heap || w.e >= p.hend))
+		runtime_caller(s, ps, &w, w.e, RUNTIME_FRAME_WORDS);
 	if (task) {
 		w.leaf = resume_leaf(s, &p);
 		rec.scheduler_work = true;
@@ -506,7 +568,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
 	s->st.estack_end[er->end]++;
-	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.unnamed, w.ur);
+	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.via.frag ? &w.via : NULL, w.unnamed,
+			       w.ur);
 }
 
 void sampler__on_sample(const struct perf_sample *ps, void *ctx)

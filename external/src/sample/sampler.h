@@ -95,6 +95,9 @@ struct sampler_stats {
 	/* Walks that reached the stack bottom only from another start than the first inferred
 	 * (try_alternatives in sampler.c). */
 	uint64_t alternative_start;
+	/* Native samples under a fragment called on the runtime stack, whose caller was found in
+	 * the fragment's frame there (sampler.c runtime_caller). */
+	uint64_t runtime_fragment;
 	/* Native samples unwound through the capture's copy of a C stack deeper than perf's. */
 	uint64_t native_extended;
 	/* Native samples whose process's Erlang stack could not be read (its heap freed under it):

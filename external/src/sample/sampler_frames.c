@@ -318,7 +318,8 @@ static const char *root_label(const struct estack_result *er, char *buf, size_t 
 /* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
 void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
 			    const struct estack_result *er, const struct jit_range *leaf,
-			    bool unnamed, const struct unwind_result *ur)
+			    const struct leaf_via *via, bool unnamed,
+			    const struct unwind_result *ur)
 {
 	uint32_t group, n = 0, id, nerlang;
 	const char *label;
@@ -337,8 +338,12 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 		if (jit_frame(s, er->frames[i].fn, er->frames[i].ra - 1, &id) == 0)
 			s->frames[n++] = id;
 	}
-	if (leaf && n < MAX_FRAMES && jit_frame(s, leaf, leaf_pc(rec, ur), &id) == 0 &&
+	if (leaf && n < MAX_FRAMES &&
+	    jit_frame(s, leaf, via ? via->ra - 1 : leaf_pc(rec, ur), &id) == 0 &&
 	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
+		s->frames[n++] = id;
+	if (via && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    jit_frame(s, via->frag, leaf_pc(rec, ur), &id) == 0)
 		s->frames[n++] = id;
 	if (unnamed && !s->opts.only_erlang && n < MAX_FRAMES &&
 	    agg__frame(s->agg, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
