@@ -9,10 +9,17 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "record/triggers.h"
 #include "sample/sampler.h"
 #include "table.h"
 
-enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE, CLI_FMT_PPROF };
+enum cli_format {
+	CLI_FMT_SVG = 0,
+	CLI_FMT_COLLAPSED,
+	CLI_FMT_SPEEDSCOPE,
+	CLI_FMT_PPROF,
+	CLI_FMT_TRACE
+};
 
 #define CLI_MAX_OUTPUTS 4 /* record: -o given up to this many times */
 #define CLI_MAX_LABELS	8 /* record --push: --label given up to this many times */
@@ -39,6 +46,10 @@ struct cli_opts {
 	const char *push_url, *app_name;
 	const char *labels[CLI_MAX_LABELS];
 	size_t nlabels;
+	/* record --ring (0: off), --after, --max-dumps, --min-gap, --trigger */
+	uint64_t ring_ns, after_ns, min_gap_ns;
+	unsigned max_dumps;
+	struct trig_opts trig;
 	unsigned limit;		 /* top, blame, sched: rows; capture: samples kept */
 	bool skid_summary;	 /* top, record, blame */
 	bool keep_priority;	 /* sampling commands: do not raise the sampler's priority */

@@ -120,6 +120,8 @@ enum cli_format cli__format_from_name(const char *path)
 		return CLI_FMT_PPROF;
 	if (n > 4 && strcmp(path + n - 4, ".svg") == 0)
 		return CLI_FMT_SVG;
+	if (ends_with(path, ".trace.json"))
+		return CLI_FMT_TRACE;
 	if (n > 5 && strcmp(path + n - 5, ".json") == 0)
 		return CLI_FMT_SPEEDSCOPE;
 	return CLI_FMT_COLLAPSED;

@@ -10,6 +10,8 @@
 
 #include "commands.h"
 #include "outfile.h"
+#include "record/flight.h"
+#include "record/ring.h"
 #include "report/report.h"
 #include "run.h"
 
@@ -165,7 +167,7 @@ int64_t cmd__wall_ns(void)
 }
 
 static int write_one(const char *path, enum cli_format fmt, const struct agg *a, const char *title,
-		     const struct pprof_meta *m, char *err, size_t errlen)
+		     const struct pprof_meta *m, struct trace_input *tin, char *err, size_t errlen)
 {
 	struct outfile of;
 	int rc;
@@ -182,6 +184,8 @@ static int write_one(const char *path, enum cli_format fmt, const struct agg *a,
 		rc = report__speedscope(a, of.f, title);
 	else if (fmt == CLI_FMT_PPROF)
 		rc = report__pprof(a, m, of.f);
+	else if (fmt == CLI_FMT_TRACE)
+		rc = report__trace(tin, of.f);
 	else
 		rc = report__collapsed(a, of.f);
 	/* Complete or nothing: a full disk leaves no truncated report behind. */
@@ -192,7 +196,7 @@ static int write_one(const char *path, enum cli_format fmt, const struct agg *a,
 
 /* Every -o from the one recording. */
 static int write_report(const struct cli_opts *o, const struct agg *a, const struct run_ctx *ctx,
-			int64_t start_ns, char *err, size_t errlen)
+			int64_t start_ns, struct trace_input *tin, char *err, size_t errlen)
 {
 	char title[64], comment[160];
 	struct pprof_meta m;
@@ -204,7 +208,7 @@ static int write_report(const struct cli_opts *o, const struct agg *a, const str
 	m.time_ns = start_ns;
 	m.duration_ns = (int64_t)(ctx->final.elapsed_s * 1e9);
 	for (i = 0; i < o->noutputs; i++) {
-		if ((rc = write_one(o->outputs[i], o->formats[i], a, title, &m, err, errlen)))
+		if ((rc = write_one(o->outputs[i], o->formats[i], a, title, &m, tin, err, errlen)))
 			return rc;
 		/* Groups are processes with --group pid, kinds of process by default. */
 		fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->outputs[i],
@@ -214,8 +218,10 @@ static int write_report(const struct cli_opts *o, const struct agg *a, const str
 	return 0;
 }
 
-/* Sample into a fresh aggregate (ctx->agg, freed by the caller even on failure). */
-static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size_t errlen)
+/* Sample into a fresh aggregate (ctx->agg, freed by the caller even on failure); with a ring,
+ * every kept sample is held in it too (--format trace). */
+static int sample(const struct cli_opts *o, struct run_ctx *ctx, struct ring *ring, char *err,
+		  size_t errlen)
 {
 	int rc;
 
@@ -223,6 +229,13 @@ static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size
 	ctx->opts.labels = ctx->labels;
 	if ((rc = agg__new(&ctx->agg)))
 		return rc;
+	if (ring) {
+		ring__init(ring, ctx->t, ctx->agg, 0);
+		ctx->opts.on_record = ring__on_record;
+		ctx->opts.on_switch = ring__on_switch;
+		ctx->opts.record_ctx = ring;
+		ctx->opts.group = GROUP_PID; /* a run is one process's */
+	}
 	rc = run__sample(ctx);
 	if (rc)
 		snprintf(err, errlen, "%s", ctx->err);
@@ -235,23 +248,35 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	struct run_ctx ctx = {
 	    .t = t, .stop = stop, .progress = isatty(STDERR_FILENO), .verbose = o->verbose};
 	int64_t start_ns = cmd__wall_ns();
+	struct trace_input tin = {0};
+	struct ring ring = {0};
+	bool trace = false;
 	struct agg *a;
 	size_t i;
 	int rc;
 
 	if (o->every_s)
 		return cmd__record_every(o, t, stop, err, errlen);
-	for (i = 0; i < o->noutputs; i++)
+	if (o->ring_ns)
+		return cmd__record_ring(o, t, stop, err, errlen);
+	for (i = 0; i < o->noutputs; i++) {
 		ctx.labels |= o->formats[i] == CLI_FMT_PPROF;
-	rc = sample(o, &ctx, err, errlen);
+		trace |= o->formats[i] == CLI_FMT_TRACE;
+	}
+	rc = sample(o, &ctx, trace ? &ring : NULL, err, errlen);
 	a = ctx.agg;
 	if (rc)
 		goto cleanup;
 	run__summary(&ctx, o->output, stderr);
-	if ((rc = write_report(o, a, &ctx, start_ns, err, errlen)))
+	if (trace && (rc = flight__trace_all(&ring, o, &tin)))
+		goto cleanup;
+	if ((rc = write_report(o, a, &ctx, start_ns, &tin, err, errlen)))
 		goto cleanup;
 	rc = ctx.target_exited ? TARGET_EGONE : 0;
 cleanup:
+	ring__input_free(&tin);
+	ring.gen[0].agg = NULL; /* ctx.agg, freed here */
+	ring__free(&ring);
 	agg__free(a);
 	return rc;
 }
@@ -396,7 +421,7 @@ int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *
 
 	ctx.tick = live ? top_tick : NULL;
 	ctx.progress = !live && isatty(STDERR_FILENO);
-	rc = sample(o, &ctx, err, errlen);
+	rc = sample(o, &ctx, NULL, err, errlen);
 	a = ctx.agg;
 	if (rc)
 		goto cleanup;
