@@ -1,6 +1,8 @@
 %% The flight recorder's target (test/e2e/ring_test.sh): a registered server, xp_stall_server,
-%% that every ?EVERY_MS stalls for a known time in a tight loop in rare_slow_path/1 (it never
-%% waits, so it is the only process its scheduler runs), 150, 300 and 450 ms in turn. Each stall's
+%% that every ?EVERY_MS stalls for a known time in a tight loop in rare_slow_path/1, 150, 300 and
+%% 450 ms in turn. It runs at high priority and never waits in the loop, so its scheduler runs
+%% nothing else meanwhile (a normal process that becomes runnable, the file server, goes to the
+%% other scheduler): each stall is one unbroken run. Each stall's
 %% wall-clock start and length, as the server itself timed them, are appended to stalls.log next
 %% to the ready file: "START_US DURATION_US" (os:system_time, microseconds since the Unix epoch).
 %% Started by test/e2e/lib.sh with
@@ -16,16 +18,23 @@ start([ReadyFile | _] = Args) ->
     xp_ready:boot(Args, fun() -> spawn_server(Log) end).
 
 spawn_server(Log) ->
-    Pid = spawn(fun() -> server(Log, [150, 300, 450]) end),
+    Pid = spawn(fun() ->
+                        process_flag(priority, high),
+                        server(Log, [150, 300, 450])
+                end),
     register(xp_stall_server, Pid),
     ok.
 
+%% After a stall the server waits before it logs it, so that its run ends where the stall does
+%% and its scheduler goes to sleep (writing the file at once would lengthen the run by the write,
+%% and a logger process run on the same scheduler would share an edge with it).
 server(Log, [Ms | Rest]) ->
     receive after ?EVERY_MS -> ok end,
     Start = os:system_time(microsecond),
     T0 = erlang:monotonic_time(microsecond),
     _ = rare_slow_path(T0 + Ms * 1000),
     Len = erlang:monotonic_time(microsecond) - T0,
+    receive after 20 -> ok end,
     ok = file:write_file(Log, io_lib:format("~b ~b~n", [Start, Len]), [append]),
     server(Log, Rest ++ [Ms]).
 

@@ -79,6 +79,7 @@ static int cmp_switches(const void *x, const void *y)
 /* What a thread did between two of its samples, from its switch records. */
 struct gap {
 	int64_t off_ns;	    /* off the CPU preempted (still runnable) */
+	int64_t blocked_ns; /* off the CPU blocked */
 	bool blocked;	    /* it went off blocked (its scheduler slept) */
 	int64_t blocked_at; /* the first time it did */
 	int64_t resumed_at; /* the last time it came back on, 0 none */
@@ -90,7 +91,7 @@ static void gap_between(const struct trace_input *in, size_t *k, const struct tr
 			const struct trace_sample *b, struct gap *g)
 {
 	const struct trace_switch *w = in->switches;
-	int64_t out_at = 0; /* off the CPU preempted since, 0 not */
+	int64_t out_at = 0, blocked_at = 0; /* off the CPU preempted / blocked since, 0 not */
 
 	*g = (struct gap){0};
 	while (*k < in->nswitches && (w[*k].thread < a->thread ||
@@ -100,11 +101,13 @@ static void gap_between(const struct trace_input *in, size_t *k, const struct tr
 	     (*k)++) {
 		if (w[*k].kind == TRACE_SWITCH_IN) {
 			g->off_ns += out_at ? w[*k].time_ns - out_at : 0;
-			out_at = 0;
+			g->blocked_ns += blocked_at ? w[*k].time_ns - blocked_at : 0;
+			out_at = blocked_at = 0;
 			g->resumed_at = w[*k].time_ns;
 			continue;
 		}
 		out_at = w[*k].kind == TRACE_SWITCH_PREEMPTED ? w[*k].time_ns : 0;
+		blocked_at = w[*k].kind == TRACE_SWITCH_BLOCKED ? w[*k].time_ns : 0;
 		if (w[*k].kind == TRACE_SWITCH_BLOCKED && !g->blocked) {
 			g->blocked = true;
 			g->blocked_at = w[*k].time_ns;
@@ -112,41 +115,191 @@ static void gap_between(const struct trace_input *in, size_t *k, const struct tr
 	}
 }
 
+/* One process: the same pid ("<0.81.0> name": a name read again may differ, when its read failed
+ * once), or the same label. */
+bool report__trace_same(const char *a, const char *b)
+{
+	size_t n = strcspn(a, " ");
+
+	if (a[0] != '<' || b[0] != '<')
+		return strcmp(a, b) == 0;
+	return strncmp(a, b, n) == 0 && (b[n] == ' ' || b[n] == '\0');
+}
+
+/* The label most of a run's samples had. */
+static const char *run_label(const struct trace_input *in, size_t first, size_t last)
+{
+	const char *cand[4];
+	size_t count[4], n = 0, i, j, best = 0;
+
+	for (i = first; i <= last; i++) {
+		if (!in->samples[i].process && in->samples[first].process)
+			continue;
+		for (j = 0; j < n && strcmp(cand[j], in->samples[i].group); j++)
+			;
+		if (j == n && n == 4)
+			continue;
+		if (j == n) {
+			cand[n] = in->samples[i].group;
+			count[n++] = 0;
+		}
+		count[j]++;
+	}
+	for (j = 1; j < n; j++)
+		best = count[j] > count[best] ? j : best;
+	return cand[best];
+}
+
 static bool continues(const struct trace_input *in, const struct trace_sample *a,
 		      const struct trace_sample *b, const struct gap *g, int64_t gap)
 {
-	if (a->process != b->process || strcmp(a->group, b->group) != 0)
+	if (a->process != b->process || !report__trace_same(a->group, b->group))
 		return false;
 	/* Time blocked counts as a gap (a scheduler that slept, or a wait on a lock while it ran
 	 * the process: the samples cannot tell which); time preempted does not. */
 	return b->time_ns - a->time_ns - (in->have_switches ? g->off_ns : 0) <= gap;
 }
 
-/* A run's end after its last sample a: half a period on, or halfway to the next sample b of
- * the thread, or where the thread blocked. */
+/* The first switch of thread after time t (in->nswitches when none). */
+static size_t first_after(const struct trace_input *in, uint32_t thread, int64_t t)
+{
+	size_t lo = 0, hi = in->nswitches;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct trace_switch *w = &in->switches[mid];
+
+		if (w->thread < thread || (w->thread == thread && w->time_ns <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* When thread, on its CPU at t (a sample), had run `need` more ns on it: time off it preempted
+ * is skipped; blocking ends the walk there (*hit set: the run cannot go past it); so does
+ * limit. */
+static int64_t cpu_forward(const struct trace_input *in, uint32_t thread, int64_t t, int64_t need,
+			   int64_t limit, bool *hit)
+{
+	size_t k = first_after(in, thread, t);
+	bool on = true;
+
+	for (; k < in->nswitches && in->switches[k].thread == thread; k++) {
+		const struct trace_switch *w = &in->switches[k];
+
+		if (w->time_ns >= limit)
+			break;
+		if (on && w->time_ns - t >= need)
+			return t + need;
+		if (on)
+			need -= w->time_ns - t;
+		if (w->kind == TRACE_SWITCH_BLOCKED) {
+			*hit = true;
+			return w->time_ns;
+		}
+		on = w->kind == TRACE_SWITCH_IN;
+		t = w->time_ns;
+	}
+	if (!on)
+		return t;
+	return t + need < limit ? t + need : limit;
+}
+
+/* When thread, on its CPU at t, had run `need` ns on it before t; a thread coming back from
+ * blocking ends the walk there (*hit set), as does limit. */
+static int64_t cpu_backward(const struct trace_input *in, uint32_t thread, int64_t t, int64_t need,
+			    int64_t limit, bool *hit)
+{
+	size_t k = first_after(in, thread, t - 1);
+	bool on = true;
+
+	while (k-- > 0 && in->switches[k].thread == thread) {
+		const struct trace_switch *w = &in->switches[k];
+
+		if (w->time_ns <= limit)
+			break;
+		if (on && t - w->time_ns >= need)
+			return t - need;
+		if (on)
+			need -= t - w->time_ns;
+		if (w->kind == TRACE_SWITCH_IN && k > 0 && in->switches[k - 1].thread == thread &&
+		    in->switches[k - 1].kind == TRACE_SWITCH_BLOCKED) {
+			*hit = true;
+			return w->time_ns;
+		}
+		on = w->kind != TRACE_SWITCH_IN;
+		t = w->time_ns;
+	}
+	if (!on)
+		return t;
+	return t - need > limit ? t - need : limit;
+}
+
+/* CPU time of a's thread between samples a and b. */
+static int64_t cpu_between(const struct trace_input *in, const struct trace_sample *a,
+			   const struct trace_sample *b, const struct gap *g)
+{
+	return b->time_ns - a->time_ns - (in->have_switches ? g->off_ns + g->blocked_ns : 0);
+}
+
+/* A run's end after its last sample a. With switch records: where its thread blocked, when it
+ * did with less than a period on its CPU since a (a sample would have come in between: the
+ * process ran until its scheduler went to sleep, give or take the scheduler's own few steps).
+ * Else half a period of CPU time on, or halfway to the thread's next sample b. */
 static int64_t end_edge(const struct trace_input *in, const struct trace_sample *a,
 			const struct trace_sample *b, const struct gap *g, int64_t half)
 {
-	int64_t e = a->time_ns + half;
+	int64_t cpu = b ? cpu_between(in, a, b, g) : INT64_MAX,
+		need = cpu < 2 * half ? cpu / 2 : half;
+	int64_t limit = b ? b->time_ns : INT64_MAX, e;
+	bool hit = false;
 
-	if (b && b->time_ns - a->time_ns < 2 * half)
-		e = a->time_ns + (b->time_ns - a->time_ns) / 2;
-	if (b && in->have_switches && g->blocked && g->blocked_at < e)
-		e = g->blocked_at > a->time_ns ? g->blocked_at : a->time_ns;
-	return e;
+	if (!in->have_switches)
+		return a->time_ns + need;
+	e = cpu_forward(in, a->thread, a->time_ns, 2 * half, limit, &hit);
+	return hit ? e : cpu_forward(in, a->thread, a->time_ns, need, limit, &hit);
 }
 
-/* A run's start before its first sample b (a: the thread's sample before, or NULL). */
+/* A run's start before its first sample b (a: the thread's sample before, or NULL): where its
+ * thread woke, when less than a period of CPU time before b; else as end_edge. */
 static int64_t start_edge(const struct trace_input *in, const struct trace_sample *a,
 			  const struct trace_sample *b, const struct gap *g, int64_t half)
 {
-	int64_t st = b->time_ns - half;
+	int64_t cpu = a ? cpu_between(in, a, b, g) : INT64_MAX,
+		need = cpu < 2 * half ? cpu / 2 : half;
+	int64_t limit = a ? a->time_ns : INT64_MIN, st;
+	bool hit = false;
 
-	if (a && b->time_ns - a->time_ns < 2 * half)
-		st = a->time_ns + (b->time_ns - a->time_ns) / 2;
-	if (a && in->have_switches && g->blocked && g->resumed_at > st)
-		st = g->resumed_at < b->time_ns ? g->resumed_at : b->time_ns;
-	return st;
+	if (!in->have_switches)
+		return b->time_ns - need;
+	st = cpu_backward(in, b->thread, b->time_ns, 2 * half, limit, &hit);
+	if (hit)
+		return st;
+	if (a && cpu < 2 * half)
+		return end_edge(in, a, b, g, half); /* the same edge */
+	return cpu_backward(in, b->thread, b->time_ns, need, limit, &hit);
+}
+
+/* Samples of the scheduler without a process (its own loop, between two turns of one process)
+ * do not end a process's run when the same process is sampled next within the gap: the index of
+ * that sample (the cursor *k and *g moved past the idle ones), else 0 (nothing moved). */
+static size_t across_idle(const struct trace_input *in, size_t *k, size_t j, int64_t gapns,
+			  struct gap *g)
+{
+	const struct trace_sample *s = in->samples;
+	size_t m = j + 1, k2 = *k;
+
+	while (m < in->nsamples && s[m].thread == s[j].thread && !s[m].process)
+		m++;
+	if (m == j + 1 || m >= in->nsamples || s[m].thread != s[j].thread)
+		return 0;
+	gap_between(in, &k2, &s[j], &s[m], g);
+	if (!continues(in, &s[j], &s[m], g, gapns))
+		return 0;
+	*k = k2;
+	return m;
 }
 
 int report__trace_runs(struct trace_input *in, int (*fn)(const struct trace_run *r, void *ctx),
@@ -174,16 +327,24 @@ int report__trace_runs(struct trace_input *in, int (*fn)(const struct trace_run 
 			       : in->have_switches && before.off_ns ? TRACE_GAP_PREEMPTED
 								    : TRACE_GAP_UNKNOWN;
 		for (j = i;; j++) {
+			size_t m;
+
 			r.gc_samples += s[j].gc;
 			next = j + 1 < in->nsamples && s[j + 1].thread == s[j].thread;
 			if (!next)
 				break;
+			if (r.process && (m = across_idle(in, &k, j, gapns, &g))) {
+				r.preempted_ns += g.off_ns;
+				j = m - 1;
+				continue;
+			}
 			gap_between(in, &k, &s[j], &s[j + 1], &g);
 			if (!continues(in, &s[j], &s[j + 1], &g, gapns))
 				break;
 			r.preempted_ns += g.off_ns;
 		}
 		r.last = j;
+		r.group = run_label(in, i, j);
 		r.end_ns = end_edge(in, &s[j], next ? &s[j + 1] : NULL, &g, half);
 		before = g;
 		prev = next;
@@ -289,10 +450,11 @@ static int on_run(const struct trace_run *r, void *ctx)
 	push(&w->evs, &e);
 	w->nopen = 0;
 	for (j = r->first; j <= r->last; j++)
-		sample_frames(w, &s[j],
-			      j == r->first
-				  ? r->start_ns
-				  : s[j - 1].time_ns + (s[j].time_ns - s[j - 1].time_ns) / 2);
+		if (s[j].process || !r->process)
+			sample_frames(w, &s[j],
+				      j == r->first ? r->start_ns
+						    : s[j - 1].time_ns +
+							  (s[j].time_ns - s[j - 1].time_ns) / 2);
 	close_frames(w, r->thread, 0, r->end_ns);
 	return w->evs.err;
 }

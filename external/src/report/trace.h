@@ -92,6 +92,8 @@ int report__trace_runs(struct trace_input *in, int (*fn)(const struct trace_run 
 int report__trace(struct trace_input *in, FILE *f);
 /* "<0.812.0> my_cache" -> pid "<0.812.0>", name "my_cache"; "<0.90.0>" -> name ""; a label
  * ("[...]") -> pid "". */
+/* Do two group names name one process: the same pid, or the same label? */
+bool report__trace_same(const char *a, const char *b);
 void report__trace_split(const char *group, char *pid, size_t pidlen, const char **name);
 
 #endif /* XP_TRACE_H */

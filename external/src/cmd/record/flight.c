@@ -270,6 +270,9 @@ int cmd__record_ring(const struct cli_opts *o, struct target *t, volatile sig_at
 	ring__init(&f.ring, t, a, o->ring_ns);
 	cmd__sampler_opts(o, &ctx.opts);
 	ctx.opts.group = GROUP_PID; /* a run is one process's */
+	/* A scheduler's time without a process ends a run where it is sampled (the dumps' collapsed
+	 * stacks and summaries leave it out). */
+	ctx.opts.include_idle = true;
 	ctx.opts.on_record = on_record;
 	ctx.opts.on_switch = on_switch;
 	ctx.opts.record_ctx = &f;

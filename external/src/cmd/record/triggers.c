@@ -104,8 +104,10 @@ bool trig__sample(struct triggers *tr, size_t sched, const char *sched_name, uin
 	if (sched >= tr->nsched)
 		return false;
 	s = &tr->sched[sched];
+	if (!process) /* the scheduler's own loop: a gap, if long enough, as any other */
+		return false;
 	same = process && s->group[0] && time_ns - s->last_ns <= gap + s->off_ns &&
-	       strncmp(s->group, group, sizeof(s->group) - 1) == 0;
+	       report__trace_same(s->group, group);
 	s->off_ns = 0;
 	if (!same) {
 		snprintf(s->group, sizeof(s->group), "%s", process ? group : "");
