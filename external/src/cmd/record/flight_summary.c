@@ -91,8 +91,9 @@ static void print_runs(struct runs *rs, FILE *f)
 	char when[48];
 	size_t i;
 
-	fprintf(f, "\nLongest runs (one process on one scheduler without a break; edges within "
-		   "half a sampling period):\n");
+	fprintf(f,
+		"\nLongest runs (one process on one scheduler without a break; edges within half a "
+		"sampling period of its CPU time):\n");
 	for (i = 0; i < rs->n; i++) {
 		struct top_run *t = &rs->top[i];
 
@@ -104,6 +105,9 @@ static void print_runs(struct runs *rs, FILE *f)
 			fprintf(f, ", in %s (%u%% of its samples)", t->fn, t->pct);
 		if (t->r.gc_samples)
 			fprintf(f, ", %zu samples in garbage collection", t->r.gc_samples);
+		if (t->r.preempted_ns >= 1000000)
+			fprintf(f, " (%.0f ms of it its thread was preempted by the OS)",
+				(double)t->r.preempted_ns / 1e6);
 		fputc('\n', f);
 	}
 	if (!rs->n)
