@@ -7,6 +7,9 @@
 #   - --trigger long-run=100ms --max-dumps 3: exits 0 by itself after 3 dumps named
 #     STAMP-long-run, each with its .folded and .txt, the .txt naming the trigger
 #   - SIGUSR2 after each of 2 stalls: 2 dumps named STAMP-sigusr2; SIGTERM exits 0
+#   - --trigger msgq=xp_stall_inbox:400 (its queue holds 500 for 0.5 s every 2.5 s): one dump
+#     named STAMP-msgq whose summary names the queue, on OTP 27+; OTP 25 (no queue length) is
+#     refused with exit 6 and the reason
 #   - every stall that began while a recorder ran, up to its last trigger, is in a dump as a run
 #     of xp_stall_server whose length is the stall's within 10 % or 15 ms, starting within 30 ms
 #     of the stall's own timestamp, with xp_stall:rare_slow_path/1 nested in it
@@ -92,5 +95,33 @@ if python3 "$check" stalls --log "$log" --since "$since" --until "$until" --kind
 	xp_pass "SIGUSR2: every stall in a dump, as a run of its length and start"
 else
 	xp_fail "SIGUSR2: a stall missing or mismeasured (above)"
+fi
+
+# 4. msgq: the inbox's queue, read from outside.
+dir=$XP_VM_DIR/msgq
+rc=0
+xp_sampler record --ring 3s --after 0.2s --trigger msgq=xp_stall_inbox:400 --max-dumps 1 \
+	-o "$dir/" "$XP_VM_PID" 2>"$XP_VM_DIR/msgq.err" || rc=$?
+sed 's/^/    | /' "$XP_VM_DIR/msgq.err"
+if ((otp < 27)); then
+	xp_expect "msgq on OTP $otp: refused, exit" 6 "$rc"
+	if grep -q 'keeps no message queue length' "$XP_VM_DIR/msgq.err"; then
+		xp_pass "msgq on OTP $otp: says why"
+	else
+		xp_fail "msgq on OTP $otp: no reason given"
+	fi
+else
+	xp_expect "msgq: exit status after --max-dumps 1" 0 "$rc"
+	txt=$(find "$dir" -name '*-msgq.txt' | head -n 1)
+	if [[ -n "$txt" ]] && grep -Eq '^Trigger: msgq at .*: the message queue of xp_stall_inbox held [0-9]+ messages \(>= 400\)' "$txt"; then
+		xp_pass "msgq: a dump whose summary names the queue"
+	else
+		xp_fail "msgq: no dump naming the queue in $dir"
+	fi
+	if python3 "$check" validate "$dir"/*.trace.json; then
+		xp_pass "msgq: a valid trace"
+	else
+		xp_fail "msgq: the trace is not valid"
+	fi
 fi
 xp_summary

@@ -5,6 +5,9 @@
 %% other scheduler): each stall is one unbroken run. Each stall's
 %% wall-clock start and length, as the server itself timed them, are appended to stalls.log next
 %% to the ready file: "START_US DURATION_US" (os:system_time, microseconds since the Unix epoch).
+%% A second registered process, xp_stall_inbox, is sent 500 messages in one burst every
+%% ?EVERY_MS and told to take them 500 ms later: its queue holds 500 for half a second once a
+%% period (the msgq trigger's test, OTP 27+).
 %% Started by test/e2e/lib.sh with
 %%   erl -noshell ... -run xp_stall start READYFILE agent|noagent HARNESS_OS_PID
 -module(xp_stall).
@@ -23,7 +26,26 @@ spawn_server(Log) ->
                         server(Log, [150, 300, 450])
                 end),
     register(xp_stall_server, Pid),
+    Inbox = spawn(fun inbox/0),
+    register(xp_stall_inbox, Inbox),
+    spawn(fun() -> feeder(Inbox) end),
     ok.
+
+feeder(Inbox) ->
+    receive after ?EVERY_MS -> ok end,
+    [Inbox ! {msg, I} || I <- lists:seq(1, 500)],
+    receive after 500 -> ok end,
+    Inbox ! drain,
+    feeder(Inbox).
+
+%% Waits for drain (a selective receive past the burst), then takes every message.
+inbox() ->
+    receive drain -> ok end,
+    flush(),
+    inbox().
+
+flush() ->
+    receive {msg, _} -> flush() after 0 -> ok end.
 
 %% After a stall the server waits before it logs it, so that its run ends where the stall does
 %% and its scheduler goes to sleep (writing the file at once would lengthen the run by the write,

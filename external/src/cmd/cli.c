@@ -515,8 +515,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	    : c == OPT_AFTER	? "--after (a duration up to 10m, like 2s or 500ms; 0: none)"
 	    : c == OPT_MIN_GAP	? "--min-gap (a duration, like 10s)"
 	    : c == OPT_MAX_DUMPS ? "--max-dumps (a number of dumps, 1 or more)"
-	    : c == OPT_TRIGGER ? "--trigger (long-run=DURATION or gc=DURATION, like long-run=200ms)"
-			       : "--format (svg, speedscope, collapsed, pprof or trace)");
+	    : c == OPT_TRIGGER
+		? "--trigger (long-run=DURATION, gc=DURATION or msgq=NAME:N, like long-run=200ms)"
+		: "--format (svg, speedscope, collapsed, pprof or trace)");
 	return -EINVAL;
 }
 
@@ -524,7 +525,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 static enum cli_result ring_args(struct cli_opts *o, const char *cmd, bool format_given, char *err,
 				 size_t errlen)
 {
-	bool trig = o->trig.long_run_ns || o->trig.gc_ns;
+	bool trig = o->trig.long_run_ns || o->trig.gc_ns || o->trig.msgq_name[0];
 
 	if (!o->ring_ns) {
 		if (o->after_ns || o->max_dumps || o->min_gap_ns || trig) {

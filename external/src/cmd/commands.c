@@ -109,6 +109,11 @@ const char record__usage[] =
     "                        from the samples, a compare per sample\n"
     "  --trigger gc=DURATION one garbage collection of one process this long, from its\n"
     "                        consecutive samples in GC code: a compare per sample\n"
+    "  --trigger msgq=NAME:N the message queue of the process registered as NAME held N\n"
+    "                        messages (OTP 27+): its Process read from outside every 100 ms\n"
+    "                        (one read of a few hundred bytes), found once by reading every\n"
+    "                        registered process's name (again at most once a second while it is\n"
+    "                        not found); fires again only after the queue fell under N/2\n"
     "  SIGUSR2               dump now (an application's own latency alarm, an operator)\n"
     "  A dump is written through the same complete-or-nothing path as -o FILE. Triggers while a\n"
     "  dump is pending are counted, not dumped. A VM that exits, or Ctrl-C, while one is pending\n"
@@ -143,7 +148,8 @@ const char record__usage[] =
     "  extrospect record --every 15s --push http://pyroscope:4040 --label env=prod 4242\n"
     "  extrospect record -d 5 -o vm.trace.json 4242       # a timeline: ui.perfetto.dev\n"
     "  extrospect record --ring 30s --trigger long-run=200ms --max-dumps 5 -o /var/tmp/xp/ 4242\n"
-    "  extrospect record --ring 1m --min-gap 5m -o /var/tmp/xp/ 4242 & kill -USR2 $!\n";
+    "  extrospect record --ring 1m --min-gap 5m -o /var/tmp/xp/ 4242 & kill -USR2 $!\n"
+    "  extrospect record --ring 30s --trigger msgq=my_server:10000 --trigger gc=50ms -o d/ 4242\n";
 
 const char top__usage[] =
     "Usage: extrospect top [OPTIONS] PID\n"

@@ -259,7 +259,15 @@ static int64_t end_edge(const struct trace_input *in, const struct trace_sample 
 	if (!in->have_switches)
 		return a->time_ns + need;
 	e = cpu_forward(in, a->thread, a->time_ns, 2 * half, limit, &hit);
-	return hit ? e : cpu_forward(in, a->thread, a->time_ns, need, limit, &hit);
+	if (hit)
+		return e;
+	/* A process then its scheduler's own loop within a period, the thread preempted in
+	 * between: the loop (looking for work before it sleeps) is short, and began after the
+	 * thread came back, not before it went off. */
+	if (b && a->process && !b->process && g->off_ns && g->resumed_at > a->time_ns &&
+	    cpu < 2 * half)
+		return g->resumed_at + (b->time_ns - g->resumed_at) / 2;
+	return cpu_forward(in, a->thread, a->time_ns, need, limit, &hit);
 }
 
 /* A run's start before its first sample b (a: the thread's sample before, or NULL): where its

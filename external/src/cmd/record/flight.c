@@ -15,6 +15,7 @@
 #include "outfile.h"
 #include "report/report.h"
 #include "run.h"
+#include "trig_msgq.h"
 #include "triggers.h"
 
 #define FLIGHT_DRAIN_NS (150 * 1000000ull) /* samples still on their way after --after */
@@ -24,6 +25,8 @@ struct flight {
 	struct target *t;
 	struct ring ring;
 	struct triggers trig;
+	struct msgq_watch msgq; /* with --trigger msgq= */
+	bool have_msgq;
 	char (*sched_name)[48];
 	char dir[4096];
 	bool pending;
@@ -148,6 +151,7 @@ static int write_dump(struct flight *f, const char *partial)
 	struct trace_mark mark = {.time_ns = (int64_t)f->ev.time_ns + off,
 				  .name = f->ev.kind == TRIG_SIGNAL ? "trigger: SIGUSR2"
 					  : f->ev.kind == TRIG_GC   ? "trigger: gc"
+					  : f->ev.kind == TRIG_MSGQ ? "trigger: msgq"
 								    : "trigger: long-run",
 				  .detail = f->ev.detail};
 	char stamp[48], base[4160];
@@ -188,6 +192,7 @@ static int turn(struct run_ctx *ctx, struct sampler *s)
 {
 	struct flight *f = ctx->user;
 	uint64_t now = ring__now_ns();
+	struct trig_event ev2;
 	size_t bytes;
 
 	if (run__take(ctx->stop, RUN_DUMP)) {
@@ -196,6 +201,8 @@ static int turn(struct run_ctx *ctx, struct sampler *s)
 		snprintf(ev.detail, sizeof(ev.detail), "SIGUSR2 asked for a dump");
 		trigger(f, &ev);
 	}
+	if (f->have_msgq && msgq__check(&f->msgq, now, &ev2))
+		trigger(f, &ev2);
 	if (f->pending && now >= f->dump_at_ns + FLIGHT_DRAIN_NS) {
 		write_dump(f, NULL);
 		if (f->o->max_dumps && f->dumps >= f->o->max_dumps)
@@ -232,6 +239,14 @@ static int prepare(struct flight *f, char *err, size_t errlen)
 	}
 	for (i = 0; i < f->t->nsched; i++)
 		ring__thread_name(&f->t->sched[i], f->sched_name[i], sizeof(f->sched_name[i]));
+	if (f->o->trig.msgq_name[0]) {
+		int rc = msgq__init(&f->msgq, f->t, f->o->trig.msgq_name, f->o->trig.msgq_len, err,
+				    errlen);
+
+		if (rc)
+			return rc == -ENOMEM ? rc : TARGET_EUNSUPPORTED;
+		f->have_msgq = true;
+	}
 	return 0;
 }
 
@@ -248,10 +263,10 @@ static void final_summary(const struct flight *f)
 		(double)ring__bytes(&f->ring) / 1048576.0, (double)f->peak_bytes / 1048576.0);
 	fprintf(stderr,
 		"  triggers fired: SIGUSR2 %" PRIu64 ", long-run %" PRIu64 ", gc %" PRIu64
-		"; not dumped: %" PRIu64 " while a dump was pending, %" PRIu64
+		", msgq %" PRIu64 "; not dumped: %" PRIu64 " while a dump was pending, %" PRIu64
 		" within --min-gap, %" PRIu64 " past --max-dumps\n",
 		f->fired[TRIG_SIGNAL], f->fired[TRIG_LONG_RUN], f->fired[TRIG_GC],
-		f->during_pending, f->within_gap, f->past_max);
+		f->fired[TRIG_MSGQ], f->during_pending, f->within_gap, f->past_max);
 }
 
 int cmd__record_ring(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,

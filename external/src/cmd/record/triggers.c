@@ -43,12 +43,29 @@ int trig__parse(const char *spec, struct trig_opts *o)
 		return trig__parse_duration(spec + 9, 0.005, 3600, &o->long_run_ns);
 	if (strncmp(spec, "gc=", 3) == 0)
 		return trig__parse_duration(spec + 3, 0.005, 3600, &o->gc_ns);
+	if (strncmp(spec, "msgq=", 5) == 0) {
+		const char *colon = strrchr(spec + 5, ':');
+		char *end;
+		long long n;
+
+		if (!colon || colon == spec + 5 ||
+		    (size_t)(colon - spec - 5) >= sizeof(o->msgq_name))
+			return -EINVAL;
+		errno = 0;
+		n = strtoll(colon + 1, &end, 10);
+		if (errno || end == colon + 1 || *end || n < 1)
+			return -EINVAL;
+		snprintf(o->msgq_name, sizeof(o->msgq_name), "%.*s", (int)(colon - spec - 5),
+			 spec + 5);
+		o->msgq_len = n;
+		return 0;
+	}
 	return -EINVAL;
 }
 
 const char *trig__name(enum trig_kind k)
 {
-	static const char *const names[] = {"sigusr2", "long-run", "gc"};
+	static const char *const names[] = {"sigusr2", "long-run", "gc", "msgq"};
 
 	return k < TRIG_COUNT ? names[k] : "?";
 }
