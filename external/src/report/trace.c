@@ -24,6 +24,7 @@ struct ev {
 	bool process, gc;
 	uint8_t kind;	  /* enum frame_kind of EV_FUNC */
 	const char *name; /* the frame, or the run's group */
+	int64_t unc[2];	  /* EV_RUN: trace_run's start_unc_ns, end_unc_ns */
 };
 
 struct evbuf {
@@ -249,45 +250,49 @@ static int64_t cpu_between(const struct trace_input *in, const struct trace_samp
  * process ran until its scheduler went to sleep, give or take the scheduler's own few steps).
  * Else half a period of CPU time on, or halfway to the thread's next sample b. */
 static int64_t end_edge(const struct trace_input *in, const struct trace_sample *a,
-			const struct trace_sample *b, const struct gap *g, int64_t half)
+			const struct trace_sample *b, const struct gap *g, int64_t half,
+			int64_t *unc)
 {
 	int64_t cpu = b ? cpu_between(in, a, b, g) : INT64_MAX,
 		need = cpu < 2 * half ? cpu / 2 : half;
 	int64_t limit = b ? b->time_ns : INT64_MAX, e;
 	bool hit = false;
 
+	*unc = 0;
 	if (!in->have_switches)
 		return a->time_ns + need;
 	e = cpu_forward(in, a->thread, a->time_ns, 2 * half, limit, &hit);
 	if (hit)
 		return e;
-	/* A process then its scheduler's own loop within a period, the thread preempted in
-	 * between: the loop (looking for work before it sleeps) is short, and began after the
-	 * thread came back, not before it went off. */
-	if (b && a->process && !b->process && g->off_ns && g->resumed_at > a->time_ns &&
-	    cpu < 2 * half)
-		return g->resumed_at + (b->time_ns - g->resumed_at) / 2;
-	return cpu_forward(in, a->thread, a->time_ns, need, limit, &hit);
+	/* Time the thread was preempted where the edge may be: on either side of it. */
+	e = cpu_forward(in, a->thread, a->time_ns, need, limit, &hit);
+	*unc = b && cpu < 2 * half ? g->off_ns : e - a->time_ns - need;
+	*unc = *unc > 0 ? *unc : 0;
+	return e;
 }
 
 /* A run's start before its first sample b (a: the thread's sample before, or NULL): where its
  * thread woke, when less than a period of CPU time before b; else as end_edge. */
 static int64_t start_edge(const struct trace_input *in, const struct trace_sample *a,
-			  const struct trace_sample *b, const struct gap *g, int64_t half)
+			  const struct trace_sample *b, const struct gap *g, int64_t half,
+			  int64_t *unc)
 {
 	int64_t cpu = a ? cpu_between(in, a, b, g) : INT64_MAX,
 		need = cpu < 2 * half ? cpu / 2 : half;
 	int64_t limit = a ? a->time_ns : INT64_MIN, st;
 	bool hit = false;
 
+	*unc = 0;
 	if (!in->have_switches)
 		return b->time_ns - need;
 	st = cpu_backward(in, b->thread, b->time_ns, 2 * half, limit, &hit);
 	if (hit)
 		return st;
 	if (a && cpu < 2 * half)
-		return end_edge(in, a, b, g, half); /* the same edge */
-	return cpu_backward(in, b->thread, b->time_ns, need, limit, &hit);
+		return end_edge(in, a, b, g, half, unc); /* the same edge */
+	st = cpu_backward(in, b->thread, b->time_ns, need, limit, &hit);
+	*unc = b->time_ns - st - need > 0 ? b->time_ns - st - need : 0;
+	return st;
 }
 
 /* Samples of the scheduler without a process (its own loop, between two turns of one process)
@@ -329,7 +334,8 @@ int report__trace_runs(struct trace_input *in, int (*fn)(const struct trace_run 
 				      .process = s[i].process,
 				      .first = i};
 
-		r.start_ns = start_edge(in, prev ? &s[i - 1] : NULL, &s[i], &before, half);
+		r.start_ns =
+		    start_edge(in, prev ? &s[i - 1] : NULL, &s[i], &before, half, &r.start_unc_ns);
 		r.gap_before = !prev				    ? TRACE_GAP_UNKNOWN
 			       : before.blocked			    ? TRACE_GAP_BLOCKED
 			       : in->have_switches && before.off_ns ? TRACE_GAP_PREEMPTED
@@ -353,7 +359,7 @@ int report__trace_runs(struct trace_input *in, int (*fn)(const struct trace_run 
 		}
 		r.last = j;
 		r.group = run_label(in, i, j);
-		r.end_ns = end_edge(in, &s[j], next ? &s[j + 1] : NULL, &g, half);
+		r.end_ns = end_edge(in, &s[j], next ? &s[j + 1] : NULL, &g, half, &r.end_unc_ns);
 		before = g;
 		prev = next;
 		if ((rc = fn(&r, ctx)))
@@ -442,7 +448,8 @@ static int on_run(const struct trace_run *r, void *ctx)
 		       .type = EV_RUN,
 		       .process = r->process,
 		       .gc = r->gc_samples == r->last - r->first + 1,
-		       .name = r->group};
+		       .name = r->group,
+		       .unc = {r->start_unc_ns, r->end_unc_ns}};
 	size_t j;
 
 	if (prev && r->start_ns > prev) {
@@ -535,6 +542,9 @@ static void put_event(FILE *f, const struct trace_input *in, const struct ev *e)
 		put_string(f, pid);
 		fputs(",\"name\":", f);
 		put_string(f, name);
+		if (e->unc[0] || e->unc[1])
+			fprintf(f, ",\"start_uncertain_ms\":%.3f,\"end_uncertain_ms\":%.3f",
+				(double)e->unc[0] / 1e6, (double)e->unc[1] / 1e6);
 		fputc('}', f);
 	} else if (e->gc) {
 		fputs(",\"args\":{\"collection\":true}", f);

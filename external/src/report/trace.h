@@ -74,6 +74,9 @@ struct trace_run {
 	size_t first, last;   /* its samples: input.samples[first..last] after sorting */
 	size_t gc_samples;    /* of them, in a collection */
 	int64_t preempted_ns; /* of its time, off the CPU preempted (with switches) */
+	/* How far off each edge may be beyond half a period: the time its thread was preempted
+	 * where the edge falls (the process may have run up to either end of it); 0 mostly. */
+	int64_t start_unc_ns, end_unc_ns;
 	/* Before it on its thread, since the last run: the thread blocked (the scheduler slept),
 	 * was only preempted, or neither was recorded. */
 	enum { TRACE_GAP_UNKNOWN = 0, TRACE_GAP_BLOCKED, TRACE_GAP_PREEMPTED } gap_before;

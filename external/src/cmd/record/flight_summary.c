@@ -108,6 +108,11 @@ static void print_runs(struct runs *rs, FILE *f)
 		if (t->r.preempted_ns >= 1000000)
 			fprintf(f, " (%.0f ms of it its thread was preempted by the OS)",
 				(double)t->r.preempted_ns / 1e6);
+		if (t->r.start_unc_ns >= 1000000 || t->r.end_unc_ns >= 1000000)
+			fprintf(f,
+				" (start uncertain by %.0f ms, end by %.0f ms: the OS preempted "
+				"its thread there)",
+				(double)t->r.start_unc_ns / 1e6, (double)t->r.end_unc_ns / 1e6);
 		fputc('\n', f);
 	}
 	if (!rs->n)
