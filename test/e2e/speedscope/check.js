@@ -187,13 +187,22 @@ async function checkTrace(page, base) {
   check('trace: a flame chart canvas', (await page.locator('canvas').count()) > 0);
   await page.waitForTimeout(500);
   await page.screenshot({ path: path.join(outDir, 'trace.png') });
+  checkEq('trace: no import error, page error or dialog', [], problems);
+}
+
+// The sandwich view of the timeline lists the run (speedscope appends its args) and its functions.
+async function checkTraceSandwich(page, base) {
+  const problems = [];
+  const profileURL = encodeURIComponent(`${base}/data/profile.trace.json`);
+  watch(page, problems);
   await page.goto(`${base}/index.html#profileURL=${profileURL}&view=sandwich`);
   await bodyHas(page, 'xp_stall:rare_slow_path/1');
-  text = await page.evaluate(() => document.body.innerText);
-  for (const name of ['xp_stall_server', 'xp_stall:server/2', 'xp_stall:rare_slow_path/1', 'memcpy']) {
+  const text = await page.evaluate(() => document.body.innerText);
+  for (const name of ['xp_stall_server {"pid":"<0.90.0>","name":"xp_stall_server"}',
+    'xp_stall:server/2', 'xp_stall:rare_slow_path/1', 'memcpy']) {
     check(`trace: sandwich lists ${name}`, text.includes(name), text);
   }
-  checkEq('trace: no import error, page error or dialog', [], problems);
+  checkEq('trace sandwich: no import error, page error or dialog', [], problems);
 }
 
 function svgState(page) {
@@ -275,7 +284,10 @@ async function main() {
     await checkSandwich(await context.newPage(), base);
     await checkCollapsed(await context.newPage(), base);
     await checkSvg(await context.newPage(), base);
-    if (tracePath) await checkTrace(await context.newPage(), base);
+    if (tracePath) {
+      await checkTrace(await context.newPage(), base);
+      await checkTraceSandwich(await context.newPage(), base);
+    }
   } finally {
     if (context) await context.close();
     server.close();
