@@ -10,20 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli_values.h" /* struct trig_opts: what --trigger asked for */
+
 enum trig_kind { TRIG_SIGNAL = 0, TRIG_LONG_RUN, TRIG_GC, TRIG_MSGQ, TRIG_COUNT };
 
-/* What --trigger asked for (0: off). */
-struct trig_opts {
-	uint64_t long_run_ns;
-	uint64_t gc_ns;
-	char msgq_name[256]; /* msgq=NAME:N (trig_msgq.h) */
-	int64_t msgq_len;
-};
-
-/* "200ms", "1.5s", "30s", "5m", "1h" (a plain number is seconds) into ns, within [lo_s, hi_s]. */
-int trig__parse_duration(const char *s, double lo_s, double hi_s, uint64_t *ns);
-/* One --trigger: "long-run=200ms", "gc=50ms" or "msgq=NAME:N". 0 or -EINVAL. */
-int trig__parse(const char *spec, struct trig_opts *o);
 const char *trig__name(enum trig_kind k);
 
 /* One fired trigger. */
