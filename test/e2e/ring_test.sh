@@ -12,7 +12,9 @@
 #     refused with exit 6 and the reason
 #   - every stall that began while a recorder ran, up to its last trigger, is in a dump as a run
 #     of xp_stall_server whose length is the stall's within 10 % or 15 ms, starting within 30 ms
-#     of the stall's own timestamp, with xp_stall:rare_slow_path/1 nested in it
+#     of the stall's own timestamp, with xp_stall:rare_slow_path/1 nested in it (a run the VM
+#     moved to the other scheduler is joined with its continuation there; edges the timeline
+#     says are uncertain, the OS having preempted the scheduler's thread there, by that much)
 # Prints the measured start and duration errors. About 30 s.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail

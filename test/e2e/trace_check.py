@@ -90,6 +90,25 @@ def validate(path):
     return evs
 
 
+def migrated(runs, best):
+    """The run best, joined with the runs of the same process in the same dump that continue it
+    on another scheduler (the VM moved the process): each starts within a sampling period and a
+    half of where the last ended, plus what they say their edges are uncertain by."""
+    _, ts, rdur, tid, base, evs, sunc, eunc = best
+    same = sorted((r for r in runs if r[3] == base), key=lambda r: r[0])
+    start, end, moves = ts, ts + rdur, 0
+    changed = True
+    while changed:
+        changed = False
+        for r in same:
+            rs, re_, su, eu = r[0], r[0] + r[1], r[5], r[6]
+            if abs(rs - end) <= 1500 + eunc + su and re_ > end:
+                end, eunc, moves, changed = re_, eu, moves + 1, True
+            elif abs(re_ - start) <= 1500 + sunc + eu and rs < start:
+                start, sunc, moves, changed = rs, su, moves + 1, True
+    return start, end - start, sunc, eunc, moves
+
+
 def stalls(args):
     opts = {"--log": None, "--since": None, "--until": None, "--kind": None, "--server": None,
             "--function": None}
@@ -146,10 +165,12 @@ def stalls(args):
             check(f"{what}: a run of {server} in a dump", False, "none overlaps it")
             continue
         _, ts, rdur, tid, base, evs, sunc, eunc = best
+        ts, rdur, sunc, eunc, moves = migrated(runs, best)
         derr, serr = rdur - dur, ts - start
         errs.append((serr, derr, dur))
         unc = f", edges uncertain by {sunc / 1000:.1f} and {eunc / 1000:.1f} ms" \
             if sunc or eunc else ""
+        unc += f", moved between schedulers {moves} time(s)" if moves else ""
         check(f"{what}: {server} ran {rdur / 1000:.1f} ms from {serr / 1000:+.1f} ms "
               f"({base}{unc})",
               abs(derr) <= max(0.10 * dur, 15000) + sunc + eunc and abs(serr) <= 30000 + sunc,
