@@ -403,7 +403,7 @@ static void print_stats(const char *what, const struct perf_stats *st)
 	       what, st->samples, st->lost, st->throttled, st->malformed, st->threads_gone);
 }
 
-static const struct perf_opts opts_8k = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0, false};
+static const struct perf_opts opts_8k = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0, false, false};
 
 /* Registers and stacks of 1 s of samples. 0, or 77 when perf_event_open is refused. */
 static int test_live_samples(const struct child_info *ci)
@@ -466,7 +466,7 @@ static void test_cycles(const struct child_info *ci)
  * is killed and every fd must hang up without failing the session. */
 static void test_cost_and_exit(struct child_info *ci)
 {
-	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1, 0, false};
+	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1, 0, false, false};
 	struct perf_session *s = NULL;
 	uint64_t n = 0, t0;
 	double c0, wall;

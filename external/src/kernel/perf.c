@@ -41,6 +41,8 @@ struct perf_session {
 	size_t page_size;
 	uint64_t regs_mask;
 	struct perf_stats stats;
+	perf_switch_fn on_switch; /* opts.switches */
+	void *switch_ctx;
 	uint8_t scratch[PERF_MAX_RECORD]; /* a record that wraps the ring's end, made contiguous */
 };
 
@@ -101,6 +103,10 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 	a.exclude_hv = 1;
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC; /* comparable with the target's own clock_gettime */
+	/* Switch records carry tid and time only with sample_id_all (their body is that trailer:
+	 * pid, tid, time, cpu for PERF_SAMPLE_LAYOUT). */
+	a.context_switch = s->opts.switches;
+	a.sample_id_all = s->opts.switches;
 	fd = syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd >= 0)
 		return (int)fd;
@@ -252,6 +258,26 @@ static void ring__copy(const uint8_t *data, uint64_t size, uint64_t off, void *d
 	memcpy((uint8_t *)dst + first, data, len - first);
 }
 
+/* A PERF_RECORD_SWITCH: its sample_id trailer is pid, tid (u32 each), time, cpu and a reserved
+ * u32 for PERF_SAMPLE_LAYOUT. Always 0 (not a sample). */
+static int session__switch(struct perf_session *s, const struct perf_event_header *h,
+			   const uint8_t *body, size_t len)
+{
+	uint32_t tid;
+	uint64_t time;
+
+	if (len < 24) {
+		s->stats.malformed++;
+		return 0;
+	}
+	memcpy(&tid, body + 4, sizeof(tid));
+	memcpy(&time, body + 8, sizeof(time));
+	if (s->on_switch)
+		s->on_switch(tid, time, h->misc & PERF_RECORD_MISC_SWITCH_OUT,
+			     h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT, s->switch_ctx);
+	return 0;
+}
+
 /* The record at ring offset off (its header is h): 1 if a sample was delivered, else 0. fn is
  * NULL when only non-sample records are expected. */
 static int session__record(struct perf_session *s, const struct perf_event_header *h,
@@ -290,6 +316,8 @@ static int session__record(struct perf_session *s, const struct perf_event_heade
 	case PERF_RECORD_THROTTLE:
 		s->stats.throttled++;
 		return 0;
+	case PERF_RECORD_SWITCH:
+		return session__switch(s, h, body, len);
 	default: /* UNTHROTTLE and anything we did not ask for */
 		return 0;
 	}
@@ -434,6 +462,12 @@ int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn
 		i++;
 	}
 	return delivered;
+}
+
+void perf_session__on_switch(struct perf_session *s, perf_switch_fn fn, void *ctx)
+{
+	s->on_switch = fn;
+	s->switch_ctx = ctx;
 }
 
 const struct perf_stats *perf_session__stats(const struct perf_session *s)

@@ -45,6 +45,9 @@ struct perf_opts {
 	    wakeup_events; /* wake a waiting poll every N samples; 0: when the ring is half full */
 	int bpf_prog_fd;   /* > 0: a BPF program attached to every event (kcapture.h) */
 	bool user_only;	   /* exclude samples taken in the kernel (--user-only) */
+	/* Also PERF_RECORD_SWITCH: each time a thread goes off or on a CPU, and whether it went
+	 * off preempted (still runnable) or because it blocked (perf_session__on_switch). */
+	bool switches;
 };
 
 struct perf_sample {
@@ -70,6 +73,8 @@ struct perf_stats {
 struct perf_session;
 
 typedef void (*perf_sample_fn)(const struct perf_sample *s, void *ctx);
+/* A thread went off its CPU (out; preempt: while still runnable) or back on, at time. */
+typedef void (*perf_switch_fn)(uint32_t tid, uint64_t time, bool out, bool preempt, void *ctx);
 
 /* Open one event per tid. 0, -EACCES/-EPERM (perf_event_paranoid, CAP_PERFMON), -ENOENT (cycles
  * not available here), -ESRCH (a thread vanished before any opened), or another -errno. Threads
@@ -82,6 +87,9 @@ int perf_session__add_thread(struct perf_session *s, pid_t tid);
  * threads' rings. Returns the number delivered, or a negative errno. */
 int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn, void *ctx);
 const struct perf_stats *perf_session__stats(const struct perf_session *s);
+/* With opts.switches: where switch records go, in each thread's time order (before its samples
+ * that follow them). */
+void perf_session__on_switch(struct perf_session *s, perf_switch_fn fn, void *ctx);
 size_t perf_session__nthreads(const struct perf_session *s);
 void perf_session__free(struct perf_session *s);
 

@@ -77,6 +77,9 @@ struct sampler_opts {
 	bool labels;		    /* stacks kept apart by pid, name and scheduler (pprof) */
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
+	/* May be NULL: each sampled thread's switches off and on its CPU (perf.h), given
+	 * record_ctx; record --ring and --format trace tell preemption from a blocked thread. */
+	perf_switch_fn on_switch;
 };
 
 struct sampler_stats {

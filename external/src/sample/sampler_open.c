@@ -89,7 +89,8 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 				* process's Erlang stack live, and each microsecond of delay lets
 				* more processes move on (--skid-summary). */
 			       .wakeup_events = 1,
-			       .user_only = s->opts.user_only};
+			       .user_only = s->opts.user_only,
+			       .switches = s->opts.on_switch != NULL};
 	struct proc_task *tasks = NULL;
 	pid_t *tids;
 	size_t ntasks = 0, n = 0, i;
@@ -131,6 +132,8 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 		po.mmap_pages /= 4;
 	}
 	free(tids);
+	if (!rc && s->opts.on_switch)
+		perf_session__on_switch(s->perf, s->opts.on_switch, s->opts.record_ctx);
 	if (rc == -EACCES || rc == -EPERM)
 		perf_refused(err, errlen);
 	else if (rc == -ENOENT)

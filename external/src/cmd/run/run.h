@@ -23,6 +23,7 @@
 #define RUN_STOP   1
 #define RUN_ROTATE 2
 #define RUN_REPORT 3
+#define RUN_DUMP   4 /* SIGUSR2, for record --ring: a dump now (flight.c takes it) */
 
 struct run_ctx {
 	struct target *t;
