@@ -283,6 +283,18 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"  scheduler work for a process (signals, system tasks, GC when "
 			"scheduled): %" PRIu64 " samples, kept as that process's\n",
 			st->system_task);
+	if (st->dirty_task)
+		fprintf(f,
+			"  dirty system tasks for a process (collections too large for a normal "
+			"scheduler): %" PRIu64
+			" samples, kept as that process's where it resumes (%" PRIu64
+			" with its state read after the sample)\n",
+			st->dirty_task, st->dirty_task_late);
+	if (st->gc_state)
+		fprintf(f,
+			"  in a garbage collection (the process's state says so): %" PRIu64
+			" samples, labelled [garbage collection]\n",
+			st->gc_state);
 	if (st->stack_unreadable_kept)
 		fprintf(
 		    f,

@@ -82,6 +82,7 @@ struct where {
 };
 
 static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
+static const struct jit_range *resume_leaf(struct sampler *s, const struct process_view *p);
 
 /* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
  * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
@@ -161,6 +162,52 @@ static bool system_task(struct sampler *s, const struct kcap_rec *k, struct wher
 	w->e = w->fp = 0;
 	s->st.system_task++;
 	return true;
+}
+
+/* The process's state word (Process.state, XP_PSFLG_*): as the capture read it at the sample, else
+ * read now (*late), for a sample whose process was itself found by a read after the sample (a
+ * dirty scheduler's without the capture). False when neither can be had. */
+static bool process_state(struct sampler *s, uint64_t cp, bool late_ok, uint32_t *state, bool *late)
+{
+	const struct target_value *o = &s->t->off[XP_OFF_P_STATE];
+
+	*late = false;
+	if (s->cap && s->cap->state_known) {
+		*state = s->cap->state;
+		return true;
+	}
+	if (!late_ok || !o->present || o->value <= 0 || o->value >= 4096)
+		return false;
+	*late = true;
+	return mem__read(s->t->mem, cp + (uint64_t)o->value, state, sizeof(*state)) == 0;
+}
+
+/* A sample on a dirty scheduler is either the process's own dirty BIF or NIF (its stack parked in
+ * the call, read from c_p->stop) or a system task the scheduler runs for it, a collection too
+ * large for a normal scheduler above all (B/erl_process.c erts_dirty_process_main: the state's
+ * ERTS_PSFLG_DIRTY_RUNNING_SYS selects erts_execute_dirty_system_task). A system task's process
+ * was parked where it will resume, c_p->i: the function it stands in, whose frame, if any, is
+ * not on the stack yet (a yield at a function's entry), so that is the innermost frame, as for a
+ * system task on a normal scheduler. And either scheduler's sample in the collector says so,
+ * from the state's ERTS_PSFLG_GC (B/erl_gc.c garbage_collect sets it for the collection). */
+static void task_state(struct sampler *s, struct sample_record *rec, struct where *w,
+		       const struct process_view *p, bool task)
+{
+	uint32_t state;
+	bool late;
+
+	if (!(w->ur || w->dirty) || !process_state(s, w->cp, w->dirty && !task, &state, &late))
+		return;
+	if (w->dirty && !task && (state & XP_PSFLG_DIRTY_RUNNING_SYS)) {
+		rec->dirty_task = true;
+		s->st.dirty_task++;
+		s->st.dirty_task_late += late;
+		w->leaf = resume_leaf(s, p);
+	}
+	if (state & XP_PSFLG_GC) {
+		rec->gc = true;
+		s->st.gc_state++;
+	}
 }
 
 /* A parked process's innermost function is where it resumes, c_p->i (as pstack --all shows a
@@ -463,6 +510,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		w.leaf = resume_leaf(s, &p);
 		rec.scheduler_work = true;
 	}
+	task_state(s, &rec, &w, &p, task);
 	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
 	 * c_p->stop, and the two were read together. The CFI-recovered rbp is not it: a fragment
 	 * may use rbp, and a GC moves the stack under it. */

@@ -47,6 +47,11 @@ struct sample_record {
 	bool contradicted;	/* a later read disagreed with the sample (skid summary only) */
 	bool scheduler_work; /* the scheduler worked for the process, parked at its resume point */
 	bool exiting; /* the process was exiting: no Erlang stack left ("[process exiting]") */
+	/* A dirty scheduler ran a system task for the process (ERTS_PSFLG_DIRTY_RUNNING_SYS),
+	 * parked at its resume point ("[dirty system task]"). */
+	bool dirty_task;
+	/* The process was being garbage collected (ERTS_PSFLG_GC): "[garbage collection]". */
+	bool gc;
 };
 
 typedef void (*sample_record_fn)(const struct sample_record *r, void *ctx);
@@ -103,6 +108,12 @@ struct sampler_stats {
 	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
 	 * schedule time): kept as that process's. */
 	uint64_t system_task;
+	/* Samples of a dirty scheduler running a system task for a process (a collection too large
+	 * for a normal scheduler): kept as that process's, at its resume point; how many of those
+	 * had the process's state read after the sample (no capture). */
+	uint64_t dirty_task, dirty_task_late;
+	/* Samples labelled [garbage collection] by the process's state word (ERTS_PSFLG_GC). */
+	uint64_t gc_state;
 	/* Samples of a process whose exit the scheduler continued in JIT code (its heap, messages,
 	 * links freed): no Erlang stack left; kept as that process's, "[process exiting]". */
 	uint64_t exiting;

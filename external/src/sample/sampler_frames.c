@@ -349,6 +349,13 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 	if (rec->scheduler_work && !s->opts.only_erlang && n < MAX_FRAMES &&
 	    agg__frame(s->agg, "[scheduler work for the process]", FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
+	/* A dirty scheduler's system task for it; a collection, from the process's state. */
+	if (rec->dirty_task && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[dirty system task]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
+	if (rec->gc && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[garbage collection]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
 	if (ur)
 		n = native_frames(s, ur, n);
 	rec->kind = SAMPLE_ERLANG;
