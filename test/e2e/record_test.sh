@@ -42,7 +42,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust|dirty|capture|class|class-nobpf"
+usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust|dirty|capture|class|class-nobpf|defer|defer-nobpf"
 otp=${1:?$usage}
 mode=${2:?$usage}
 case=${3:?$usage}
@@ -52,6 +52,7 @@ XP_RECORD_SECONDS=${XP_RECORD_SECONDS:-4}
 XP_MAX_STRETCH=${XP_MAX_STRETCH:-2}
 XP_CLASS_TOLERANCE=${XP_CLASS_TOLERANCE:-2} # percentage points, per phase of case class
 XP_CLASS_SECONDS=${XP_CLASS_SECONDS:-12}
+CLASS_PROC=xp_class # the process check_class reads
 XP_SKIP_REASON=
 DEEP_DEPTH=20
 
@@ -703,15 +704,16 @@ check_class() {
 	# resume point (repeat/3, run_round/5), not the phase whose allocations caused it, which
 	# left no trace. A phase may fall short by up to this pool, and the phases' net shortfall
 	# must be what it and the other labels hold (below).
-	work=$(awk '/ xp_class;/ && /\[scheduler work for the process\]/ { s += $NF } END { print s + 0 }' "$folded")
-	innermost "$folded" xp_class >"$inner"
+	work=$(awk -v p=" $CLASS_PROC;" 'index($0, p) && /\[scheduler work for the process\]/ { s += $NF }
+		END { print s + 0 }' "$folded")
+	innermost "$folded" "$CLASS_PROC" >"$inner"
 	# Every sample the sampler took: those it dropped count against the phases too.
 	total=$(summary_num "$XP_VM_DIR/$tag.err" 's/^extrospect: \([0-9]*\) samples in .*/\1/p')
 	[[ -n "$total" ]] || total=$(awk '{ s += $NF } END { print s + 0 }' "$folded")
 	proc=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
 	ctotal=$(($(stat_get "$s1" total_cpu_us) - $(stat_get "$s0" total_cpu_us)))
 	wtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
-	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of xp_class; the VM measured $((ctotal / 1000)) ms of CPU in $((wtotal / 1000000)) ms"
+	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of $CLASS_PROC; the VM measured $((ctotal / 1000)) ms of CPU in $((wtotal / 1000000)) ms"
 	if ((total < 1000 || ctotal <= 0 || wtotal <= 0)); then
 		XP_SKIP_REASON="machine too busy: $total samples in ${XP_CLASS_SECONDS} s ($((ctotal / 1000)) ms of the VM's CPU), fewer than 1000"
 		echo "NOT CHECKED: $tag shares: $XP_SKIP_REASON"
@@ -776,11 +778,13 @@ check_class() {
 	else
 		xp_fail "$tag: ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 	fi
-	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $(((ctotal - csum) / 1000)) of $((ctotal / 1000)) ms of CPU; there, xp_class's innermost frames and the other roots:"
+	# XP_SAVE_DIR: keep the recording and the stats for a look afterwards.
+	[[ -z "${XP_SAVE_DIR:-}" ]] || cp "$folded" "$s0" "$s1" "$XP_VM_DIR/$tag.err" "$XP_SAVE_DIR/"
+	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $(((ctotal - csum) / 1000)) of $((ctotal / 1000)) ms of CPU; there, $CLASS_PROC's innermost frames and the other roots:"
 	{
 		awk -v ph="$all_frames" 'BEGIN { n = split(ph, a, ","); for (i = 1; i <= n; i++) p[a[i]] = 1 }
 			!($2 in p)' "$inner"
-		roots "$folded" | awk -F'\t' '$2 !~ / xp_class$/ { print $1, $2 }'
+		roots "$folded" | awk -F'\t' -v p=" $CLASS_PROC" '!(substr($2, length($2) - length(p) + 1) == p) { print $1, $2 }'
 	} | sort -rn | head -n 8 | sed 's/^/    /'
 }
 
@@ -818,6 +822,76 @@ case_class() {
 	at_least "$tag: Erlang stacks complete to the stack bottom${nobpf:+ (those read too late left out)}" "$c" "$((w - ${late:-0}))" 99.5
 }
 
+# The NIF of xp_defer (xp_defer_nif.c): from the build (XP_DEFER_SO, record.cmake) or compiled
+# here with the host's erl_nif.h; copied where the VM sees it. Sets DEFER_NIF to its path inside
+# the VM's root, or leaves it empty (no compiler: the NIF phase is left out, and said so).
+defer_nif() {
+	local so=${XP_DEFER_SO:-} inc lib
+	DEFER_NIF=
+	xp_otp_lookup "$otp" || xp_skip "$XP_OTP_WHY"
+	if [[ -z "$so" || ! -f "$so" ]]; then
+		if ! command -v cc >/dev/null ||
+			! inc=$(erl -noshell -eval 'io:put_chars(filename:join([code:root_dir(), "usr", "include"])), halt().' </dev/null); then
+			echo "NOT CHECKED: the NIF phase: no C compiler or host erl to build xp_defer_nif.c"
+			return 0
+		fi
+		so=$(mktemp -d)/xp_defer_nif.so
+		xp_defer "rm -rf '${so%/*}'"
+		cc -O2 -fPIC -shared -I"$inc" -o "$so" "$XP_REPO/test/targets/xp_defer_nif.c" ||
+			xp_die "building the test NIF failed"
+	fi
+	lib=xp_defer_$$.so
+	cp "$so" "${XP_OTP_ROOT%/}/tmp/$lib"
+	xp_defer "rm -f '${XP_OTP_ROOT%/}/tmp/$lib'"
+	DEFER_NIF=/tmp/$lib
+}
+
+# xp_defer's phases (deferred collections on a dirty scheduler, after a BIF, after a NIF, in a
+# trapping BIF, in a list comprehension; plain Erlang), checked as xp_class's (check_class).
+case_defer() {
+	local nobpf=$1 tag=defer stats seed=${XP_CLASS_SEED:-$((RANDOM * 32768 + RANDOM))} w c late
+	local -a opts=() nif=()
+	[[ -n "$nobpf" ]] && tag=defer-nobpf opts=(--no-bpf) CLASS_LATE_OK=1
+	CLASS_PROC=xp_defer
+	defer_nif
+	[[ -z "$DEFER_NIF" ]] || nif=(-xp_defer_nif "$DEFER_NIF")
+	xp_start_vm "$otp" "$mode" xp_defer -xp_defer_seed "$seed" "${nif[@]}" +sbwt none \
+		+sbwtdcpu none +sbwtdio none +Mea min
+	stats=$XP_VM_DIR/ready.class
+	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
+	cp "$stats" "$XP_VM_DIR/$tag.s0"
+	XP_RECORD_SECONDS=$XP_CLASS_SECONDS rec_ok "$tag" --include-idle "${opts[@]}"
+	cp "$stats" "$XP_VM_DIR/$tag.s1"
+	check_class "$tag" "$XP_VM_DIR/$tag.folded" "$XP_VM_DIR/$tag.s0" "$XP_VM_DIR/$tag.s1"
+	read -r w c < <(walked_complete "$XP_VM_DIR/$tag.err")
+	late=0
+	[[ -n "$nobpf" ]] && late=$(awk '/^ *ended (moved on|unverified) \(read late\) *[0-9]+$/ { s += $NF }
+		END { print s + 0 }' "$XP_VM_DIR/$tag.err")
+	((c <= w - ${late:-0})) || c=$((w - ${late:-0}))
+	echo "FIGURE: OTP $otp $mode $case $tag: $c of $w Erlang stacks complete, ${late:-0} read too late"
+	at_least "$tag: Erlang stacks complete to the stack bottom${nobpf:+ (those read too late left out)}" "$c" "$((w - ${late:-0}))" 99.5
+	xp_stop_vm
+	[[ -n "$nobpf" ]] || check_dirty_gc
+}
+
+# A process whose every collection runs on a dirty scheduler (xp_defer gc): >= 97 % of its samples
+# on bif_dirty/2, where it stands, and its collections named, from the VM's state.
+check_dirty_gc() {
+	local folded inner n all named
+	xp_start_vm "$otp" "$mode" xp_defer -xp_defer_mode gc +sbwt none +sbwtdcpu none +sbwtdio none
+	rec_ok dirtygc --name xp_defer_gc
+	folded=$XP_VM_DIR/dirtygc.folded inner=$XP_VM_DIR/dirtygc.inner
+	innermost "$folded" xp_defer_gc >"$inner"
+	n=$(count_of "$inner" xp_defer:bif_dirty/2)
+	all=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
+	named=$(awk '/ xp_defer_gc;/ && /\[garbage collection\]/ { s += $NF } END { print s + 0 }' "$folded")
+	echo "FIGURE: OTP $otp $mode dirty-gc: $n of $all samples of xp_defer_gc on bif_dirty/2, $named under [garbage collection]"
+	sort -rn "$inner" | head -n 5 | sed 's/^/    /'
+	at_least "xp_defer_gc's samples on xp_defer:bif_dirty/2 (its collections run on a dirty scheduler)" "$n" "$all" 97
+	at_least "xp_defer_gc's samples named [garbage collection]" "$named" "$all" 10
+	xp_stop_vm
+}
+
 xp_require_sampler
 case $case in
 capture) case_capture ;;
@@ -828,6 +902,8 @@ robust) case_robust ;;
 dirty) case_dirty ;;
 class) case_class "" ;;
 class-nobpf) case_class nobpf ;;
+defer) case_defer "" ;;
+defer-nobpf) case_defer nobpf ;;
 *) xp_die "$usage" ;;
 esac
 if [[ -n "$XP_SKIP_REASON" && $XP_FAILED -eq 0 ]]; then
