@@ -29,7 +29,7 @@
 /* The section of beam.smp that holds the pointers to the three scheduler data arrays
  * (erts_aligned_scheduler_data, ..._dirty_cpu_..., ..._dirty_io_..., declared
  * ERTS_WRITE_UNLIKELY: B/erl_process.c, B/sys.h `__attribute__((section("ERTS_LOW_WRITE")))`),
- * the same in OTP 25, 27 and 29; 0x538 bytes in OTP 29.1.1's beam.smp. Read whole when no
+ * the same in OTP 25, 27 and 29; 0x538 bytes in OTP 29.1.2's beam.smp. Read whole when no
  * larger than XP_ESD_SECTION_MAX. */
 #define XP_ESD_SECTION	   "ERTS_LOW_WRITE"
 #define XP_ESD_SECTION_MAX 8192u

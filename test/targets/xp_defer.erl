@@ -10,7 +10,8 @@
 %% collection to the function where the process stood when it was triggered: the phase, which
 %% loops on itself, so that the process resumes there (c_p->i) after the collection.
 %%   erl -noshell ... [-xp_defer_seed N] [-xp_defer_nif PATH] -run xp_defer start READYFILE MODE PID
-%%   erl ... -xp_defer_mode gc -run xp_defer start ...: one registered process, xp_defer_gc, looping in
+%%   erl ... -xp_defer_mode gc -run xp_defer start ...: (or, in a running phases VM, once the file
+%%       READYFILE.class.gc exists) one registered process, xp_defer_gc, looping in
 %%       bif_dirty/2 alone (its collections are all dirty), for `record` to attribute.
 %% Stats go to READYFILE.class as xp_class writes them (NAME_frames, NAME_cpu_us, NAME_ns,
 %% total_cpu_us, total_ns; see xp_class.erl): the CPU time of the normal and dirty CPU scheduler
@@ -226,10 +227,18 @@ timed(Fn, Arg, N) ->
     _ = Fn(Arg, N),
     erlang:monotonic_time() - T0.
 
+%% Until the harness creates STATS.gc (READYFILE.class.gc): then the phases stop, the `gc`
+%% workload starts in their place (no second VM to boot), and STATS.gc-started says so.
 loop(Stats, Seed, Phs, {Rounds, Totals}, Start, Ballast) ->
     Next = {Rounds + 1, run_round(Phs, Totals, [])},
     write(Stats, Seed, Phs, Next, Start),
-    loop(Stats, Seed, Phs, Next, Start, Ballast).
+    case filelib:is_file(Stats ++ ".gc") of
+        true ->
+            start_gc(),
+            xp_ready:write(Stats ++ ".gc-started", [{pid, pid_to_list(self())}]);
+        false ->
+            loop(Stats, Seed, Phs, Next, Start, Ballast)
+    end.
 
 run_round([], [], Acc) -> lists:reverse(Acc);
 run_round([#ph{fn = Fn, arg = Arg, calls = Calls} | Ps], [{W, C} | Ts], Acc) ->

@@ -331,6 +331,14 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"  in-kernel capture: %" PRIu64 " of %" PRIu64
 			" Erlang samples walked as copied at the sample\n",
 			st->captured, st->erlang);
+	if (!st->kcapture_why[0] &&
+	    (st->not_captured[NOT_CAPTURED_NO_RECORD] || st->not_captured[NOT_CAPTURED_OTHER]))
+		fprintf(f,
+			"  in-kernel capture: no copy of the sample's process for %" PRIu64
+			" samples (no record: ring full or copy failed) and %" PRIu64
+			" (a copy of another process): read after the sample\n",
+			st->not_captured[NOT_CAPTURED_NO_RECORD],
+			st->not_captured[NOT_CAPTURED_OTHER]);
 	if (ps->bpf_unattached)
 		fprintf(f, "  in-kernel capture: not attached to %" PRIu64 " threads\n",
 			ps->bpf_unattached);

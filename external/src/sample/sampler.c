@@ -326,6 +326,7 @@ static enum call_check check_call(struct sampler *s, const struct perf_sample *p
 		return cc;
 	er->end = !s->top_live ? ESTACK_END_CALL_MISMATCH
 		  : s->cap     ? ESTACK_END_COPY_SHORT
+		  : s->kc      ? ESTACK_END_NOT_CAPTURED
 			       : ESTACK_END_MOVED_ON;
 	er->nframes = 0;
 	return cc;
@@ -446,6 +447,26 @@ static void exiting_sample(struct sampler *s, struct sample_record *rec, struct 
 	sampler_frames__erlang(s, rec, p, er, NULL, false, w->ur);
 }
 
+/* A dirty system task's sample without the capture, whose process was read after it in a garbage
+ * collection: its stack is being moved (c_p->stop in the new heap, heap and hend the old one's),
+ * so it is not walked. Its innermost frame is where it resumes (c_p->i, read with the rest), its
+ * callers unknown: read too late. */
+static void late_task_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
+			     const struct where *w)
+{
+	struct estack_result *er = &s->er;
+
+	if (sampler_frames__filtered_out(s, p)) {
+		s->st.excluded_filter++;
+		return;
+	}
+	erlang_stack__none(er);
+	er->end = ESTACK_END_MOVED_ON;
+	s->st.erlang++;
+	s->st.estack_end[er->end]++;
+	sampler_frames__erlang(s, rec, p, er, w->leaf, false, w->ur);
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
@@ -495,6 +516,9 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	 * current process it copied r13's span alone, which only an exiting process needs. */
 	s->cap =
 	    k && k->cp == w.cp && k->span && (!k->sched_none || is_exit_code(w.leaf)) ? k : NULL;
+	/* The capture is on, yet holds no copy of this process at the sample: say which way. */
+	if (s->kc && !s->cap)
+		s->st.not_captured[k ? NOT_CAPTURED_OTHER : NOT_CAPTURED_NO_RECORD]++;
 	if (s->cap ? process__bounds_from_span(&s->pr, w.cp, s->cap->span, &p)
 		   : process__read_bounds(&s->pr, w.cp, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
@@ -511,6 +535,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		rec.scheduler_work = true;
 	}
 	task_state(s, &rec, &w, &p, task);
+	if (rec.dirty_task && rec.gc && !s->cap) {
+		late_task_sample(s, &rec, &p, &w);
+		return;
+	}
 	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
 	 * c_p->stop, and the two were read together. The CFI-recovered rbp is not it: a fragment
 	 * may use rbp, and a GC moves the stack under it. */

@@ -34,6 +34,14 @@ enum sample_kind {
 	SAMPLE_NO_PROCESS, /* scheduler time without a process (idle, spinning, aux work) */
 };
 
+/* Why the in-kernel capture, on, held no copy of a sample's process. */
+enum not_captured {
+	NOT_CAPTURED_NO_RECORD = 0, /* no record for the sample: a full ring, or its copy failed */
+	NOT_CAPTURED_OTHER,	    /* its record copied another process (r13 in C code, no
+				     * scheduler known to ask) */
+	NOT_CAPTURED_COUNT,
+};
+
 struct sample_record {
 	const struct perf_sample *ps;	  /* tid, cpu, time (CLOCK_MONOTONIC), ip */
 	const struct target_sched *sched; /* NULL: a thread that is not a scheduler */
@@ -128,6 +136,8 @@ struct sampler_stats {
 	/* In-kernel capture: on when kcapture_why is empty; the Erlang samples whose Process and
 	 * stack came from it. */
 	uint64_t captured;
+	/* ... and the process samples it held no copy for, by why (NOT_CAPTURED_*). */
+	uint64_t not_captured[NOT_CAPTURED_COUNT];
 	char kcapture_why[600];
 	uint64_t kernel; /* samples taken in the kernel on a thread's behalf, kept as [kernel] */
 	double elapsed_s;

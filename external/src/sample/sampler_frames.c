@@ -297,6 +297,8 @@ static const char *root_label(const struct estack_result *er, char *buf, size_t 
 	switch (er->end) {
 	case ESTACK_END_MOVED_ON:
 		return "[Erlang callers unknown: stack read too late]";
+	case ESTACK_END_NOT_CAPTURED:
+		return "[Erlang callers unknown: stack read too late, not captured]";
 	case ESTACK_END_COPY_SHORT:
 		return "[Erlang callers unknown: stack copy too small, read too late]";
 	case ESTACK_END_CALL_MISMATCH:
