@@ -354,14 +354,14 @@ static bool native_cut(struct sampler *s, struct sample_record *rec, const struc
 	if (!k || !k->from_scheduler || !k->cp || !k->span ||
 	    process__bounds_from_span(&s->pr, k->cp, k->span, &p)) {
 		/* Which process ran is not known at the sample: never guessed from a later read. */
-		sampler_frames__unknown_callers(s, rec, NULL, why, ur);
+		sampler_frames__unknown_callers(s, rec, NULL, why, NULL, ur);
 		return true;
 	}
 	if (sampler_frames__filtered_out(s, &p)) {
 		s->st.excluded_filter++;
 		return true;
 	}
-	sampler_frames__unknown_callers(s, rec, &p, why, ur);
+	sampler_frames__unknown_callers(s, rec, &p, why, NULL, ur);
 	return true;
 }
 
@@ -557,7 +557,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 			return;
 		}
 		s->st.stack_unreadable_kept++;
-		sampler_frames__unknown_callers(s, &rec, &p, "stack unreadable", w.ur);
+		sampler_frames__unknown_callers(s, &rec, &p, "stack unreadable",
+						rec.dirty_task ? w.leaf : NULL, w.ur);
 		return;
 	}
 	if (sampler_frames__filtered_out(s, &p)) {
