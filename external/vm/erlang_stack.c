@@ -15,6 +15,7 @@ static const char *const end_names[ESTACK_END_COUNT] = {
     [ESTACK_END_CALL_MISMATCH] = "call-site mismatch",
     [ESTACK_END_COPY_SHORT] = "copy too small (read late)",
     [ESTACK_END_UNVERIFIED] = "unverified (read late)",
+    [ESTACK_END_NOT_CAPTURED] = "not captured (read late)",
 };
 
 const char *erlang_stack__end_name(enum estack_end end)

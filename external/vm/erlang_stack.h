@@ -57,6 +57,9 @@ enum estack_end {
 	ESTACK_END_COPY_SHORT,	  /* like MOVED_ON, with a capture that did not reach its top */
 	ESTACK_END_UNVERIFIED,	  /* read after the sample, and its top cannot be checked against
 				   * the sampled call (a tail call no scan can follow) */
+	ESTACK_END_NOT_CAPTURED,  /* like MOVED_ON, though the in-kernel capture was on: it held
+				   * no copy of the sample's process (no record: a full ring or a
+				   * failed copy; or a copy of another process) */
 	ESTACK_END_COUNT
 };
 

@@ -277,29 +277,20 @@ static uint32_t count_type(const struct target *t, uint32_t type)
 	return n;
 }
 
-bool target__learn_dirty(struct target *t, const struct target_sched *normal)
+/* The dirty CPU schedulers' array just past the normal ones' (the ERTS allocators), or 0. */
+static uint64_t dirty_near(struct target *t, const struct target_sched *normal, uint32_t ncpu,
+			   uint64_t st)
 {
-	const struct target_value *stride = &t->off[XP_OFF_ESD_STRIDE];
 	const struct target_value *o_type = &t->off[XP_OFF_ESD_TYPE];
-	uint32_t ncpu = count_type(t, XP_SCHED_DIRTY_CPU), nio = count_type(t, XP_SCHED_DIRTY_IO);
-	uint64_t st, end, a, cpu = 0;
+	uint64_t end, a, cpu = 0;
 	uint8_t *buf;
-	bool found = false;
 
-	if (!normal->esdp_checked || !stride->present || !o_type->present || stride->value <= 0 ||
-	    !ncpu)
-		return false;
-	for (size_t i = 0; i < t->nsched; i++) {
-		if (t->sched[i].type != XP_SCHED_NORMAL && t->sched[i].esdp_checked)
-			return false; /* known already */
-	}
-	st = (uint64_t)stride->value;
 	end = normal->esdp + (uint64_t)(count_type(t, XP_SCHED_NORMAL) - normal->number + 1) * st;
 	end = (end + DIRTY_SCAN_ALIGN - 1) & ~(uint64_t)(DIRTY_SCAN_ALIGN - 1);
 	/* One read, then a cheap filter on the type word, then the full check. */
 	if (!(buf = malloc(DIRTY_SCAN_BYTES)) || mem__read(t->mem, end, buf, DIRTY_SCAN_BYTES)) {
 		free(buf);
-		return false;
+		return 0;
 	}
 	for (a = 0; !cpu && a + (uint64_t)o_type->value + 4 <= DIRTY_SCAN_BYTES;
 	     a += DIRTY_SCAN_ALIGN) {
@@ -311,15 +302,61 @@ bool target__learn_dirty(struct target *t, const struct target_sched *normal)
 			cpu = end + a;
 	}
 	free(buf);
-	if (!cpu || (nio && !dirty_array_at(t, cpu + ncpu * st, XP_SCHED_DIRTY_IO, nio, st)))
+	return cpu;
+}
+
+/* The dirty schedulers' arrays (type's, n of them) from the pointers ERTS keeps to them,
+ * erts_aligned_dirty_cpu_scheduler_data and ..._io_..., in the small section where the three
+ * arrays' pointers live (XP_ESD_SECTION): found there wherever the arrays were allocated (with
+ * +Mea min, each by malloc, far from the normal ones and from each other). Every
+ * cache-line-aligned word of the section is tried as the array; 0 when none is. */
+static uint64_t dirty_from_section(struct target *t, uint32_t type, uint32_t n, uint64_t st)
+{
+	uint64_t vaddr, size, w[XP_ESD_SECTION_MAX / 8], found = 0;
+	size_t i;
+
+	if (!t->beam || elf_image__section(t->beam, XP_ESD_SECTION, &vaddr, &size) || !size ||
+	    size > sizeof(w) || mem__read(t->mem, t->bias + vaddr, w, size))
+		return 0;
+	for (i = 0; !found && i < size / 8; i++) {
+		if (w[i] && !(w[i] & (DIRTY_SCAN_ALIGN - 1)) &&
+		    dirty_array_at(t, w[i], type, n, st))
+			found = w[i];
+	}
+	return found;
+}
+
+bool target__learn_dirty(struct target *t, const struct target_sched *normal)
+{
+	const struct target_value *stride = &t->off[XP_OFF_ESD_STRIDE];
+	const struct target_value *o_type = &t->off[XP_OFF_ESD_TYPE];
+	uint32_t ncpu = count_type(t, XP_SCHED_DIRTY_CPU), nio = count_type(t, XP_SCHED_DIRTY_IO);
+	uint64_t st, cpu, io;
+	bool found = false;
+
+	if (!normal->esdp_checked || !stride->present || !o_type->present || stride->value <= 0 ||
+	    !ncpu)
+		return false;
+	for (size_t i = 0; i < t->nsched; i++) {
+		if (t->sched[i].type != XP_SCHED_NORMAL && t->sched[i].esdp_checked)
+			return false; /* known already */
+	}
+	st = (uint64_t)stride->value;
+	cpu = dirty_near(t, normal, ncpu, st);
+	io = cpu + ncpu * st;
+	if (!cpu || (nio && !dirty_array_at(t, io, XP_SCHED_DIRTY_IO, nio, st))) {
+		cpu = dirty_from_section(t, XP_SCHED_DIRTY_CPU, ncpu, st);
+		io = nio ? dirty_from_section(t, XP_SCHED_DIRTY_IO, nio, st) : 0;
+	}
+	if (!cpu || (nio && !io))
 		return false;
 	for (size_t i = 0; i < t->nsched; i++) {
 		struct target_sched *s = &t->sched[i];
 
 		if (s->type == XP_SCHED_NORMAL)
 			continue;
-		s->esdp = (s->type == XP_SCHED_DIRTY_CPU ? cpu : cpu + ncpu * st) +
-			  (uint64_t)(s->number - 1) * st;
+		s->esdp =
+		    (s->type == XP_SCHED_DIRTY_CPU ? cpu : io) + (uint64_t)(s->number - 1) * st;
 		s->esdp_checked = found = true;
 		s->from_stride = false;
 	}

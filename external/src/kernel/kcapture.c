@@ -110,6 +110,7 @@ static int load_program(struct kcapture *k, uint32_t cpus, char *why, size_t why
 	skel->rodata->stop_off = c->stop_off;
 	skel->rodata->heap_off = c->heap_off;
 	skel->rodata->perf_stack = c->perf_stack;
+	skel->rodata->state_off = c->state_off;
 	/* A second load with the verifier's log on, only when the first fails (libbpf retries). */
 	log = calloc(1, KCAP_LOG_BYTES);
 	if (!log || (err = bpf_program__set_log_buf(skel->progs.kcapture, log, KCAP_LOG_BYTES)) ||
@@ -215,7 +216,8 @@ static bool cfg_ok(const struct kcap_cfg *c)
 	       c->htop_off + 8 <= c->span_lo + c->span_len && c->hend_off >= c->span_lo &&
 	       c->hend_off + 8 <= c->span_lo + c->span_len && c->stop_off >= c->span_lo &&
 	       c->stop_off + 8 <= c->span_lo + c->span_len && c->heap_off >= c->span_lo &&
-	       c->heap_off + 8 <= c->span_lo + c->span_len && c->span_lo < (1u << 20);
+	       c->heap_off + 8 <= c->span_lo + c->span_len && c->span_lo < (1u << 20) &&
+	       c->state_off < (1u << 20) && !(c->state_off & 3);
 }
 
 int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why, size_t whylen)
@@ -322,6 +324,8 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 			       .cp = v[H_CP / 8],
 			       .from_scheduler = flags & F_FROM_SCHEDULER,
 			       .sched_none = flags & F_SCHED_NONE,
+			       .state_known = flags & F_STATE_OK,
+			       .state = (uint32_t)(flags >> F_STATE_SHIFT),
 			       .span = flags & F_SPAN_OK ? s->buf + H_SPAN : NULL,
 			       .stack_addr = v[H_STACK_ADDR / 8],
 			       .stack_len = v[H_STACK_LEN / 8]};

@@ -83,6 +83,7 @@ struct where {
 };
 
 static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
+static const struct jit_range *resume_leaf(struct sampler *s, const struct process_view *p);
 
 /* The most words a fragment called on the runtime stack keeps above its return address there. */
 #define RUNTIME_FRAME_WORDS 2
@@ -221,6 +222,52 @@ static bool system_task(struct sampler *s, const struct kcap_rec *k, struct wher
 	return true;
 }
 
+/* The process's state word (Process.state, XP_PSFLG_*): as the capture read it at the sample, else
+ * read now (*late), for a sample whose process was itself found by a read after the sample (a
+ * dirty scheduler's without the capture). False when neither can be had. */
+static bool process_state(struct sampler *s, uint64_t cp, bool late_ok, uint32_t *state, bool *late)
+{
+	const struct target_value *o = &s->t->off[XP_OFF_P_STATE];
+
+	*late = false;
+	if (s->cap && s->cap->state_known) {
+		*state = s->cap->state;
+		return true;
+	}
+	if (!late_ok || !o->present || o->value <= 0 || o->value >= 4096)
+		return false;
+	*late = true;
+	return mem__read(s->t->mem, cp + (uint64_t)o->value, state, sizeof(*state)) == 0;
+}
+
+/* A sample on a dirty scheduler is either the process's own dirty BIF or NIF (its stack parked in
+ * the call, read from c_p->stop) or a system task the scheduler runs for it, a collection too
+ * large for a normal scheduler above all (B/erl_process.c erts_dirty_process_main: the state's
+ * ERTS_PSFLG_DIRTY_RUNNING_SYS selects erts_execute_dirty_system_task). A system task's process
+ * was parked where it will resume, c_p->i: the function it stands in, whose frame, if any, is
+ * not on the stack yet (a yield at a function's entry), so that is the innermost frame, as for a
+ * system task on a normal scheduler. And either scheduler's sample in the collector says so,
+ * from the state's ERTS_PSFLG_GC (B/erl_gc.c garbage_collect sets it for the collection). */
+static void task_state(struct sampler *s, struct sample_record *rec, struct where *w,
+		       const struct process_view *p, bool task)
+{
+	uint32_t state;
+	bool late;
+
+	if (!(w->ur || w->dirty) || !process_state(s, w->cp, w->dirty && !task, &state, &late))
+		return;
+	if (w->dirty && !task && (state & XP_PSFLG_DIRTY_RUNNING_SYS)) {
+		rec->dirty_task = true;
+		s->st.dirty_task++;
+		s->st.dirty_task_late += late;
+		w->leaf = resume_leaf(s, p);
+	}
+	if (state & XP_PSFLG_GC) {
+		rec->gc = true;
+		s->st.gc_state++;
+	}
+}
+
 /* A parked process's innermost function is where it resumes, c_p->i (as pstack --all shows a
  * waiting process), not on its stack: a tail-recursive loop at the stack's bottom has no frame
  * there. Read with the process's bounds: in the capture's copy, at the sample, beside the stack it
@@ -337,6 +384,7 @@ static enum call_check check_call(struct sampler *s, const struct perf_sample *p
 		return cc;
 	er->end = !s->top_live ? ESTACK_END_CALL_MISMATCH
 		  : s->cap     ? ESTACK_END_COPY_SHORT
+		  : s->kc      ? ESTACK_END_NOT_CAPTURED
 			       : ESTACK_END_MOVED_ON;
 	er->nframes = 0;
 	return cc;
@@ -364,14 +412,14 @@ static bool native_cut(struct sampler *s, struct sample_record *rec, const struc
 	if (!k || !k->from_scheduler || !k->cp || !k->span ||
 	    process__bounds_from_span(&s->pr, k->cp, k->span, &p)) {
 		/* Which process ran is not known at the sample: never guessed from a later read. */
-		sampler_frames__unknown_callers(s, rec, NULL, why, ur);
+		sampler_frames__unknown_callers(s, rec, NULL, why, NULL, ur);
 		return true;
 	}
 	if (sampler_frames__filtered_out(s, &p)) {
 		s->st.excluded_filter++;
 		return true;
 	}
-	sampler_frames__unknown_callers(s, rec, &p, why, ur);
+	sampler_frames__unknown_callers(s, rec, &p, why, NULL, ur);
 	return true;
 }
 
@@ -457,6 +505,26 @@ static void exiting_sample(struct sampler *s, struct sample_record *rec, struct 
 	sampler_frames__erlang(s, rec, p, er, NULL, NULL, false, w->ur);
 }
 
+/* A dirty system task's sample without the capture, whose process was read after it in a garbage
+ * collection: its stack is being moved (c_p->stop in the new heap, heap and hend the old one's),
+ * so it is not walked. Its innermost frame is where it resumes (c_p->i, read with the rest), its
+ * callers unknown: read too late. */
+static void late_task_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
+			     const struct where *w)
+{
+	struct estack_result *er = &s->er;
+
+	if (sampler_frames__filtered_out(s, p)) {
+		s->st.excluded_filter++;
+		return;
+	}
+	erlang_stack__none(er);
+	er->end = ESTACK_END_MOVED_ON;
+	s->st.erlang++;
+	s->st.estack_end[er->end]++;
+	sampler_frames__erlang(s, rec, p, er, w->leaf, NULL, false, w->ur);
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
@@ -507,6 +575,9 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	 * current process it copied r13's span alone, which only an exiting process needs. */
 	s->cap =
 	    k && k->cp == w.cp && k->span && (!k->sched_none || is_exit_code(w.leaf)) ? k : NULL;
+	/* The capture is on, yet holds no copy of this process at the sample: say which way. */
+	if (s->kc && !s->cap)
+		s->st.not_captured[k ? NOT_CAPTURED_OTHER : NOT_CAPTURED_NO_RECORD]++;
 	if (s->cap ? process__bounds_from_span(&s->pr, w.cp, s->cap->span, &p)
 		   : process__read_bounds(&s->pr, w.cp, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
@@ -524,6 +595,11 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	if (task) {
 		w.leaf = resume_leaf(s, &p);
 		rec.scheduler_work = true;
+	}
+	task_state(s, &rec, &w, &p, task);
+	if (rec.dirty_task && rec.gc && !s->cap) {
+		late_task_sample(s, &rec, &p, &w);
+		return;
 	}
 	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
 	 * c_p->stop, and the two were read together. The CFI-recovered rbp is not it: a fragment
@@ -543,7 +619,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 			return;
 		}
 		s->st.stack_unreadable_kept++;
-		sampler_frames__unknown_callers(s, &rec, &p, "stack unreadable", w.ur);
+		sampler_frames__unknown_callers(s, &rec, &p, "stack unreadable",
+						rec.dirty_task ? w.leaf : NULL, w.ur);
 		return;
 	}
 	if (sampler_frames__filtered_out(s, &p)) {

@@ -34,6 +34,14 @@ enum sample_kind {
 	SAMPLE_NO_PROCESS, /* scheduler time without a process (idle, spinning, aux work) */
 };
 
+/* Why the in-kernel capture, on, held no copy of a sample's process. */
+enum not_captured {
+	NOT_CAPTURED_NO_RECORD = 0, /* no record for the sample: a full ring, or its copy failed */
+	NOT_CAPTURED_OTHER,	    /* its record copied another process (r13 in C code, no
+				     * scheduler known to ask) */
+	NOT_CAPTURED_COUNT,
+};
+
 struct sample_record {
 	const struct perf_sample *ps;	  /* tid, cpu, time (CLOCK_MONOTONIC), ip */
 	const struct target_sched *sched; /* NULL: a thread that is not a scheduler */
@@ -47,6 +55,11 @@ struct sample_record {
 	bool contradicted;	/* a later read disagreed with the sample (skid summary only) */
 	bool scheduler_work; /* the scheduler worked for the process, parked at its resume point */
 	bool exiting; /* the process was exiting: no Erlang stack left ("[process exiting]") */
+	/* A dirty scheduler ran a system task for the process (ERTS_PSFLG_DIRTY_RUNNING_SYS),
+	 * parked at its resume point ("[dirty system task]"). */
+	bool dirty_task;
+	/* The process was being garbage collected (ERTS_PSFLG_GC): "[garbage collection]". */
+	bool gc;
 };
 
 typedef void (*sample_record_fn)(const struct sample_record *r, void *ctx);
@@ -109,6 +122,12 @@ struct sampler_stats {
 	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
 	 * schedule time): kept as that process's. */
 	uint64_t system_task;
+	/* Samples of a dirty scheduler running a system task for a process (a collection too large
+	 * for a normal scheduler): kept as that process's, at its resume point; how many of those
+	 * had the process's state read after the sample (no capture). */
+	uint64_t dirty_task, dirty_task_late;
+	/* Samples labelled [garbage collection] by the process's state word (ERTS_PSFLG_GC). */
+	uint64_t gc_state;
 	/* Samples of a process whose exit the scheduler continued in JIT code (its heap, messages,
 	 * links freed): no Erlang stack left; kept as that process's, "[process exiting]". */
 	uint64_t exiting;
@@ -123,6 +142,8 @@ struct sampler_stats {
 	/* In-kernel capture: on when kcapture_why is empty; the Erlang samples whose Process and
 	 * stack came from it. */
 	uint64_t captured;
+	/* ... and the process samples it held no copy for, by why (NOT_CAPTURED_*). */
+	uint64_t not_captured[NOT_CAPTURED_COUNT];
 	char kcapture_why[600];
 	uint64_t kernel; /* samples taken in the kernel on a thread's behalf, kept as [kernel] */
 	double elapsed_s;

@@ -297,6 +297,8 @@ static const char *root_label(const struct estack_result *er, char *buf, size_t 
 	switch (er->end) {
 	case ESTACK_END_MOVED_ON:
 		return "[Erlang callers unknown: stack read too late]";
+	case ESTACK_END_NOT_CAPTURED:
+		return "[Erlang callers unknown: stack read too late, not captured]";
 	case ESTACK_END_COPY_SHORT:
 		return "[Erlang callers unknown: stack copy too small, read too late]";
 	case ESTACK_END_CALL_MISMATCH:
@@ -354,6 +356,13 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 	if (rec->scheduler_work && !s->opts.only_erlang && n < MAX_FRAMES &&
 	    agg__frame(s->agg, "[scheduler work for the process]", FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
+	/* A dirty scheduler's system task for it; a collection, from the process's state. */
+	if (rec->dirty_task && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[dirty system task]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
+	if (rec->gc && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[garbage collection]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
 	if (ur)
 		n = native_frames(s, ur, n);
 	rec->kind = SAMPLE_ERLANG;
@@ -363,9 +372,9 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 
 void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *rec,
 				     struct process_view *p, const char *why,
-				     const struct unwind_result *ur)
+				     const struct jit_range *leaf, const struct unwind_result *ur)
 {
-	uint32_t group, n = 0, id;
+	uint32_t group, n = 0, id, nerlang;
 	char label[160];
 
 	/* Without the process (not known at the sample), the time is still a process's: a group
@@ -377,10 +386,20 @@ void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *re
 	snprintf(label, sizeof(label), "[Erlang callers unknown: %s]", why);
 	if (agg__frame(s->agg, label, FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
+	/* A parked process's resume point, known without its stack (a dirty system task's). */
+	if (leaf && jit_frame(s, leaf, leaf->start, &id) == 0)
+		s->frames[n++] = id;
+	nerlang = n;
+	if (rec->dirty_task && !s->opts.only_erlang &&
+	    agg__frame(s->agg, "[dirty system task]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
+	if (rec->gc && !s->opts.only_erlang &&
+	    agg__frame(s->agg, "[garbage collection]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
 	n = native_frames(s, ur, n);
 	rec->kind = p ? SAMPLE_ERLANG : SAMPLE_NO_PROCESS;
 	rec->process = p ? p->addr : 0;
-	keep(s, rec, group, n, 1);
+	keep(s, rec, group, n, nerlang);
 }
 
 void sampler__swap_agg(struct sampler *s, struct agg *new_agg)

@@ -127,10 +127,11 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 			    const struct leaf_via *via, bool unnamed,
 			    const struct unwind_result *ur);
 /* A sample of a known process whose Erlang callers are unknown for the reason given (a label
- * such as "native unwind cut at 128 frames"): its native frames under the process. */
+ * such as "native unwind cut at 128 frames"): its native frames under the process, below leaf
+ * (a parked process's resume point, or NULL) and rec's task labels. */
 void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *rec,
 				     struct process_view *p, const char *why,
-				     const struct unwind_result *ur);
+				     const struct jit_range *leaf, const struct unwind_result *ur);
 
 /* sampler_src.c: the sources beside memory, live or from the hooks. */
 void sampler_src__unwind(struct sampler *s, const struct perf_sample *ps, unwind_is_jit_fn is_jit,

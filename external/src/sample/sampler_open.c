@@ -25,10 +25,13 @@ static void open_kcapture(struct sampler *s)
 			     .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value,
 			     .rate_hz = s->opts.freq_hz,
 			     .perf_stack = PERF_STACK_CAPTURED};
+	const struct target_value *state = &s->t->off[XP_OFF_P_STATE];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t i;
 
 	c.cpus = cpus > 0 ? (uint32_t)cpus : 1;
+	if (state->present && state->value > 0 && state->value < 4096)
+		c.state_off = (uint32_t)state->value;
 
 	if (s->opts.no_bpf) {
 		snprintf(s->st.kcapture_why, sizeof(s->st.kcapture_why), "--no-bpf");

@@ -287,6 +287,18 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"  scheduler work for a process (signals, system tasks, GC when "
 			"scheduled): %" PRIu64 " samples, kept as that process's\n",
 			st->system_task);
+	if (st->dirty_task)
+		fprintf(f,
+			"  dirty system tasks for a process (collections too large for a normal "
+			"scheduler): %" PRIu64
+			" samples, kept as that process's where it resumes (%" PRIu64
+			" with its state read after the sample)\n",
+			st->dirty_task, st->dirty_task_late);
+	if (st->gc_state)
+		fprintf(f,
+			"  in a garbage collection (the process's state says so): %" PRIu64
+			" samples, labelled [garbage collection]\n",
+			st->gc_state);
 	if (st->stack_unreadable_kept)
 		fprintf(
 		    f,
@@ -323,6 +335,14 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"  in-kernel capture: %" PRIu64 " of %" PRIu64
 			" Erlang samples walked as copied at the sample\n",
 			st->captured, st->erlang);
+	if (!st->kcapture_why[0] &&
+	    (st->not_captured[NOT_CAPTURED_NO_RECORD] || st->not_captured[NOT_CAPTURED_OTHER]))
+		fprintf(f,
+			"  in-kernel capture: no copy of the sample's process for %" PRIu64
+			" samples (no record: ring full or copy failed) and %" PRIu64
+			" (a copy of another process): read after the sample\n",
+			st->not_captured[NOT_CAPTURED_NO_RECORD],
+			st->not_captured[NOT_CAPTURED_OTHER]);
 	if (ps->bpf_unattached)
 		fprintf(f, "  in-kernel capture: not attached to %" PRIu64 " threads\n",
 			ps->bpf_unattached);
