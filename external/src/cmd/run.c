@@ -9,6 +9,7 @@
 
 #include "ptab.h"
 #include "info.h"
+#include "perf_loss.h"
 #include "report/report.h"
 #include "run.h"
 
@@ -216,6 +217,7 @@ static void verbose_summary(const struct run_ctx *ctx, FILE *f)
 
 	fprintf(f, "Sampler counters (--verbose)\n");
 	info__print_mem_failures(ctx->t, f);
+	perf_loss__print_rings(&ctx->final_perf, f);
 	fprintf(f,
 		"  native unwinds: %" PRIu64 " (%" PRIu64 " frames, %" PRIu64
 		" by the fast path); ended:",
@@ -263,6 +265,7 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 	if (ps->lost || ps->throttled)
 		fprintf(f, "  perf: %" PRIu64 " records lost, %" PRIu64 " throttles\n", ps->lost,
 			ps->throttled);
+	perf_loss__print(ps, ctx->t, f);
 	if (st->erlang)
 		fprintf(
 		    f, "  Erlang stacks: %" PRIu64 " walked, %.1f%% complete to the stack bottom\n",
