@@ -556,8 +556,8 @@ static void test_shared_rings(const struct child_info *ci)
 /* Ring sizes: PERF_RING_SECONDS of samples, a power of two, bounded. */
 static void test_ring_pages(void)
 {
-	/* 997 Hz x (8192 + 512) B x 0.125 s = 1.08 MB: 512 pages of 4 KiB (2 MiB). */
-	CHECK_INT("pages.997_8k", 512, perf__ring_pages(997, 8192, 4096));
+	/* 997 Hz x (8192 + 512) B x 0.25 s = 2.17 MB: 1024 pages of 4 KiB (4 MiB). */
+	CHECK_INT("pages.997_8k", 1024, perf__ring_pages(997, 8192, 4096));
 	CHECK_INT("pages.min", PERF_RING_MIN_PAGES, perf__ring_pages(1, 8, 4096));
 	CHECK_INT("pages.max", PERF_RING_MAX_BYTES / 4096, perf__ring_pages(99999, 65528, 4096));
 }

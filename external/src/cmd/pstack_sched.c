@@ -91,6 +91,7 @@ static int sample_window(struct pstack_ctx *c, size_t runnable, char *err, size_
 				  .only_erlang = c->o->only_erlang,
 				  .group = GROUP_PID, /* split_group reads "<pid> name" */
 				  .erlang_names = c->o->erlang_names,
+				  .snapshot = true,
 				  .on_record = on_record,
 				  .record_ctx = &sn};
 	struct sampler *s;
@@ -114,20 +115,48 @@ static int sample_window(struct pstack_ctx *c, size_t runnable, char *err, size_
 	return rc;
 }
 
-/* No sample: what its ErtsSchedulerData says runs there, with that process's stack. */
+/* Every unsampled scheduler's current_process, in a few reads (mem__read_many) whatever their
+ * number; ps->process stays 0 when unknown or unreadable, and ps->stack says which. */
+static int read_current(struct pstack_ctx *c)
+{
+	const struct target_value *o = &c->t->off[XP_OFF_ESD_CURRENT_PROCESS];
+	struct mem_req *q = calloc(c->nscheds ? c->nscheds : 1, sizeof(*q));
+	size_t i, n = 0;
+
+	if (!q)
+		return -ENOMEM;
+	for (i = 0; i < c->nscheds; i++) {
+		struct pstack_sched *ps = &c->scheds[i];
+		const struct target_sched *sch = ps->sched;
+
+		if (ps->sampled)
+			continue;
+		ps->stack = "none";
+		if (!sch->esdp || !sch->esdp_checked || !o->present) {
+			ps->stack = "scheduler data unknown";
+			continue;
+		}
+		q[n++] = (struct mem_req){.addr = sch->esdp + (uint64_t)o->value,
+					  .buf = &ps->process,
+					  .len = sizeof(ps->process)};
+	}
+	mem__read_many(c->t->mem, q, n);
+	for (i = 0; i < n; i++) {
+		if (q[i].rc)
+			*(uint64_t *)q[i].buf = 0;
+	}
+	free(q);
+	return 0;
+}
+
+/* No sample: what its ErtsSchedulerData says runs there (read_current), with that process's
+ * stack. */
 static void from_sched_data(struct pstack_ctx *c, struct pstack_sched *ps)
 {
-	const struct target_sched *sch = ps->sched;
-	const struct target_value *o = &c->t->off[XP_OFF_ESD_CURRENT_PROCESS];
 	struct process_snap s;
 	enum estack_end end;
 
-	ps->stack = "none";
-	if (!sch->esdp || !sch->esdp_checked || !o->present) {
-		ps->stack = "scheduler data unknown";
-		return;
-	}
-	if (mem__read_u64(c->t->mem, sch->esdp + (uint64_t)o->value, &ps->process) || !ps->process)
+	if (!ps->process)
 		return;
 	if (process__read_snap(&c->pr, ps->process, &s)) {
 		ps->stack = "process unreadable";
@@ -156,6 +185,8 @@ int pstack__schedulers(struct pstack_ctx *c, char *err, size_t errlen)
 		runnable += c->scheds[i].thread_state == 'R';
 	}
 	if (c->nscheds && (rc = sample_window(c, runnable, err, errlen)))
+		return rc;
+	if ((rc = read_current(c)))
 		return rc;
 	for (i = 0; i < c->nscheds; i++) {
 		struct pstack_sched *ps = &c->scheds[i];

@@ -70,6 +70,16 @@ static void perf__attr_common(const struct perf_session *s, struct perf_event_at
 	a->clockid = CLOCK_MONOTONIC; /* comparable with the target's own clock_gettime */
 }
 
+/* The owner of a ring read in batches (wakeup_events 0) wakes a waiting poll when a quarter of it
+ * is full (the kernel's default: half), so that a sampler woken late still finds room: the
+ * ring's other three quarters, PERF_RING_SECONDS x 3/4 at the rate it was sized for. */
+static void perf__attr_watermark(const struct perf_session *s, struct perf_event_attr *a)
+{
+	a->watermark = 1;
+	a->wakeup_watermark =
+	    (uint32_t)((uint64_t)s->opts.mmap_pages * s->page_size / PERF_WAKE_PART);
+}
+
 static int perf__event_open(const struct perf_session *s, pid_t tid, int cpu)
 {
 	struct perf_event_attr a;
@@ -91,6 +101,8 @@ static int perf__event_open(const struct perf_session *s, pid_t tid, int cpu)
 		a.sample_period = 1;
 	}
 	a.wakeup_events = s->opts.wakeup_events;
+	if (!s->opts.wakeup_events && !s->opts.shared_rings) /* it owns its ring */
+		perf__attr_watermark(s, &a);
 	a.disabled = 1; /* enabled once its ring buffer exists */
 	/* Time in the kernel on a thread's behalf (page faults of a growing heap, syscalls) is
 	 * that thread's: sampled unless asked not to or not permitted (perf_event_paranoid >= 2
@@ -118,6 +130,7 @@ static int perf__owner_open(const struct perf_session *s, int cpu)
 	perf__attr_common(s, &a);
 	a.type = PERF_TYPE_SOFTWARE;
 	a.config = PERF_COUNT_SW_DUMMY;
+	perf__attr_watermark(s, &a);
 	a.exclude_kernel = 1;
 	fd = syscall(SYS_perf_event_open, &a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	return fd >= 0 ? (int)fd : -errno;

@@ -55,11 +55,13 @@ struct perf_opts {
 
 /* A ring holds PERF_RING_SECONDS of samples at freq_hz, each stack_bytes + PERF_SAMPLE_FIXED,
  * between PERF_RING_MIN_PAGES and PERF_RING_MAX_BYTES. */
-#define PERF_RING_SECONDS   0.125
+#define PERF_RING_SECONDS   0.25
 #define PERF_RING_MIN_PAGES 16u
 #define PERF_RING_MAX_BYTES (16u << 20)
 /* A ring per thread (shared rings refused): every ring together at most this, each smaller. */
 #define PERF_THREAD_RINGS_MAX_BYTES (64u << 20)
+/* A ring read in batches wakes the reader when 1/PERF_WAKE_PART of it is full. */
+#define PERF_WAKE_PART 4
 /* Data pages for one ring (a power of two): the time above, rounded up. */
 uint32_t perf__ring_pages(uint32_t freq_hz, uint32_t stack_bytes, size_t page_size);
 

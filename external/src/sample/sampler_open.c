@@ -98,7 +98,7 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 				* more processes move on (--skid-summary). */
 			       .wakeup_events = 1,
 			       .user_only = s->opts.user_only,
-			       .shared_rings = rings_shared()};
+			       .shared_rings = !s->opts.snapshot && rings_shared()};
 	long page = sysconf(_SC_PAGESIZE);
 	struct proc_task *tasks = NULL;
 	pid_t *tids;
