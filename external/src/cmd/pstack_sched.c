@@ -1,5 +1,7 @@
 /* pstack's scheduler snapshot: a sampler on every scheduler thread for at most SNAP_WINDOW_MS,
- * keeping the first sample of each; a scheduler that gave none (asleep, or starved of CPU) is
+ * keeping the first sample of each, until every runnable thread gave one, or (more runnable
+ * threads than CPUs: they wait their turn) as many as the CPUs did, after SNAP_SHORT_MS; a
+ * scheduler that gave none (asleep, or waiting for a CPU) is
  * described by its thread state in /proc and the current_process of its ErtsSchedulerData, whose
  * stack is then read from stop to hend (exact on a dirty scheduler, whose process's Erlang stack
  * is frozen while the dirty code runs: otp-internals.md §2 "Dirty schedulers"). See pstack.h. */
@@ -8,13 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pstack.h"
+#include "run.h"
 #include "sampler.h"
 
 #define SNAP_FREQ_HZ   1000
 #define SNAP_WINDOW_MS 100.0
-#define SNAP_POLL_MS   5
+#define SNAP_SHORT_MS  10.0
+#define SNAP_POLL_MS   2
 
 static const char *const type_names[] = {"normal", "dirty_cpu", "dirty_io"};
 
@@ -81,7 +86,21 @@ static void on_record(const struct sample_record *r, void *ctx)
 	}
 }
 
-/* Sample until every thread that was runnable gave a sample, or the window closes. */
+/* Sampled enough? Every runnable thread; or, with more runnable threads than CPUs (138
+ * schedulers on 2 cores: 100 runnable threads take turns for 100 ms and more), as many as the
+ * CPUs after SNAP_SHORT_MS: the others are waiting for a CPU, and their scheduler data says what
+ * they will run (each labelled "[not sampled: ...]"). */
+static bool window_done(size_t sampled, size_t runnable, double ms)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (sampled >= runnable || ms >= SNAP_WINDOW_MS)
+		return true;
+	return cpus > 0 && runnable > (size_t)cpus && sampled >= (size_t)cpus &&
+	       ms >= SNAP_SHORT_MS;
+}
+
+/* Sample until window_done, or the VM exits. */
 static int sample_window(struct pstack_ctx *c, size_t runnable, char *err, size_t errlen)
 {
 	struct snap sn = {.c = c};
@@ -109,8 +128,7 @@ static int sample_window(struct pstack_ctx *c, size_t runnable, char *err, size_
 			rc = TARGET_EGONE;
 			break;
 		}
-	} while (rc == 0 && !*c->stop && sn.sampled < runnable &&
-		 now_ms() - start < SNAP_WINDOW_MS);
+	} while (rc == 0 && !*c->stop && !window_done(sn.sampled, runnable, now_ms() - start));
 	sampler__free(s);
 	return rc;
 }
@@ -184,6 +202,10 @@ int pstack__schedulers(struct pstack_ctx *c, char *err, size_t errlen)
 		c->scheds[i].thread_state = thread_state(c->t->pid, c->t->sched[i].tid);
 		runnable += c->scheds[i].thread_state == 'R';
 	}
+	/* As record does: 100 runnable scheduler threads on 2 cores would otherwise delay each
+	 * step of the snapshot by their time slices. */
+	if (!c->o->keep_priority)
+		run__raise_priority(c->t->pid);
 	if (c->nscheds && (rc = sample_window(c, runnable, err, errlen)))
 		return rc;
 	if ((rc = read_current(c)))

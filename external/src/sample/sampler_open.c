@@ -131,11 +131,12 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 	}
 	/* A ring holds PERF_RING_SECONDS of one CPU's samples at the rate asked (perf.h): with
 	 * shared rings, one per CPU whatever the number of threads (README, "Memory"). */
-	po.mmap_pages =
-	    perf__ring_pages(po.freq_hz, po.stack_bytes, page > 0 ? (size_t)page : 4096);
+	po.mmap_pages = s->opts.snapshot ? PERF_RING_MIN_PAGES
+					 : perf__ring_pages(po.freq_hz, po.stack_bytes,
+							    page > 0 ? (size_t)page : 4096);
 	/* Without CAP_IPC_LOCK a user may lock kernel.perf_event_mlock_kb (516 KiB) per CPU of
 	 * rings, then RLIMIT_MEMLOCK: beyond, mmap says EPERM. Smaller rings are read more often
-	 * (woken when half full), down to PERF_MIN_RETRY_PAGES. */
+	 * (woken when a quarter full), down to PERF_MIN_RETRY_PAGES. */
 	for (;;) {
 		rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
 		if ((rc != -EPERM && rc != -EACCES) || po.mmap_pages <= PERF_MIN_RETRY_PAGES)
