@@ -17,7 +17,7 @@
 #include "sampler.h"
 
 #define SNAP_FREQ_HZ   1000
-#define SNAP_WINDOW_MS 100.0
+#define SNAP_WINDOW_MS 40.0
 #define SNAP_SHORT_MS  10.0
 #define SNAP_POLL_MS   2
 
@@ -88,8 +88,9 @@ static void on_record(const struct sample_record *r, void *ctx)
 
 /* Sampled enough? Every runnable thread; or, with more runnable threads than CPUs (138
  * schedulers on 2 cores: 100 runnable threads take turns for 100 ms and more), as many as the
- * CPUs after SNAP_SHORT_MS: the others are waiting for a CPU, and their scheduler data says what
- * they will run (each labelled "[not sampled: ...]"). */
+ * CPUs after SNAP_SHORT_MS; or SNAP_WINDOW_MS passed (a loaded machine's runnable threads wait
+ * for a CPU). The others' scheduler data says what they run (each labelled "[not sampled:
+ * ...]"). */
 static bool window_done(size_t sampled, size_t runnable, double ms)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
