@@ -88,8 +88,9 @@ static void on_record(const struct sample_record *r, void *ctx)
 
 /* Sampled enough? Every runnable thread; or, with more runnable threads than CPUs (138
  * schedulers on 2 cores: 100 runnable threads take turns for 100 ms and more), as many as the
- * CPUs after SNAP_SHORT_MS; or SNAP_WINDOW_MS passed (a loaded machine's runnable threads wait
- * for a CPU). The others' scheduler data says what they run (each labelled "[not sampled:
+ * CPUs after SNAP_SHORT_MS, or any number after twice that; or SNAP_WINDOW_MS passed (a loaded
+ * machine's runnable threads wait for a CPU). The others' scheduler data says what they run (each
+ * labelled "[not sampled:
  * ...]"). */
 static bool window_done(size_t sampled, size_t runnable, double ms)
 {
@@ -97,8 +98,9 @@ static bool window_done(size_t sampled, size_t runnable, double ms)
 
 	if (sampled >= runnable || ms >= SNAP_WINDOW_MS)
 		return true;
-	return cpus > 0 && runnable > (size_t)cpus && sampled >= (size_t)cpus &&
-	       ms >= SNAP_SHORT_MS;
+	if (cpus <= 0 || runnable <= (size_t)cpus)
+		return false;
+	return ms >= 2 * SNAP_SHORT_MS || (sampled >= (size_t)cpus && ms >= SNAP_SHORT_MS);
 }
 
 /* Sample until window_done, or the VM exits. */
