@@ -304,15 +304,19 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 	if (s->used)
 		k->st.unmatched++;
 	s->used = false;
-	if (len > s->cap) {
-		uint8_t *b = realloc(s->buf, len);
+	/* A slot grown for a deep stack goes back to its usual size with the next small capture:
+	 * 256 slots of the largest capture would be 40 MiB of the sampler's memory (a compiler's
+	 * deep recursion grew most of them), where the captures pending at once are a few. */
+	if (len > s->cap || (len <= KCAP_SLOT_BYTES && s->cap > KCAP_SLOT_BYTES)) {
+		uint32_t want = len > KCAP_SLOT_BYTES ? len : KCAP_SLOT_BYTES;
+		uint8_t *b = realloc(s->buf, want);
 
 		if (!b) {
 			k->st.malformed++;
 			return;
 		}
 		s->buf = b;
-		s->cap = len;
+		s->cap = want;
 	}
 	memcpy(s->buf, data, len);
 	memcpy(v, s->buf, sizeof(v));

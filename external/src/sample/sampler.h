@@ -75,19 +75,22 @@ struct sampler_opts {
 	uint32_t freq_hz;
 	double duration_s; /* 0: until stopped */
 	enum perf_event_kind event;
-	bool all_threads;	    /* every thread of the VM, not just schedulers */
-	bool include_idle;	    /* keep samples with no Erlang process */
-	bool only_erlang;	    /* drop native frames */
-	bool lines;		    /* reserved: file:line in frame names */
-	const char *erlang_pid;	    /* "<0.123.0>" or NULL */
-	const char *name;	    /* registered name or NULL */
-	bool skid;		    /* re-read what the sample saw, to count contradictions */
-	bool keep_priority;	    /* run.c: do not rank the sampler above the VM */
-	bool no_bpf;		    /* no in-kernel capture (kcapture.h) */
-	bool user_only;		    /* no samples taken in the kernel */
-	enum sample_group group;    /* the root each process's samples go under */
-	bool erlang_names;	    /* names as Erlang prints them, not in Elixir form */
-	bool labels;		    /* stacks kept apart by pid, name and scheduler (pprof) */
+	bool all_threads;	 /* every thread of the VM, not just schedulers */
+	bool include_idle;	 /* keep samples with no Erlang process */
+	bool only_erlang;	 /* drop native frames */
+	bool lines;		 /* reserved: file:line in frame names */
+	const char *erlang_pid;	 /* "<0.123.0>" or NULL */
+	const char *name;	 /* registered name or NULL */
+	bool skid;		 /* re-read what the sample saw, to count contradictions */
+	bool keep_priority;	 /* run.c: do not rank the sampler above the VM */
+	bool no_bpf;		 /* no in-kernel capture (kcapture.h) */
+	bool user_only;		 /* no samples taken in the kernel */
+	enum sample_group group; /* the root each process's samples go under */
+	bool erlang_names;	 /* names as Erlang prints them, not in Elixir form */
+	bool labels;		 /* stacks kept apart by pid, name and scheduler (pprof) */
+	/* pstack's snapshot: a sample or two per thread is all it wants, so each thread gets the
+	 * smallest ring, cheap to set up whatever the number of CPUs (no ring per CPU). */
+	bool snapshot;
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
 	/* May be NULL: each sampled thread's switches off and on its CPU (perf.h), given

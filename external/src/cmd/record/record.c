@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "continuous.h"
 #include "outfile.h"
+#include "perf_loss.h"
 #include "record/flight.h"
 #include "record/ring.h"
 #include "report/report.h"
@@ -198,7 +199,7 @@ static int write_one(const char *path, enum cli_format fmt, const struct agg *a,
 static int write_report(const struct cli_opts *o, const struct agg *a, const struct run_ctx *ctx,
 			int64_t start_ns, struct trace_input *tin, char *err, size_t errlen)
 {
-	char title[64], comment[160];
+	char title[64], comment[160], *notes;
 	struct pprof_meta m;
 	size_t i;
 	int rc;
@@ -207,14 +208,19 @@ static int write_report(const struct cli_opts *o, const struct agg *a, const str
 	cmd__pprof_meta(o, ctx->t, &m, comment, sizeof(comment));
 	m.time_ns = start_ns;
 	m.duration_ns = (int64_t)(ctx->final.elapsed_s * 1e9);
+	m.notes = notes = perf_loss__text(&ctx->final_perf, ctx->t);
 	for (i = 0; i < o->noutputs; i++) {
-		if ((rc = write_one(o->outputs[i], o->formats[i], a, title, &m, tin, err, errlen)))
+		if ((rc =
+			 write_one(o->outputs[i], o->formats[i], a, title, &m, tin, err, errlen))) {
+			free(notes);
 			return rc;
+		}
 		/* Groups are processes with --group pid, kinds of process by default. */
 		fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->outputs[i],
 			agg__nstacks(a), agg__ngroups(a),
 			o->group == GROUP_PID ? "processes" : "roots");
 	}
+	free(notes);
 	return 0;
 }
 

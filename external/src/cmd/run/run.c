@@ -9,6 +9,7 @@
 
 #include "ptab.h"
 #include "info.h"
+#include "perf_loss.h"
 #include "report/report.h"
 #include "run.h"
 
@@ -56,7 +57,7 @@ static void progress_line(const struct sampler_stats *st, double elapsed)
  * same. Without CAP_SYS_NICE the priority stays as it was. */
 #define RUN_NICE_AHEAD 5
 
-static void raise_priority(pid_t vm)
+void run__raise_priority(pid_t vm)
 {
 	int vm_nice, mine, want;
 
@@ -150,7 +151,7 @@ int run__sample(struct run_ctx *ctx)
 	int rc;
 
 	if (!ctx->opts.keep_priority)
-		raise_priority(ctx->t->pid);
+		run__raise_priority(ctx->t->pid);
 	if ((rc = locate_ptab(ctx->t)))
 		return rc;
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
@@ -220,6 +221,7 @@ static void verbose_summary(const struct run_ctx *ctx, FILE *f)
 
 	fprintf(f, "Sampler counters (--verbose)\n");
 	info__print_mem_failures(ctx->t, f);
+	perf_loss__print_rings(&ctx->final_perf, f);
 	fprintf(f,
 		"  native unwinds: %" PRIu64 " (%" PRIu64 " frames, %" PRIu64
 		" by the fast path); ended:",
@@ -267,6 +269,7 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 	if (ps->lost || ps->throttled)
 		fprintf(f, "  perf: %" PRIu64 " records lost, %" PRIu64 " throttles\n", ps->lost,
 			ps->throttled);
+	perf_loss__print(ps, ctx->t, f);
 	if (st->erlang)
 		fprintf(
 		    f, "  Erlang stacks: %" PRIu64 " walked, %.1f%% complete to the stack bottom\n",
