@@ -1,6 +1,6 @@
 /* extrospect: the sampler's entry point. The only place that exits or maps errors to exit codes.
  *
- * Exit codes (also in --help and README.md):
+ * Exit codes (also in --help and docs/troubleshooting.md):
  *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
  *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
  *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject),

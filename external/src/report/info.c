@@ -1,4 +1,4 @@
-/* Rendering of `extrospect info`. See info.h. The JSON keys are a documented interface (README):
+/* Rendering of `extrospect info`. See info.h. The JSON keys are a documented interface (docs/guide.md):
  * add keys, never rename them. */
 #include <inttypes.h>
 #include <string.h>
