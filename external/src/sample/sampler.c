@@ -5,8 +5,8 @@
  *     layout, or an eStack call site) or the recovered rbp (a plain call site), told apart from
  *     the call site's code bytes (otp-internals.md §2; sampler_stack.c reads the words).
  *  3. No process: the sample is scheduler time, labelled, excluded unless --include-idle. The
- *     attribution rule, the labels and the alternatives tried are in docs/how-it-works.md ("Which Erlang
- *     function gets native time"). */
+ *     attribution rule, the labels and the alternatives tried are in docs/how-it-works.md
+ *     ("Which Erlang function gets native time"). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,9 +488,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.excluded_filter++;
 		return;
 	}
-	/* The attribution rule (docs/how-it-works.md, "Which Erlang function gets native time"): the innermost Erlang
-	 * frame of a native sample is the function whose JIT code made the native call, named by
-	 * the return address that call left on the Erlang stack, aligned or not. */
+	/* The attribution rule (docs/how-it-works.md, "Which Erlang function gets native time"):
+	 * the innermost Erlang frame of a native sample is the function whose JIT code made the
+	 * native call, named by the return address that call left on the Erlang stack, aligned or
+	 * not. */
 	erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, w.leaf, er);
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
 	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
