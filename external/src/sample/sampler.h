@@ -78,6 +78,7 @@ struct sampler_opts {
 	bool all_threads;	 /* every thread of the VM, not just schedulers */
 	bool include_idle;	 /* keep samples with no Erlang process */
 	bool only_erlang;	 /* drop native frames */
+	bool fold_recursion;	 /* one frame "f [recursive xN]" for N consecutive f frames */
 	bool lines;		 /* reserved: file:line in frame names */
 	const char *erlang_pid;	 /* "<0.123.0>" or NULL */
 	const char *name;	 /* registered name or NULL */

@@ -227,12 +227,47 @@ static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur,
 	return n;
 }
 
+/* --fold-recursion: each run of one frame id in s->frames[from, n) (direct recursion: the same
+ * function, and with --lines the same call line; a native function's frames too) becomes one
+ * frame "NAME [recursive xK]" of the same kind. Returns the new n; a run whose frame cannot be
+ * interned stays as it was. */
+static uint32_t fold_recursion(struct sampler *s, uint32_t from, uint32_t n)
+{
+	uint32_t out = from, i = from, j, id;
+	char name[512];
+
+	while (i < n) {
+		for (j = i + 1; j < n && s->frames[j] == s->frames[i]; j++)
+			;
+		if (j - i > 1 &&
+		    snprintf(name, sizeof(name), "%s [recursive x%u]",
+			     agg__frame_name(s->agg, s->frames[i]), j - i) < (int)sizeof(name) &&
+		    agg__frame(s->agg, name, agg__frame_kind(s->agg, s->frames[i]), &id) == 0) {
+			s->frames[out++] = id;
+		} else {
+			memmove(&s->frames[out], &s->frames[i], (j - i) * sizeof(s->frames[0]));
+			out += j - i;
+		}
+		i = j;
+	}
+	return out;
+}
+
 /* Add the stack in s->frames[0..n) to the aggregate, and hand it to the record consumer. */
 static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, uint32_t n,
 		 uint32_t nerlang)
 {
-	uint32_t id;
+	uint32_t id, folded;
 
+	/* Erlang and native frames folded apart: a native function never continues an Erlang run.
+	 */
+	if (s->opts.fold_recursion) {
+		folded = fold_recursion(s, 0, nerlang);
+		memmove(&s->frames[folded], &s->frames[nerlang],
+			(n - nerlang) * sizeof(s->frames[0]));
+		n = fold_recursion(s, folded, folded + n - nerlang);
+		nerlang = folded;
+	}
 	/* Taken in the kernel on the thread's behalf: the code that entered it is the leaf below.
 	 */
 	if (rec->ps->kernel) {

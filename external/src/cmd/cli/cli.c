@@ -103,7 +103,8 @@ enum {
 	OPT_AFTER,
 	OPT_MAX_DUMPS,
 	OPT_MIN_GAP,
-	OPT_TRIGGER
+	OPT_TRIGGER,
+	OPT_FOLD_RECURSION
 };
 
 static const struct option longopts[] = {
@@ -116,6 +117,7 @@ static const struct option longopts[] = {
     {"erlang-pid", required_argument, NULL, OPT_ERLANG_PID},
     {"name", required_argument, NULL, OPT_NAME},
     {"only-erlang", no_argument, NULL, OPT_ONLY_ERLANG},
+    {"fold-recursion", no_argument, NULL, OPT_FOLD_RECURSION},
     {"erlang-only", no_argument, NULL, OPT_ONLY_ERLANG},
     {"include-idle", no_argument, NULL, OPT_INCLUDE_IDLE},
     {"output", required_argument, NULL, 'o'},
@@ -191,6 +193,7 @@ static bool allowed(const struct command *cmd, int c)
 		break;
 	case OPT_SKID:
 	case OPT_LINES:
+	case OPT_FOLD_RECURSION:
 		need = CO_SKID_LINES;
 		break;
 	case OPT_ONLY_ERLANG:
@@ -293,6 +296,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case OPT_ONLY_ERLANG:
 		o->only_erlang = true;
+		return 0;
+	case OPT_FOLD_RECURSION:
+		o->fold_recursion = true;
 		return 0;
 	case OPT_INCLUDE_IDLE:
 		o->include_idle = true;

@@ -24,7 +24,7 @@ struct cli_opts {
 	/* record and top */
 	uint32_t freq_hz;
 	double duration_s;
-	bool cycles, all_threads, include_idle, only_erlang;
+	bool cycles, all_threads, include_idle, only_erlang, fold_recursion;
 	const char *erlang_pid, *name;
 	const char *output; /* record, capture: the first -o */
 	enum cli_format format;

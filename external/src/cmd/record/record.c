@@ -28,6 +28,9 @@ const char cmd__sampling_usage[] =
     "                        else refused, exit 6, and pids print as <pid 0x...>)\n"
     "  --name REGNAME        keep one registered process\n"
     "  --only-erlang         leave out native frames\n"
+    "  --fold-recursion      (record, top, blame) N consecutive frames of one function (direct\n"
+    "                        recursion) become one frame, \"mod:f/1 [recursive x2000]\": a\n"
+    "                        2,000-deep recursion is one line, not 2,000; off by default\n"
     "  --lines               (record, top, blame) name Erlang frames with their source line, as\n"
     "                        a stack trace's {file, line}: \"mod:fun/2 (mod.erl:12)\"; a caller's\n"
     "                        line is its call's. Each line is then a frame of its own\n"
@@ -165,7 +168,8 @@ const char top__usage[] =
     "  extrospect top 4242\n"
     "  extrospect top -d 10 4242 > top.txt\n"
     "  extrospect top --erlang-pid '<0.811.0>' 4242\n"
-    "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n";
+    "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n"
+    "  extrospect record --fold-recursion -d 10 -o deep.svg 4242   # one frame per recursion\n";
 
 static int write_one(const char *path, enum cli_format fmt, const struct agg *a, const char *title,
 		     const struct pprof_meta *m, struct trace_input *tin, char *err, size_t errlen)

@@ -383,6 +383,7 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .all_threads = o->all_threads,
 				    .include_idle = o->include_idle,
 				    .only_erlang = o->only_erlang,
+				    .fold_recursion = o->fold_recursion,
 				    .lines = o->lines,
 				    .erlang_pid = o->erlang_pid,
 				    .name = o->name,
