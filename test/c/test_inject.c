@@ -71,6 +71,13 @@ static void term_checks(void)
 	/* A binary that claims more bytes than came, a fun, and a nesting too deep (fuzz_term). */
 	CHECK_INT("binary longer than sent", -EPROTO, inject_term__check("m\0\0\1\0ab", 7));
 	CHECK_INT("fun refused", -EPROTO, inject_term__check("qs\1ms\1fa\2", 10));
+	/* An old float's 31 bytes go to sscanf as a C string (ei_decode_double): refused without a
+	 * NUL among them (fuzz.term found sscanf reading past the message), checked with one. */
+	CHECK_INT("old float without a NUL refused", -EPROTO,
+		  inject_term__check("c1111111111111111111111111111111", 32));
+	CHECK_INT("old float with its NULs checks", 0,
+		  inject_term__check("c1.00000000000000000000e+00\0\0\0\0", 32));
+	CHECK_INT("old float cut refused", -EPROTO, inject_term__check("c1.0\0", 5));
 	ei_x_new(&x);
 	for (int i = 0; i < 300; i++)
 		ei_x_encode_tuple_header(&x, 1);

@@ -122,6 +122,11 @@ static bool walk_one(struct term_walk *w)
 		t = shapes[i].tag == tag ? &shapes[i] : NULL;
 	if (!t || (t->size && !walk_take(w, t->size, &n)))
 		return false; /* a fun, or no term at all */
+	/* An old float is 31 bytes of "%.20e" text padded with NULs, which libei's ei_decode_double
+	 * hands to sscanf as a C string: without a NUL, sscanf reads past the message. */
+	if (tag == ERL_FLOAT_EXT &&
+	    (w->len - w->at < t->fixed || !memchr(w->p + w->at, '\0', t->fixed)))
+		return false;
 	switch (t->kind) {
 	case TK_BYTES:
 		return walk_skip(w, n * t->per + t->fixed);
