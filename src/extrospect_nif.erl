@@ -9,6 +9,8 @@
          calib_probe/5, calib_memory/3, calib_scan/1, calib_codeix/2, calib_finish/1, info/0,
          write_perf_map/1,
          spy_start/3, spy_stop/1, spy_info/0]).
+%% erl_tracer callbacks of the event tracer, and its control (extrospect_events.erl).
+-export([enabled/3, trace/5, tracer_report/3, tracer_info/0]).
 -export([load_info/0, nif_path/0]).
 
 -on_load(init/0).
@@ -81,3 +83,10 @@ spy_start(_N, _Policy, _Generation) -> erlang:nif_error(nif_not_loaded).
 spy_stop(_Generation) -> erlang:nif_error(nif_not_loaded).
 %% The spies' slots, as maps.
 spy_info() -> erlang:nif_error(nif_not_loaded).
+%% erl_tracer: called by the VM for each event of a process traced by {extrospect_nif, Session}.
+enabled(_Tag, _Session, _Tracee) -> erlang:nif_error(nif_not_loaded).
+trace(_Tag, _Session, _Tracee, _Term, _Opts) -> erlang:nif_error(nif_not_loaded).
+%% The events process's outcome: Session, on | off | refused, a reason number (extrospect_abi.h).
+tracer_report(_Session, _State, _Why) -> erlang:nif_error(nif_not_loaded).
+%% The event tracer's control slot.
+tracer_info() -> erlang:nif_error(nif_not_loaded).

@@ -98,7 +98,9 @@ enum {
 	OPT_PUSH,
 	OPT_APP_NAME,
 	OPT_LABEL,
-	OPT_GC
+	OPT_GC,
+	OPT_TOP,
+	OPT_SAMPLE
 };
 
 static const struct option longopts[] = {
@@ -127,6 +129,8 @@ static const struct option longopts[] = {
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
     {"gc", no_argument, NULL, OPT_GC},
+    {"top", required_argument, NULL, OPT_TOP},
+    {"sample", required_argument, NULL, OPT_SAMPLE},
     {"follow", no_argument, NULL, OPT_FOLLOW},
     {"node", required_argument, NULL, OPT_NODE},
     {"cookie", required_argument, NULL, OPT_COOKIE},
@@ -154,6 +158,13 @@ static bool watch_allows(int c)
 	       c == OPT_CPU_HZ || c == 'o' || c == OPT_FORMAT;
 }
 
+/* events: its own few (events.c's usage). */
+static bool events_allows(int c)
+{
+	return c == 'h' || c == 'd' || c == OPT_JSON || c == OPT_ERLANG_NAMES ||
+	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_TOP || c == OPT_SAMPLE;
+}
+
 /* Which options each command accepts (its row's CO_* groups). */
 static bool allowed(const struct command *cmd, int c)
 {
@@ -161,6 +172,8 @@ static bool allowed(const struct command *cmd, int c)
 
 	if (cmd->opts & CO_WATCH)
 		return watch_allows(c);
+	if (cmd->opts & CO_EVENTS)
+		return events_allows(c);
 	switch (c) {
 	case 'h':
 		return true;
@@ -403,9 +416,15 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->duration_s = v;
 		return 0;
 	case 'n':
+	case OPT_TOP:
 		if (cli__parse_number(arg, 1, 10000, &v))
 			break;
 		o->limit = (unsigned)v;
+		return 0;
+	case OPT_SAMPLE:
+		if (cli__parse_number(arg, 1, 1000000, &v))
+			break;
+		o->events_sample = (uint64_t)v;
 		return 0;
 	case OPT_EVENT:
 		if (strcmp(arg, "cpu-clock") && strcmp(arg, "cycles"))
