@@ -5,10 +5,11 @@
 %%   xp_ev_sink      receives them (waits in receive between)
 %%   xp_ev_gc        keeps ~30 k words live and runs erlang:garbage_collect/0 every 50 ms, each
 %%                   timed with erlang:monotonic_time/0
-%% Every 100 ms a writer renames DIR/events_oracle.txt into place with, per worker, its pid,
-%% its count and the milliseconds since it began (rates as the workers measured them), the
-%% median of the timed collections, and whether any trace flag is set on the sink (traced=
-%% true | false: erlang:trace_info/2 before OTP 27, trace:session_info/1 from 27).
+%% Every 100 ms a writer renames DIR/events_oracle.txt into place with a line per worker: its
+%% name, pid, count (spawns, sends, collections) and the milliseconds since it began, and for
+%% xp_ev_gc the median in microseconds of its last 100 timed collections; then "traced true"
+%% when any trace flag is set on the sink or on new processes (erlang:trace_info/2 before
+%% OTP 27) or any trace session traces the sink (trace:session_info/1 from 27).
 -module(xp_events).
 
 -export([start/1]).
@@ -24,7 +25,7 @@ workload(Oracle) ->
     Workers = [{xp_ev_spawner, fun() -> spawner(now_ms(), 0) end},
                {xp_ev_fast, fun() -> sender(10, now_ms(), 0) end},
                {xp_ev_slow, fun() -> sender(2, now_ms(), 0) end},
-               {xp_ev_gc, fun() -> collector(live_data(), []) end}],
+               {xp_ev_gc, fun() -> collector(live_data(), now_ms(), 0, []) end}],
     [register(Name, spawn(F)) || {Name, F} <- Workers],
     spawn(fun() -> writer(Oracle) end),
     ok.
@@ -54,34 +55,34 @@ sender(K, T0, N) ->
 %% A reply is a send too: Sends is 1 for a sender, which counts it.
 answer(T0, N, Sends) ->
     receive
-        {count, From} -> From ! {count, self(), N + Sends, now_ms() - T0}, N + Sends
+        {count, From} -> From ! {count, self(), N + Sends, now_ms() - T0, 0}, N + Sends
     after 0 -> N
     end.
 
 live_data() ->
     lists:seq(1, 15000).
 
-collector(Live, Times) ->
+collector(Live, Start, N, Times) ->
     T0 = erlang:monotonic_time(),
     true = erlang:garbage_collect(),
     T1 = erlang:monotonic_time(),
     Us = erlang:convert_time_unit(T1 - T0, native, nanosecond) / 1000,
-    Times2 = lists:sublist([Us | Times], 200),
+    Times2 = lists:sublist([Us | Times], 100),
     receive
-        {count, From} -> From ! {count, self(), length(Times2), median(Times2)}
+        {count, From} -> From ! {count, self(), N + 1, now_ms() - Start, median(Times2)}
     after 50 -> ok
     end,
-    collector(Live, Times2).
+    collector(Live, Start, N + 1, Times2).
 
 median([]) -> 0;
 median(L) -> lists:nth(length(L) div 2 + 1, lists:sort(L)).
 
 ask(Name) ->
     case whereis(Name) of
-        undefined -> {undefined, 0, 0};
+        undefined -> {undefined, 0, 0, 0};
         P ->
             P ! {count, self()},
-            receive {count, P, A, B} -> {P, A, B} after 1000 -> {P, 0, 0} end
+            receive {count, P, N, Ms, X} -> {P, N, Ms, X} after 1000 -> {P, 0, 0, 0} end
     end.
 
 traced(Sink) ->
@@ -97,8 +98,8 @@ traced(Sink) ->
 
 writer(Oracle) ->
     Lines = [begin
-                 {P, A, B} = ask(Name),
-                 io_lib:format("~s ~s ~p ~p~n", [Name, pid_to_list(P), A, B])
+                 {P, N, Ms, X} = ask(Name),
+                 io_lib:format("~s ~s ~p ~p ~p~n", [Name, pid_to_list(P), N, Ms, X])
              end || Name <- [xp_ev_spawner, xp_ev_fast, xp_ev_slow, xp_ev_gc]],
     Traced = io_lib:format("traced ~p~n", [traced(whereis(xp_ev_sink))]),
     Tmp = Oracle ++ ".tmp",

@@ -120,6 +120,16 @@ static void json_dist(struct json *j, const struct dist *d)
 		json__null(j);
 }
 
+/* "key": {"count": n, percentiles}. */
+static void json_sub(struct json *j, const char *key, const struct dist *d)
+{
+	json__key(j, key);
+	json__object(j);
+	json__kv_int(j, "count", (int64_t)d->n);
+	json_dist(j, d);
+	json__end_object(j);
+}
+
 static void json_kind_extra(struct json *j, const struct evstats *s, enum pkind k)
 {
 	unsigned i;
@@ -135,16 +145,8 @@ static void json_kind_extra(struct json *j, const struct evstats *s, enum pkind 
 		json__kv_int(j, "to_running", (int64_t)s->sends_to_running);
 		json__kv_int(j, "untimed", (int64_t)s->untimed_sends);
 	} else if (k == PK_GC) {
-		json__key(j, "minor");
-		json__object(j);
-		json__kv_int(j, "count", (int64_t)s->d[ED_GC_MINOR].n);
-		json_dist(j, &s->d[ED_GC_MINOR]);
-		json__end_object(j);
-		json__key(j, "major");
-		json__object(j);
-		json__kv_int(j, "count", (int64_t)s->d[ED_GC_MAJOR].n);
-		json_dist(j, &s->d[ED_GC_MAJOR]);
-		json__end_object(j);
+		json_sub(j, "minor", &s->d[ED_GC_MINOR]);
+		json_sub(j, "major", &s->d[ED_GC_MAJOR]);
 		json__kv_int(j, "unpaired", (int64_t)s->gc_unpaired);
 	} else if (k == PK_SCHED) {
 		json__kv_int(j, "migrations", (int64_t)s->migrations);
@@ -171,8 +173,8 @@ static void json_proc(struct json *j, const struct evproc *p, enum pkind k, doub
 	if (k == PK_SEND)
 		json__kv_int(j, "timed", (int64_t)p->d[ED_SEND].n);
 	if (k == PK_GC) {
-		json__kv_int(j, "minor", (int64_t)p->d[ED_GC_MINOR].n);
-		json__kv_int(j, "major", (int64_t)p->d[ED_GC_MAJOR].n);
+		json_sub(j, "minor", &p->d[ED_GC_MINOR]);
+		json_sub(j, "major", &p->d[ED_GC_MAJOR]);
 	}
 	if (k == PK_SCHED)
 		json__kv_int(j, "migrations", (int64_t)p->migrations);
