@@ -7,7 +7,7 @@
 #                GC per process: xp_blame_gc first, kind unknown (stripped beam.smp), said so
 #   copy_struct  OTP 25/27: first xp_blame:send_big/3 and xp_blame_copy; OTP 28+: refused with
 #                exit status 2 (the runtime's names are hidden), never an empty answer
-#   examples     README's and --help's other examples: erts_garbage_collect (25/27: nothing ran in it,
+#   examples     docs/guide.md's and --help's other examples: erts_garbage_collect (25/27: nothing ran in it,
 #                exit 0, stderr suggests erts_garbage_collect_nobump and 'gc'; 28+: exit 2),
 #                --stacks erts_cmp_compound (no compare runs: says so), a truncated JIT fragment name
 #   errors       an unknown function name: exit 2 with a one-line reason; --help has examples
@@ -115,7 +115,7 @@ else
 	xp_expect "copy_struct: matched frame" copy_struct_x "$(row "$XP_VM_DIR/copy.out" "Matched frames:" 1)"
 fi
 
-# ---- README's and --help's other examples -------------------------------------------------------
+# ---- the guide's and --help's other examples ----------------------------------------------------
 # A runtime name that exists but did not run (OTP 25/27: the JIT calls erts_garbage_collect_nobump):
 # exit 0, an empty ranking, and on stderr the frames that ran and resemble it, with the alias to
 # try. OTP 28+ has no such name: refused with exit 2.

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# ctest e2e.readme.OTP.MODE: every command example of README.md, run as written on a live VM of OTP
-# 25|27|29 (xp_blame's GC, copy and arithmetic processes), with or without the agent. The
-# examples are read from README.md itself: the "Using it" block (`extrospect CMD ... PID`) and
-# every `$ extrospect ...` line; a pid in them becomes the VM's, `-d N` becomes `-d 1` (and `top`,
-# `record`, `blame`, `sched` get one when they have none), output files go to the VM's work dir,
-# `[a] [b]` alternatives run once bare and once with each. Each must exit as the README says: 0,
-# or the code its `# exit N` comment names, or 2 where the README's blame table says OTP 28+
-# refuses a runtime name. Not run, with the reason printed: `inject` (needs a distributed node:
-# inject_test.sh), `--perf-data` and `perf` lines (need perf's own recording: perfmap_test.sh),
-# `watch` (needs its xp_watch target and spies: watch_test.sh).
-# A README example that stops working fails here. Exit 0 pass, 1 fail, 77 skip.
+# ctest e2e.readme.OTP.MODE: every command example of README.md and of every docs/*.md, run as
+# written on a live VM of OTP 25|27|29 (xp_blame's GC, copy and arithmetic processes), with or
+# without the agent. The examples are read from the files themselves, from their code blocks:
+# every `$ extrospect ...` line (also `$ VAR=value extrospect ...`), every `extrospect CMD ... PID`
+# line (the command lists) and `extrospect --OPTION` lines. A pid in them becomes the VM's, `-d N`
+# becomes `-d 1` (and `top`, `record`, `blame`, `sched` get one when they have none), output files
+# go to the VM's work dir, `[a] [b]` alternatives run once bare and once with each. Each must exit
+# as its line says: 0, or the code its `# exit N` comment names, or 2 where docs/guide.md's blame
+# table says OTP 28+ refuses a runtime name. Not run, each printed with its reason: `inject` (needs
+# a distributed node: inject_test.sh), `--perf-data` and `perf` lines (need perf's own recording:
+# perfmap_test.sh), `watch` (needs its xp_watch target and spies: watch_test.sh), and command
+# lines of a shell recipe (`extrospect ... \`, `... &`, `$(...)`: they need a Pyroscope or Parca
+# server, or the shell). A documented example that stops working fails here. Exit 0 pass, 1 fail,
+# 77 skip.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 # shellcheck source=lib.sh
@@ -18,26 +21,43 @@ set -euo pipefail
 usage="usage: readme_test.sh 25|27|29 agent|noagent"
 otp=${1:?$usage}
 mode=${2:?$usage}
-readme=$XP_REPO/README.md
 
 xp_require_sampler
-[[ -f "$readme" ]] || xp_skip "no README.md at $readme"
+[[ -f "$XP_REPO/README.md" ]] || xp_skip "no README.md at $XP_REPO"
+mapfile -t docs < <(
+	echo "$XP_REPO/README.md"
+	[[ -d "$XP_REPO/docs" ]] && find "$XP_REPO/docs" -name '*.md' | sort
+)
 
-# The examples, one per line, as written (comments and the leading `$ ` stripped).
-examples() {
-	awk '
+# Every command line of the docs' code blocks, once: "FILE<TAB>KIND<TAB>LINE", the leading `$ `
+# stripped; KIND is `run`, or `shell` for a line of a shell recipe (not run, said so).
+command_lines() {
+	awk -v repo="$XP_REPO/" '
+		FNR == 1 { block = 0; file = FILENAME; sub(repo, "", file) }
 		/^```/ { block = !block; next }
 		!block { next }
-		/^\$ extrospect / { sub(/^\$ /, ""); print; next }
-		/^extrospect [a-z-]+ / && / PID/ { print }
-	' "$readme" | sed 's/[[:space:]]*#.*$//' | sort -u
+		/^\$ ([A-Z_]+=[^ ]* )*extrospect / { sub(/^\$ /, ""); print file "\trun\t" $0; next }
+		/^extrospect [a-z-]+ / && / PID/ { print file "\trun\t" $0; next }
+		/^extrospect --[a-z-]+/ { print file "\trun\t" $0; next }
+		/^extrospect [a-z-]+ -/ && !/: / { print file "\tshell\t" $0 }
+	' "${docs[@]}" | awk -F '\t' '{ c = $3; sub(/[[:space:]]*#.*$/, "", c) } !seen[c]++'
 }
 
-# The exit status the README documents for an example line (its `# exit N` comment), else 0.
+# The exit status a line documents (its `# exit N` comment), else 0.
 documented_exit() {
-	local line
-	line=$(grep -F -- "$1" "$readme" | grep -o '# exit [0-9]*' | head -n 1 || true)
-	echo "${line:-# exit 0}" | awk '{ print $3 }'
+	local n
+	n=$(grep -o '# exit [0-9]*' <<<"$1" | head -n 1 | awk '{ print $3 }' || true)
+	echo "${n:-0}"
+}
+
+# Why an example cannot run on the test VMs, or nothing.
+not_run_reason() {
+	case $1 in
+	*" inject "*) echo "needs a distributed node: inject_test.sh" ;;
+	*--perf-data*) echo "needs perf's own recording: perfmap_test.sh" ;;
+	*" watch "*) echo "needs its xp_watch target and spies: watch_test.sh" ;;
+	*"\$("*) echo "needs the shell's expansion" ;;
+	esac
 }
 
 # Expands `[--all] [--json]` into the bare command and one per alternative.
@@ -61,36 +81,51 @@ adapt() {
 	echo "$cmd"
 }
 
-# Blame names the README's table says OTP 28+ refuses (beam.smp names no internal function).
+# Blame names docs/guide.md's table says OTP 28+ refuses (beam.smp names no internal function).
 refused_on_28() {
 	[[ "$otp" -ge 28 && "$1" == *" blame "* ]] &&
 		grep -Eq ' (copy|copy_struct|size_object|send|cmp|erts_garbage_collect[a-z_]*)( |$)' <<<"$1"
 }
 
+# Runs one variant of an example (`VAR=value` words first become its environment).
+run_example() {
+	local file=$1 v=$2 want=$3 cmd rc=0 argv envs=()
+	cmd=$(adapt "$v")
+	read -r -a argv <<<"$cmd"
+	while [[ "${argv[0]}" == *=* ]]; do
+		envs+=("${argv[0]}")
+		argv=("${argv[@]:1}")
+	done
+	(
+		((${#envs[@]} == 0)) || export "${envs[@]}"
+		xp_sampler "${argv[@]:1}" >"$XP_VM_DIR/example.out" 2>"$XP_VM_DIR/example.err" </dev/null
+	) || rc=$?
+	if [[ "$rc" == "$want" ]]; then
+		xp_pass "$file example '$v' -> exit $rc"
+	else
+		xp_fail "$file example '$v' (run as '$cmd'): expected exit $want, got $rc"
+		tail -n 5 "$XP_VM_DIR/example.err" | sed 's/^/    | /'
+	fi
+}
+
 xp_start_vm "$otp" "$mode" xp_blame
 n=0
-while IFS= read -r example; do
-	case $example in
-	*" inject "* | *--perf-data* | *" watch "*)
-		echo "NOT RUN: $example (covered by inject_test.sh / perfmap_test.sh / watch_test.sh)"
+while IFS=$'\t' read -r file kind line; do
+	# shellcheck disable=SC2001 # a regular expression, not a glob
+	example=$(sed 's/[[:space:]]*#.*$//' <<<"$line")
+	why=$(not_run_reason "$example")
+	[[ -z "$why" && "$kind" == shell ]] && why="a line of a shell recipe: needs a Pyroscope or Parca server, or the shell"
+	if [[ -n "$why" ]]; then
+		echo "NOT RUN: $file: $example ($why)"
 		continue
-		;;
-	esac
+	fi
+	want=$(documented_exit "$line")
 	while IFS= read -r v; do
-		cmd=$(adapt "$v")
-		want=$(documented_exit "$example")
-		refused_on_28 "$cmd" && want=2
-		rc=0
-		read -r -a argv <<<"${cmd#extrospect }"
-		xp_sampler "${argv[@]}" >"$XP_VM_DIR/example.out" 2>"$XP_VM_DIR/example.err" </dev/null || rc=$?
+		w=$want
+		refused_on_28 "$v" && w=2
+		run_example "$file" "$v" "$w"
 		n=$((n + 1))
-		if [[ "$rc" == "$want" ]]; then
-			xp_pass "README example '$v' -> exit $rc"
-		else
-			xp_fail "README example '$v' (run as '$cmd'): expected exit $want, got $rc"
-			tail -n 5 "$XP_VM_DIR/example.err" | sed 's/^/    | /'
-		fi
 	done < <(variants "$example")
-done < <(examples)
-((n >= 15)) || xp_fail "only $n README examples found (the parser or the README changed)"
+done < <(command_lines)
+((n >= 40)) || xp_fail "only $n documented examples run (the parser or the docs changed)"
 xp_summary

@@ -30,7 +30,7 @@ set -euo pipefail
 
 otp=${1:?usage: watch_test.sh 25|27|29 truth|lifecycle|unload|vmexit|errors|strace}
 case=${2:?usage: watch_test.sh 25|27|29 truth|lifecycle|unload|vmexit|errors|strace}
-WATCH_TOL=${WATCH_TOL:-0.10} # share points: 10 (see README, "watch": accuracy)
+WATCH_TOL=${WATCH_TOL:-0.10} # share points: 10 (docs/accuracy-and-cost.md, `watch`)
 # Runnable: bench/watch_methods (load average 33-40 on this 2-core machine, 27 windows of 4 s
 # over OTP 25/27/29) measured the runnable share within ±3 points of the target's own on
 # average, two windows at -5.8 and -5.9, and the episodes' median at 0.93-1.04 of the target's
