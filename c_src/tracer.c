@@ -111,8 +111,14 @@ int tracer__sampled(const struct tracer *t, uint64_t pid)
 
 	if (n <= 1)
 		return 1;
-	h *= 0x9e3779b97f4a7c15ull; /* Fibonacci hashing: pid numbers are sequential */
-	return (h >> 32) % n == 0;
+	/* splitmix64's finaliser: a pid's data repeats its number in two fields (B/erl_ptab.h),
+	 * which a plain multiplicative hash keeps in step. */
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	h ^= h >> 31;
+	return h % n == 0;
 }
 
 static void send_request(const char *what, uint64_t session, uint64_t flags, uint64_t n,
@@ -283,6 +289,11 @@ void tracer__report(struct tracer *t, uint64_t session, uint32_t state, uint32_t
 			c->reason = why;
 	}
 	__atomic_store_n(&c->state, state, __ATOMIC_RELEASE);
+}
+
+void tracer__set_caps(struct tracer *t, uint64_t caps)
+{
+	__atomic_store_n(&t->ctl->caps, caps, __ATOMIC_RELEASE);
 }
 
 void tracer__ctl(const struct tracer *t, struct xp_tracer_ctl *out)

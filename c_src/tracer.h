@@ -28,6 +28,8 @@ void tracer__emit(struct tracer *t, uint16_t kind, uint16_t arg, uint64_t pid, u
 
 /* The events process reports the outcome of a start or stop (enum xp_tracer_state, why). */
 void tracer__report(struct tracer *t, uint64_t session, uint32_t state, uint32_t why);
+/* What this session's records can tell (XP_TRACER_CAP_*), published in the control slot. */
+void tracer__set_caps(struct tracer *t, uint64_t caps);
 /* A copy of the control slot (extrospect:events_status/0). */
 void tracer__ctl(const struct tracer *t, struct xp_tracer_ctl *out);
 

@@ -1,8 +1,10 @@
 /* The erl_tracer callbacks the VM calls for each event of a traced process, as NIFs of the
  * module extrospect_nif (the tracer is {extrospect_nif, Session}): enabled/3 keeps what the
- * session records (and removes the tracer from a process once the session is over), trace/5
- * writes one record. Both run on the scheduler that emits the event and do no allocation, no
- * locking and no term building: atom comparisons, one ring reservation and a 32-byte store.
+ * session records (once the session is over it discards everything, and answers trace_status
+ * with remove, so the VM drops the tracer), trace/5 writes one record. One process in sample_n
+ * is traced (by pid, so that its events stay paired); enabled/3 discards the others'. Both run
+ * on the scheduler that emits the event, allocate nothing and build no term: atom comparisons,
+ * one ring reservation and a 32-byte store (a send to a registered name also looks the name up).
  * Also the events process's NIFs: tracer_report/3 and tracer_info/0.
  * Does not own: the rings and the lease (tracer.c), setting flags (extrospect_events.erl). */
 #include <errno.h>
@@ -113,8 +115,11 @@ ERL_NIF_TERM events_nif__enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 	ERL_NIF_TERM tag = argv[0];
 	unsigned i;
 
+	/* remove is only an answer to trace_status (erl_trace.c asserts it): the VM then drops
+	 * the tracer from that process, or from the flags new processes get. */
 	if (!session_live(env, e, argv[1]))
-		return enif_make_atom(env, "remove");
+		return enif_make_atom(env,
+				      e && tag == e->atom[A_TRACE_STATUS] ? "remove" : "discard");
 	a = e->atom;
 	if (tag == a[A_TRACE_STATUS])
 		return a[A_TRACE];
@@ -240,12 +245,16 @@ ERL_NIF_TERM events_nif__trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
 	return e->atom[A_TRACE];
 }
 
-/* The offsets out_how reads, only when calibration verified them. */
+/* The offsets out_how reads, only when the block last published says verified (the calibration
+ * under way, if any, starts from nothing: its record is not the evidence). */
 static int32_t verified_off(const struct agent *a, enum xp_off_id id)
 {
-	const struct disc *d = &a->calib.off[id];
+	const struct xp_value *v = &a->draft.offsets[id];
+	const uint32_t want = XP_VAL_PRESENT | XP_VAL_VERIFIED;
 
-	return d->state == DISC_FOUND || d->state == DISC_TABLE_OK ? (int32_t)d->value : -1;
+	return id < a->draft.n_offsets && (v->flags & want) == want && !(v->flags & XP_VAL_MISMATCH)
+		   ? (int32_t)v->value
+		   : -1;
 }
 
 static void take_offsets(struct agent *a, struct events *e)
@@ -258,6 +267,7 @@ static void take_offsets(struct agent *a, struct events *e)
 	enif_mutex_unlock(a->lock);
 	__atomic_store_n(&e->off_id, oid, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->off_state, ost, __ATOMIC_RELAXED);
+	tracer__set_caps(e->tracer, oid >= 0 && ost >= 0 ? XP_TRACER_CAP_RUNQ : 0);
 }
 
 /* tracer_report(Session, starting | on | off | refused, Why): the events process's progress

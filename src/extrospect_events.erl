@@ -33,8 +33,11 @@ start_link() ->
 status() ->
     gen_server:call(?MODULE, status).
 
+%% High priority: its work is a few calls, and under an event tsunami the flags must be set and
+%% cleared on time (the normal run queue may be long).
 init([]) ->
     process_flag(trap_exit, true),
+    process_flag(priority, high),
     {ok, #state{}}.
 
 handle_call(status, _From, S) ->

@@ -304,8 +304,11 @@ struct xp_tracer_ctl {
 	uint64_t flags_on;	  /* XP_EVF_* in force */
 	uint64_t started_ns, stopped_ns;
 	uint64_t sample_on; /* the sample_n in force */
-	uint64_t reserved[5];
+	uint64_t caps;	    /* XP_TRACER_CAP_*, set at each start */
+	uint64_t reserved[4];
 };
+/* A schedule-out's record says runnable or waiting (Process.id and .state verified). */
+#define XP_TRACER_CAP_RUNQ (1u << 0)
 #define XP_TRACER_WRITABLE 32 /* bytes of the control slot the sampler may write */
 _Static_assert(sizeof(struct xp_tracer_ctl) == 128, "tracer control size is part of the ABI");
 

@@ -30,10 +30,11 @@ static const char usage_tail[] =
     "Exit codes:\n"
     "  0 success            1 internal error          2 usage error\n"
     "  3 no such process    4 not a BEAM VM            5 permission denied\n"
-    "  6 unsupported OTP (no built-in layout and no agent)\n"
+    "  6 unsupported OTP (no built-in layout and no agent; events: no agent)\n"
     "  7 the VM exited while being read\n"
     "  8 node or epmd unreachable (inject)  9 the node refused the cookie (inject)\n"
-    "  10 perf-map refused to replace a map it did not write\n";
+    "  10 perf-map refused to replace a map it did not write; events: the agent refused to\n"
+    "     trace (another tracer on OTP 25-26, another sampler reading events)\n";
 
 void cli__help(FILE *f, const struct command *command)
 {

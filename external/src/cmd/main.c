@@ -4,7 +4,7 @@
  *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
  *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
  *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject),
- *   10 perf-map refused to replace a map it did not write. */
+ *   10 perf-map refused to replace a map it did not write, or events refused by the agent. */
 #include <errno.h>
 #include <signal.h>
 #include <unistd.h>

@@ -15,7 +15,7 @@
 #define DRAIN_NS     10000000ull  /* between drains */
 #define RENEW_NS     100000000ull /* between lease renewals */
 #define WATERMARK_NS 5000000ull	  /* records younger than this wait for the next drain */
-#define START_WAIT_S 5.0	  /* for the agent to set the flags */
+#define START_WAIT_S 20.0	  /* for the agent to set the flags (a VM under load is slow) */
 #define DEFAULT_S    10.0
 
 const char events__usage[] =
@@ -95,8 +95,8 @@ static const char *why_text(uint32_t why)
 }
 
 /* Wait for the agent to set the flags: 0 with the session's start time, or an error. */
-static int wait_on(struct evring *r, volatile sig_atomic_t *stop, uint64_t *started, char *err,
-		   size_t errlen)
+static int wait_on(struct evring *r, volatile sig_atomic_t *stop, uint64_t *started, bool *runq,
+		   char *err, size_t errlen)
 {
 	uint64_t end = now_ns() + (uint64_t)(START_WAIT_S * 1e9), renew = 0;
 	struct xp_tracer_ctl c;
@@ -106,6 +106,7 @@ static int wait_on(struct evring *r, volatile sig_atomic_t *stop, uint64_t *star
 			return TARGET_EGONE;
 		if (c.state == XP_TRACER_ON && c.owner == (uint64_t)getpid()) {
 			*started = c.started_ns;
+			*runq = (c.caps & XP_TRACER_CAP_RUNQ) != 0;
 			return 0;
 		}
 		if (c.state == XP_TRACER_REFUSED && c.owner == (uint64_t)getpid()) {
@@ -156,6 +157,9 @@ static int report(const struct cli_opts *o, struct target *t, struct evring *r, 
 	    .torn = r->lost[EVLOSS_TORN],
 	    .mechanism = s->sample_n > 1 ? "erl_tracer, sampled" : "erl_tracer",
 	    .otp = t->otp_release,
+	    .rings_addr = r->region.rings_addr,
+	    .rings_bytes = (uint64_t)r->region.nrings * r->region.ring_bytes,
+	    .nrings = r->region.nrings,
 	};
 
 	events__names(t, s, o->erlang_names);
@@ -199,12 +203,15 @@ int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		rc = st == EVRING_BUSY ? EVENTS_EREFUSED : -EIO;
 		goto cleanup;
 	}
-	rc = wait_on(&r, stop, &started, err, errlen);
+	rc = wait_on(&r, stop, &started, &s.runq, err, errlen);
 	if (rc || *stop)
 		goto cleanup;
 	s.t0 = started;
+	fprintf(stderr, "events: recording for %.1f s (Ctrl-C stops)\n",
+		o->duration_s > 0 ? o->duration_s : DEFAULT_S);
 	rc = run_loop(&r, &s, o, stop, started);
 	s.t1 = now_ns();
+	fprintf(stderr, "events: stopped recording\n");
 	evring__stop(&r);
 	if (evring__drain(&r, hold_cb, &s) == EVRING_OK)
 		evstats__process(&s, UINT64_MAX);

@@ -62,6 +62,7 @@ struct evstats {
 	struct dist d[ED_COUNT];
 	uint64_t t0, t1; /* the window, CLOCK_MONOTONIC ns */
 	uint64_t sample_n;
+	bool runq; /* schedule-outs say runnable or waiting (XP_TRACER_CAP_RUNQ) */
 	/* held back until the watermark passes (cross-ring order) */
 	struct xp_ev *held; /* seq holds the ring */
 	size_t nheld, capheld;
@@ -87,6 +88,8 @@ struct events_out {
 	uint64_t sample_n;
 	const char *mechanism;
 	const char *otp;
+	uint64_t rings_addr, rings_bytes; /* the agent's rings: where, and their fixed size */
+	unsigned nrings;
 };
 void events__print_text(const struct evstats *s, const struct events_out *o, FILE *f);
 void events__print_json(const struct evstats *s, const struct events_out *o, FILE *f);

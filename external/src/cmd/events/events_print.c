@@ -150,6 +150,7 @@ static void json_kind_extra(struct json *j, const struct evstats *s, enum pkind 
 		json__kv_int(j, "unpaired", (int64_t)s->gc_unpaired);
 	} else if (k == PK_SCHED) {
 		json__kv_int(j, "migrations", (int64_t)s->migrations);
+		json__kv_bool(j, "waits_measured", s->runq);
 	}
 }
 
@@ -159,6 +160,7 @@ static void json_proc(struct json *j, const struct evproc *p, enum pkind k, doub
 
 	json__object(j);
 	json__kv_string(j, "pid", p->pid_text);
+	json__kv_addr(j, "pid_term", p->pid);
 	json__kv_string(j, "name", p->label[0] ? p->label : NULL);
 	json__kv_int(j, "count", (int64_t)pcount(p, k));
 	json__key(j, "per_second");
@@ -195,12 +197,23 @@ void events__print_json(const struct evstats *s, const struct events_out *o, FIL
 	json__kv_int(&j, "sample_n", (int64_t)scale);
 	json__key(&j, "seconds");
 	json__double(&j, o->seconds, 3);
+	json__key(&j, "window_ns"); /* CLOCK_MONOTONIC, the records' clock */
+	json__object(&j);
+	json__kv_int(&j, "start", (int64_t)s->t0);
+	json__kv_int(&j, "end", (int64_t)s->t1);
+	json__end_object(&j);
 	json__key(&j, "records");
 	json__object(&j);
 	json__kv_int(&j, "read", (int64_t)o->read);
 	json__kv_int(&j, "lost_overwritten", (int64_t)o->lapped);
 	json__kv_int(&j, "lost_torn", (int64_t)o->torn);
 	json__kv_int(&j, "out_of_window", (int64_t)s->out_of_window);
+	json__end_object(&j);
+	json__key(&j, "agent_rings");
+	json__object(&j);
+	json__kv_int(&j, "rings", (int64_t)o->nrings);
+	json__kv_int(&j, "bytes", (int64_t)o->rings_bytes);
+	json__kv_addr(&j, "address", o->rings_addr);
 	json__end_object(&j);
 	for (k = 0; k < PK_COUNT; k++) {
 		const struct dist *d = vm_dist(s, (enum pkind)k);
@@ -286,8 +299,12 @@ static void text_kind_head(FILE *f, const struct evstats *s, enum pkind k, doubl
 			(unsigned long long)s->d[ED_GC_MAJOR].n,
 			(double)dist__quantile(&s->d[ED_GC_MAJOR], 0.5) / 1e3);
 	if (k == PK_SCHED)
-		fprintf(f, "        %llu migrations between schedulers\n",
-			(unsigned long long)s->migrations);
+		fprintf(f, "        %llu migrations between schedulers%s\n",
+			(unsigned long long)s->migrations,
+			s->runq ? ""
+				: "; waits not measured: the agent's Process.state offset is "
+				  "not verified, so a schedule-out does not say runnable or "
+				  "waiting");
 	if (d) {
 		fprintf(f, "        us:    %9s %9s %9s %9s %9s\n        VM-wide", "p50", "p90",
 			"p99", "p99.9", "max");
