@@ -2,7 +2,8 @@
  * slot are one anonymous mapping of fixed size, made at load: the agent's memory for events
  * never grows. The xp_tracer thread blocks every signal and polls the slot every 100 ms: a
  * leased request (want != 0, lease counter moving) starts a session, a request withdrawn or a
- * lease that ran out stops it. Start and stop are messages to the registered process
+ * lease that ran out stops it, and so does a request from another sampler (owner), which then
+ * gets a session of its own. Start and stop are messages to the registered process
  * extrospect_events, which sets or clears the trace flags and reports back (tracer__report).
  * Each OS thread that emits takes a ring of its own on its first event (a thread-local index),
  * the last ring is shared by threads beyond the others. */
@@ -43,6 +44,7 @@ struct tracer {
 	int joinable;
 	int32_t tid;
 	uint64_t seen_lease;
+	uint64_t session_owner; /* the owner the running session was started for */
 };
 
 /* A thread's ring in the tracer of that epoch (an upgraded library has its own tracer). */
@@ -150,6 +152,7 @@ static void tracer_poll(struct tracer *t)
 	uint64_t want = __atomic_load_n(&c->want, __ATOMIC_ACQUIRE) & 0xffu;
 	uint64_t lease = __atomic_load_n(&c->lease, __ATOMIC_ACQUIRE), now = now_ns();
 	uint32_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+	uint64_t owner;
 	int active;
 
 	if (want && lease != t->seen_lease) {
@@ -157,6 +160,10 @@ static void tracer_poll(struct tracer *t)
 		__atomic_store_n(&c->lease_expiry_ns, now + XP_TRACER_LEASE_NS, __ATOMIC_RELEASE);
 	}
 	active = want && now < __atomic_load_n(&c->lease_expiry_ns, __ATOMIC_ACQUIRE);
+	/* A new sampler gets a session of its own: the one running is stopped first. */
+	owner = __atomic_load_n(&c->owner, __ATOMIC_ACQUIRE);
+	if (active && st != XP_TRACER_OFF && owner != t->session_owner)
+		active = 0;
 	if (active && st == XP_TRACER_OFF) {
 		uint64_t s = __atomic_add_fetch(&c->session, 1, __ATOMIC_ACQ_REL);
 		uint64_t n = __atomic_load_n(&c->sample_n, __ATOMIC_ACQUIRE);
@@ -166,6 +173,7 @@ static void tracer_poll(struct tracer *t)
 		c->reason = XP_TRACER_WHY_NONE;
 		__atomic_store_n(&c->state, XP_TRACER_STARTING, __ATOMIC_RELEASE);
 		__atomic_store_n(&t->live, s, __ATOMIC_RELEASE);
+		t->session_owner = owner;
 		send_request("start", s, want, n, t);
 	} else if (!active && (st == XP_TRACER_STARTING || st == XP_TRACER_ON)) {
 		__atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);

@@ -171,6 +171,7 @@ enum evring_status evring__start(struct evring *r, uint64_t want, uint64_t sampl
 		r->next[i] = h.head;
 		r->tid[i] = h.tid;
 	}
+	r->session = c.session;
 	r->lease = c.lease + 1;
 	w[0] = r->lease; /* struct xp_tracer_ctl's writable part: want last */
 	w[1] = (uint64_t)getpid();

@@ -40,7 +40,8 @@ struct evring {
 	struct xp_tracer_region region;
 	uint64_t next[XP_TRACER_MAX_RINGS]; /* the next index to read, per ring */
 	int32_t tid[XP_TRACER_MAX_RINGS];   /* the ring's thread, as the VM numbers it */
-	uint64_t lease, session;
+	uint64_t lease;
+	uint64_t session; /* the agent's session counter when we asked: ours is a later one */
 	uint64_t read, lost[EVLOSS_COUNT];
 	struct xp_ev *buf; /* ring_records records */
 	int leased;

@@ -104,12 +104,14 @@ static int wait_on(struct evring *r, volatile sig_atomic_t *stop, uint64_t *star
 	while (!*stop && now_ns() < end) {
 		if (evring__ctl(r, &c))
 			return TARGET_EGONE;
-		if (c.state == XP_TRACER_ON && c.owner == (uint64_t)getpid()) {
+		if (c.state == XP_TRACER_ON && c.owner == (uint64_t)getpid() &&
+		    c.session > r->session) {
 			*started = c.started_ns;
 			*runq = (c.caps & XP_TRACER_CAP_RUNQ) != 0;
 			return 0;
 		}
-		if (c.state == XP_TRACER_REFUSED && c.owner == (uint64_t)getpid()) {
+		if (c.state == XP_TRACER_REFUSED && c.owner == (uint64_t)getpid() &&
+		    c.session > r->session) {
 			snprintf(err, errlen, "the agent refused to trace: %s", why_text(c.reason));
 			return EVENTS_EREFUSED;
 		}
