@@ -64,7 +64,7 @@ INTERVAL_NS, WAKE_NS, CAP = 1000000, 30000, 10
 
 
 def placed(t0, s0, t1, s1):
-    """Where credit() (external/src/cmd/watch.c) puts a change between two snapshots."""
+    """Where credit() (external/src/cmd/watch/watch.c) puts a change between two snapshots."""
     dt = min(t1 - t0, CAP * INTERVAL_NS)
     planned = INTERVAL_NS + WAKE_NS
     runs = (s0 == "running") != (s1 == "running") and "runnable" not in (s0, s1)

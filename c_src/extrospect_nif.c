@@ -1,6 +1,6 @@
 /* The agent NIF's entry points: load/upgrade/unload (all state in priv_data, jiffy style; unload
  * retires the block this instance published), argument checking, normal-scheduler call timing,
- * and the NIF table. The calibration steps live in calib_*.c; extrospect_agent.erl drives them. */
+ * and the NIF table. The calibration steps live in calib/; extrospect_agent.erl drives them. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

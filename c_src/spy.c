@@ -146,7 +146,7 @@ static void *spy_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	snprintf(name, sizeof(name), "xp_spy_%u", s->index + 1);
 	prctl(PR_SET_NAME, name, 0, 0, 0);
-	/* Wake on time: the sampler reads a late snapshot as busy cores (cmd/watch.c credit). */
+	/* Wake on time: the sampler reads a late snapshot as busy cores (credit, cmd/watch/). */
 	prctl(PR_SET_TIMERSLACK, 1ul, 0, 0, 0);
 	spy_lower_priority(s->policy);
 	spy_set_state(s, XP_SPY_PARKED);

@@ -198,7 +198,7 @@ stop_probe(_) ->
 
 %% Parked here (in receive) while the NIF reads its struct; junk messages stay queued. Its
 %% dictionary holds one entry, {Name, Name} (Name: its registered name), by which the NIF finds
-%% Process.dictionary (c_src/calib_probe.c).
+%% Process.dictionary (c_src/calib/calib_probe.c).
 probe_loop() ->
     _ = put(?PROBE_NAME, ?PROBE_NAME),
     receive

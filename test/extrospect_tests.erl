@@ -151,7 +151,7 @@ addresses() ->
                 jit_descriptor => scan, normal_exit => runtime,
                 process_table => case Dynsym of true -> dynsym; false -> scan end,
                 allctrs_info => case Dynsym of true -> dynsym; false -> scan end,
-                %% Found by the load diff (c_src/calib_codeix.c); on 25/27 equal to .dynsym.
+                %% Found by the load diff (c_src/calib/calib_codeix.c); on 25/27 equal to .dynsym.
                 active_code_ix => scan, code_ranges => scan,
                 probe_process => runtime},
     ?assertEqual(lists:sort(maps:keys(Sources)), lists:sort(maps:keys(Addrs))),

@@ -105,7 +105,7 @@ enum xp_addr_id {
 	XP_ADDR_ALLCTRS_INFO,
 	/* the_active_code_index (erts_atomic32_t, 0..2; B/code_ix.c) and the module ranges table
 	 * `static struct ranges r[ERTS_NUM_CODE_IX]` (B/beam_ranges.c), for `info`'s check of the
-	 * JIT map (c_src/calib_codeix.c). Appended. */
+	 * JIT map (c_src/calib/calib_codeix.c). Appended. */
 	XP_ADDR_ACTIVE_CODE_IX,
 	XP_ADDR_CODE_RANGES,
 	XP_ADDR_COUNT

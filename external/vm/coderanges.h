@@ -1,7 +1,8 @@
 /* The module ranges table of ERTS (B/beam_ranges.c `r[]`, otp-internals.md §3.1): the live one,
  * r[the_active_code_index], read with bounded, validated reads from outside or inside, and
  * compared with the GDB JIT map (every live module range should be one JIT module's code). Does
- * not own: finding the two addresses (the agent, c_src/calib_codeix.c), the layout (layout.c). */
+ * not own: finding the two addresses (the agent, c_src/calib/calib_codeix.c), the layout
+ * (layout.c). */
 #ifndef XP_CODERANGES_H
 #define XP_CODERANGES_H
 

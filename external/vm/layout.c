@@ -10,8 +10,8 @@
  * The memory fields (P_OLD_*, P_MBUF_SZ, P_OFF_HEAP_OVERHEAD, P_BIN_*, P_REDS; `extrospect heap`)
  * were added in November 2026 by a probe run on bookworm 25.2.3, trixie 27.3.4.1 (+deb13u3)
  * and forky 29.1.1; every other offset the probe printed was unchanged. The agent calibrates
- * them (c_src/calib_probe.c: P_REDS; c_src/calib_memory.c: the old heap and vheap words) except
- * P_MBUF_SZ; the sampler's memory_fields check tests them on a known process, and
+ * them (c_src/calib/calib_probe.c: P_REDS; c_src/calib/calib_memory.c: the old heap and vheap
+ * words) except P_MBUF_SZ; the sampler's memory_fields check tests them on a known process, and
  * test/e2e/heap_test.sh compares what they give with process_info on each release.
  * P_DICTIONARY (Process.dictionary, `ProcDict *dictionary` four words before u.initial in
  * B/erl_process.h 25.2.3:1063, 27.3.4.1:1087, 29.1.1:1110; no USE_VM_PROBES in Debian's builds)

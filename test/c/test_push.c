@@ -1,5 +1,5 @@
-/* record --push's sender (external/src/cmd/push.c) against local sockets: the request it makes
- * (path, encoded name, times, format, rate, body), that queueing never waits for the network,
+/* record --push's sender (external/src/cmd/record/push.c) against local sockets: the request it
+ * makes (path, encoded name, times, format, rate, body), that queueing never waits for the network,
  * that a refused server costs every profile (counted: none pushed, all dropped) without holding
  * the end longer than asked, and the URL forms it accepts or refuses. */
 #include <errno.h>

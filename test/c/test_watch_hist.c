@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "watch.h"
+#include "watch_hist.h"
 
 static bool near(double want, double got, double rel)
 {

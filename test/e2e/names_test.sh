@@ -125,7 +125,7 @@ check_top() {
 }
 
 # With the agent, Process.dictionary is its calibrated offset (found through the probe's own
-# dictionary, c_src/calib_probe.c), and verified.
+# dictionary, c_src/calib/calib_probe.c), and verified.
 check_agent_offset() {
 	xp_expect "p_dictionary: source and verified" "agent true" \
 		"$(xp_sampler info --json "$XP_VM_PID" 2>/dev/null |

@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "exitcode.h"
 #include "inject_bundle.h"

@@ -9,9 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "exitcode.h"
 #include "perfmap.h"
+#include "target.h"
 
 #define PERFMAP_DIR    "/tmp"	  /* where perf looks, for the host pid (also for chroots) */
 #define FOLLOW_POLL_NS 100000000L /* 100 ms between two reads of the descriptor */

@@ -1,6 +1,6 @@
 /* The `top` tables: Erlang functions by self share (innermost Erlang frame of a stack, which
  * counts the native code it called) and total share (anywhere on the stack, once per stack), and
- * processes by share. Does not own: the live refresh (commands.c). */
+ * processes by share. Does not own: the live refresh (cmd/record/record.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>

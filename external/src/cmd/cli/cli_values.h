@@ -1,0 +1,24 @@
+/* Parsing option values for cli.c (cli_values.c), and the output formats --format names (which
+ * the commands see through cli.h). */
+#ifndef XP_CLI_VALUES_H
+#define XP_CLI_VALUES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE, CLI_FMT_PPROF };
+
+/* '<0.123.0>' */
+bool cli__valid_erlang_pid(const char *s);
+/* A number in [lo, hi]. */
+int cli__parse_number(const char *s, double lo, double hi, double *out);
+/* record --every: "60s", "5m", "1h", "1d" or plain seconds, from 1 s to 1 day. */
+int cli__parse_seconds(const char *s, double *out);
+/* --label KEY=VALUE as Pyroscope's name{k=v,...} can carry it. */
+bool cli__valid_label(const char *s);
+/* watch --rate: an interval with a unit, or snapshots per second; 100 us to 1 s. */
+int cli__parse_interval(const char *s, uint64_t *ns);
+/* The format a file name implies: .pb.gz/.pprof/.pb, .svg, .json, else collapsed. */
+enum cli_format cli__format_from_name(const char *path);
+
+#endif /* XP_CLI_VALUES_H */

@@ -1,0 +1,103 @@
+/* `extrospect heap PID`: the command and its help. One reading (heap.c) printed as a table or
+ * JSON (heap_print.c), or readings every --watch seconds (heap_watch.c). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "heap.h"
+#include "heap_print.h"
+#include "heap_watch.h"
+
+const char heap__usage[] =
+    "Usage: extrospect heap [--sort COLUMN] [-n N] [--json] [--no-agent] PID\n"
+    "\n"
+    "The memory of every Erlang process of the BEAM VM with OS pid PID, read from its process\n"
+    "table from outside (process_vm_readv; no signal, message or allocation in the VM), largest\n"
+    "first. Columns (sizes in bytes, K/M/G = KiB/MiB/GiB):\n"
+    "  TOTAL   heap + old heap + heap fragments (process_info total_heap_size, in bytes)\n"
+    "  HEAP    the young heap (process_info heap_size)\n"
+    "  OLD     the old generation: what survived a minor collection (long-lived data)\n"
+    "  FRAG    heap fragments and message fragments not yet collected into the heap\n"
+    "  STACK   the stack (process_info stack_size)\n"
+    "  BIN     off-heap (refc) binaries the process references, as the VM counts them for its\n"
+    "          binary GC (the vheap, young + old): the indicator of a binary leak\n"
+    "  MSGQ    message-queue length (OTP 27+; '-' on OTP 25, whose VM keeps no count)\n"
+    "  REDS    reductions up to the process's last schedule-out\n"
+    "  STATUS  as process_info(P, status); then the registered name or initial call, and\n"
+    "          the current function (of a process that is not running)\n"
+    "A running process's values move while they are read: its row says 'running'. If the VM\n"
+    "exits while it is read, what was read is printed and the exit status is 7.\n"
+    "\n"
+    "Options:\n"
+    "  --sort COLUMN  total (default), heap, old, frag, stack, bin, msgq, reds or memory\n"
+    "                 (memory: sizeof(Process) + every heap, a lower bound of process_info\n"
+    "                 memory, which adds links, monitors, messages and the dictionary)\n"
+    "  -n N           show the top N processes (default 20)\n"
+    "  --watch SECS   read again every SECS seconds until Ctrl-C (or -d): rows sorted by the\n"
+    "                 growth of the --sort column over the interval, with the growth since\n"
+    "                 the first reading; 'long-lived: old/bin' flags a process whose old heap\n"
+    "                 or binaries grew and never shrank over two intervals or more\n"
+    "  -d SECS        with --watch: stop after SECS seconds\n"
+    "  --json         with --watch: one JSON document per interval, one per line\n"
+    "  --json         one JSON document: sizes in words as process_info gives them\n"
+    "  --erlang-names print Elixir modules as Erlang does, not in Elixir form\n"
+    "  --no-agent     ignore the extrospect agent even when the VM has it loaded\n"
+    "\n"
+    "Examples:\n"
+    "  extrospect heap 4242                  # the 20 largest processes\n"
+    "  extrospect heap --sort bin -n 5 4242  # who holds the most refc binaries (a leak?)\n"
+    "  extrospect heap --sort msgq 4242      # the longest message queues (OTP 27+)\n"
+    "  extrospect heap --watch 10 --sort old 4242   # who accumulates long-lived data\n"
+    "  extrospect heap --json -n 10000 4242 | jq '.processes[] | select(.name == \"my_server\")'\n";
+
+int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	      size_t errlen)
+{
+	struct heap_ctx c = {.o = o, .t = t, .stop = stop};
+	struct json j;
+	int rc;
+
+	if (o->duration_s > 0 && o->watch_s <= 0) {
+		snprintf(err, errlen, "-d/--duration goes with --watch");
+		return CMD_EUSAGE;
+	}
+	if (o->sort && heap__col_of(o->sort) < 0) {
+		snprintf(err, errlen,
+			 "bad --sort (total, heap, old, frag, stack, bin, msgq, reds or memory)");
+		return CMD_EUSAGE;
+	}
+	if (o->sort)
+		c.sort = (enum heap_col)heap__col_of(o->sort);
+	if ((rc = heap__setup(&c, err, errlen)))
+		goto cleanup;
+	if (o->watch_s > 0) {
+		rc = heap__watch(&c);
+		goto cleanup;
+	}
+	if ((rc = heap__read(&c)) && rc != TARGET_EGONE)
+		goto cleanup;
+	if (rc == TARGET_EGONE)
+		fprintf(stderr, "extrospect: the VM exited while it was read: %zu processes read\n",
+			c.n);
+	else if (*stop)
+		fprintf(stderr, "extrospect: interrupted: %zu of %" PRIu64 " processes read\n", c.n,
+			c.st.used);
+	if (o->json) {
+		json__init(&j, stdout);
+		heap__print_json(&c, &j); /* the writer ends the document's line */
+	} else {
+		heap__print_text(&c, stdout);
+	}
+	if (fflush(stdout) != 0 && !rc) {
+		snprintf(err, errlen, "cannot write output: %s", strerror(errno));
+		rc = -EIO;
+	}
+cleanup:
+	if (rc && rc != TARGET_EGONE && !err[0])
+		snprintf(err, errlen, "heap: %s", strerror(-rc));
+	free(c.rows);
+	return rc;
+}

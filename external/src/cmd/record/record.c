@@ -1,0 +1,371 @@
+/* `record` and `top`. See commands.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "continuous.h"
+#include "outfile.h"
+#include "report/report.h"
+#include "run.h"
+
+const char cmd__sampling_usage[] =
+    "Sampling options:\n"
+    "  -F, --rate HZ         samples per second per scheduler thread (default 997, a prime)\n"
+    "  -d, --duration SECS   stop after SECS seconds (default: until Ctrl-C)\n"
+    "  --event cpu-clock|cycles  the sampling event (default cpu-clock)\n"
+    "  --threads schedulers|all  sample scheduler threads (default) or every VM thread\n"
+    "  --erlang-pid '<0.123.0>'  keep one Erlang process (OTP 28+ without the agent: once\n"
+    "                        the process table is found by a scan, as pstack --all does;\n"
+    "                        else refused, exit 6, and pids print as <pid 0x...>)\n"
+    "  --name REGNAME        keep one registered process\n"
+    "  --only-erlang         leave out native frames\n"
+    "  --lines               (record, top, blame) name Erlang frames with their source line, as\n"
+    "                        a stack trace's {file, line}: \"mod:fun/2 (mod.erl:12)\"; a caller's\n"
+    "                        line is its call's. Each line is then a frame of its own\n"
+    "  --group name|pid|none what a process's samples go under (record's root frame, top's\n"
+    "                        process table). name (default): what the process is, as observer\n"
+    "                        and recon name it: its registered name, else proc_lib's\n"
+    "                        '$initial_call' (my_server:init/1, not proc_lib:init_p/5), else\n"
+    "                        its initial call, so that all workers of one kind make one flame.\n"
+    "                        pid: one root per process, \"<0.123.0> name\". none: one root.\n"
+    "                        sched and capture always keep one per process\n"
+    "  --erlang-names        print Elixir modules as Erlang does ('Elixir.MyApp.Repo':get/2),\n"
+    "                        not in Elixir form (MyApp.Repo.get/2, the default)\n"
+    "  --include-idle        keep scheduler time spent without a process (idle, spinning)\n"
+    "  --skid-summary        report how long after each sample its process was read, and how\n"
+    "                        often a later read contradicted the sample\n"
+    "  --keep-priority       do not rank the sampler 5 nice levels above the VM (it does so\n"
+    "                        when allowed, to read each sample's process within ~0.1 ms)\n"
+    "  --no-bpf              do not copy each sample's Erlang stack in the kernel (a BPF program\n"
+    "                        on the perf events, used when root or CAP_BPF allows): read it\n"
+    "                        after the sample instead, which loses fast runtime calls\n"
+    "  --user-only           do not sample time spent in the kernel on a scheduler's behalf\n"
+    "                        (page faults, syscalls; shown as a [kernel] frame on top of the\n"
+    "                        code that entered it); without root or CAP_PERFMON it is not\n"
+    "                        sampled anyway, and the summary says so\n"
+    "  -v, --verbose         add the sampler's own counters to the summary: memory reads that\n"
+    "                        failed (by reason), the in-kernel capture's records, native\n"
+    "                        unwinds by how they ended, stacks walked from another start\n"
+    "  --no-agent            ignore the agent\n";
+
+const char record__usage[] =
+    "Usage: extrospect record [OPTIONS] -o FILE [-o FILE...] PID\n"
+    "       extrospect record [OPTIONS] --every INTERVAL [-o DIR/] [--push URL] PID\n"
+    "\n"
+    "Sample a running VM and write where it spent its time, per Erlang process, as a flame\n"
+    "graph or a pprof profile. Stacks are mixed: Erlang frames, the JIT's shared fragments\n"
+    "(global::...) and native frames (BIFs, NIFs, the runtime). The root frame of each stack\n"
+    "says what the process is: its registered name (rabbit_channel), else proc_lib's\n"
+    "'$initial_call' (my_server:init/1), else its initial call, so that processes of one kind\n"
+    "share one root; --group pid gives each process its own (\"<0.123.0> rabbit_channel\").\n"
+    "Ctrl-C stops sampling and still writes the file; SIGUSR1 prints the summary so far on\n"
+    "stderr and goes on.\n"
+    "\n"
+    "  -o, --output FILE     where to write (required); up to 4 times: one recording, several\n"
+    "                        files, each in the format its name says\n"
+    "  --format svg|speedscope|collapsed|pprof\n"
+    "                        default: from FILE's extension (.svg, .json, .pb.gz or .pprof,\n"
+    "                        else collapsed). pprof is profile.proto gzipped, as go tool pprof,\n"
+    "                        Pyroscope, Parca and Grafana read it: sample types samples/count\n"
+    "                        and cpu/nanoseconds (1e9/HZ per sample; samples only with\n"
+    "                        --event cycles), labels pid, registered_name or initial_call, and\n"
+    "                        scheduler; native frames in their file's mapping with its build-id\n"
+    "\n"
+    "Continuous profiling (one sampler for the whole run, no sample lost between intervals):\n"
+    "  --every INTERVAL      one pprof profile per INTERVAL (60s, 5m, 1h; 1s to 1d), named by\n"
+    "                        its start time in UTC: DIR/20261126T060512.345Z.pb.gz\n"
+    "  --keep N              keep the newest N profiles in DIR (default 24)\n"
+    "  --push URL            also POST each to a Pyroscope-compatible ingest endpoint:\n"
+    "                        URL/ingest?name=APP{LABELS}&from=&until=&format=pprof&sampleRate=HZ.\n"
+    "                        Plain http:// only (for https, push to a local Grafana Alloy or a\n"
+    "                        proxy). A separate thread sends, retrying with backoff (1 s doubling\n"
+    "                        to 60 s); at most 16 profiles wait, the oldest dropped beyond\n"
+    "  --app-name NAME       the application name (default: the node's -sname/-name, else beam)\n"
+    "  --label KEY=VALUE     a label of every pushed profile (up to 8)\n"
+    "  SIGHUP ends the current interval now; SIGTERM or Ctrl-C writes the partial interval,\n"
+    "  sends what is still queued (up to 10 s, no more retries), and exits.\n"
+    "\n"
+    "%s"
+    "\n"
+    "Examples:\n"
+    "  extrospect record -d 30 -o vm.svg 4242            # interactive flame graph\n"
+    "  extrospect record -d 30 -o vm.json 4242           # open in https://speedscope.app\n"
+    "  extrospect record -d 30 -o vm.pb.gz 4242 && go tool pprof -top vm.pb.gz\n"
+    "  extrospect record -o vm.folded --format collapsed 4242 && flamegraph.pl vm.folded\n"
+    "  extrospect record -d 10 -o vm.svg -o vm.pb.gz 4242  # one recording, two formats\n"
+    "  extrospect record --name rabbit_channel_sup -d 10 -o ch.svg 4242\n"
+    "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n"
+    "  extrospect record --group pid -d 10 -o procs.svg 4242  # one root per process\n"
+    "  extrospect record --every 60s --keep 1440 -o /var/lib/extrospect/ 4242\n"
+    "  extrospect record --every 15s --push http://pyroscope:4040 --label env=prod 4242\n";
+
+const char top__usage[] =
+    "Usage: extrospect top [OPTIONS] PID\n"
+    "\n"
+    "Show the hottest Erlang functions (SELF: innermost Erlang frame, including the BIFs,\n"
+    "NIFs and runtime code it called; TOTAL: anywhere on the stack) and the busiest\n"
+    "processes. On a terminal it refreshes every second until Ctrl-C; otherwise, or with -d,\n"
+    "it prints one table at the end.\n"
+    "\n"
+    "  -n, --limit N         rows per table (default 20)\n"
+    "\n"
+    "%s"
+    "\n"
+    "Examples:\n"
+    "  extrospect top 4242\n"
+    "  extrospect top -d 10 4242 > top.txt\n"
+    "  extrospect top --erlang-pid '<0.811.0>' 4242\n"
+    "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n";
+
+static int write_one(const char *path, enum cli_format fmt, const struct agg *a, const char *title,
+		     const struct pprof_meta *m, char *err, size_t errlen)
+{
+	struct outfile of;
+	int rc;
+
+	if ((rc = outfile__open(&of, path))) {
+		snprintf(err, errlen, "cannot write %s: %s", path,
+			 rc == -ELOOP ? "it is a symbolic link (not followed: SECURITY.md)"
+				      : strerror(-rc));
+		return rc;
+	}
+	if (fmt == CLI_FMT_SVG)
+		rc = report__svg(a, of.f, title);
+	else if (fmt == CLI_FMT_SPEEDSCOPE)
+		rc = report__speedscope(a, of.f, title);
+	else if (fmt == CLI_FMT_PPROF)
+		rc = report__pprof(a, m, of.f);
+	else
+		rc = report__collapsed(a, of.f);
+	/* Complete or nothing: a full disk leaves no truncated report behind. */
+	if ((rc = outfile__close(&of, rc)))
+		snprintf(err, errlen, "cannot write %s: %s (nothing written)", path, strerror(-rc));
+	return rc;
+}
+
+/* Every -o from the one recording. */
+static int write_report(const struct cli_opts *o, const struct agg *a, const struct run_ctx *ctx,
+			int64_t start_ns, char *err, size_t errlen)
+{
+	char title[64], comment[160];
+	struct pprof_meta m;
+	size_t i;
+	int rc;
+
+	snprintf(title, sizeof(title), "extrospect: BEAM pid %d", (int)ctx->t->pid);
+	cmd__pprof_meta(o, ctx->t, &m, comment, sizeof(comment));
+	m.time_ns = start_ns;
+	m.duration_ns = (int64_t)(ctx->final.elapsed_s * 1e9);
+	for (i = 0; i < o->noutputs; i++) {
+		if ((rc = write_one(o->outputs[i], o->formats[i], a, title, &m, err, errlen)))
+			return rc;
+		/* Groups are processes with --group pid, kinds of process by default. */
+		fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->outputs[i],
+			agg__nstacks(a), agg__ngroups(a),
+			o->group == GROUP_PID ? "processes" : "roots");
+	}
+	return 0;
+}
+
+/* Sample into a fresh aggregate (ctx->agg, freed by the caller even on failure). */
+static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size_t errlen)
+{
+	int rc;
+
+	cmd__sampler_opts(o, &ctx->opts);
+	ctx->opts.labels = ctx->labels;
+	if ((rc = agg__new(&ctx->agg)))
+		return rc;
+	rc = run__sample(ctx);
+	if (rc)
+		snprintf(err, errlen, "%s", ctx->err);
+	return rc;
+}
+
+int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+		size_t errlen)
+{
+	struct run_ctx ctx = {
+	    .t = t, .stop = stop, .progress = isatty(STDERR_FILENO), .verbose = o->verbose};
+	int64_t start_ns = cmd__wall_ns();
+	struct agg *a;
+	size_t i;
+	int rc;
+
+	if (o->every_s)
+		return cmd__record_every(o, t, stop, err, errlen);
+	for (i = 0; i < o->noutputs; i++)
+		ctx.labels |= o->formats[i] == CLI_FMT_PPROF;
+	rc = sample(o, &ctx, err, errlen);
+	a = ctx.agg;
+	if (rc)
+		goto cleanup;
+	run__summary(&ctx, o->output, stderr);
+	if ((rc = write_report(o, a, &ctx, start_ns, err, errlen)))
+		goto cleanup;
+	rc = ctx.target_exited ? TARGET_EGONE : 0;
+cleanup:
+	agg__free(a);
+	return rc;
+}
+
+/* The live view (a terminal on stdout, no -d). Each second one frame replaces the last in a
+ * single write: cursor home, every line cleared to its end, the rest of the screen cleared, so
+ * the terminal never shows a blank or half-drawn screen (a clear then a write per line flickered).
+ * The frame fits the window, read each second (resizes follow): lines clipped to its width and
+ * the tables cut to its height, so the header and the hottest rows never scroll away. */
+struct top_view {
+	const struct cli_opts *o;
+};
+
+/* Lines of the frame besides table rows: header, blank, two table headings, blank between, and
+ * the last line left empty so the final newline does not scroll the screen. */
+#define TOP_FRAME_FIXED 6
+
+static void print_tables(const struct cli_opts *o, const struct agg *a, FILE *f)
+{
+	report__top_functions(a, f, o->limit);
+	fputc('\n', f);
+	report__top_processes(a, f, o->limit);
+}
+
+static unsigned count_lines(const char *p, size_t n)
+{
+	unsigned lines = 0;
+
+	while (n--)
+		lines += *p++ == '\n';
+	return lines;
+}
+
+/* The frame's text, its tables fitted to ROWS lines (0: unknown, -n rows each). */
+static int top_frame_text(const struct run_ctx *ctx, const struct sampler_stats *st, unsigned rows,
+			  char **text, size_t *len)
+{
+	const struct agg *a = ctx->agg;
+	unsigned limit = ((const struct top_view *)ctx->user)->o->limit;
+	unsigned fn_rows = limit, proc_rows = limit, avail = 0, keep, n;
+	FILE *m = open_memstream(text, len);
+	size_t mark;
+
+	if (!m)
+		return -errno;
+	if (rows > TOP_FRAME_FIXED + 1) {
+		/* Processes keep up to a third of the rows (at least one); functions take the
+		 * rest, then processes whatever functions left. A smaller window scrolls. */
+		avail = rows - TOP_FRAME_FIXED;
+		keep = avail / 3 ? avail / 3 : 1;
+		keep = agg__ngroups(a) < keep ? (unsigned)agg__ngroups(a) : keep;
+		fn_rows = avail - keep < limit ? avail - keep : limit;
+	}
+	fprintf(m, "extrospect top: pid %d, %.0fs, %llu samples (%llu kept)  Ctrl-C to quit\n\n",
+		(int)ctx->t->pid, st->elapsed_s, (unsigned long long)st->samples,
+		(unsigned long long)st->kept);
+	fflush(m);
+	mark = *len;
+	report__top_functions(a, m, fn_rows ? fn_rows : 1);
+	fflush(m);
+	n = count_lines(*text + mark, *len - mark); /* the heading and the rows */
+	if (avail && n) {
+		avail -= n - 1 < avail ? n - 1 : avail;
+		proc_rows = avail < limit ? avail : limit;
+	}
+	fputc('\n', m);
+	report__top_processes(a, m, proc_rows ? proc_rows : 1);
+	if (fclose(m) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Bytes of LINE (length N) that fit in COLS - 1 columns, never cutting a UTF-8 sequence (a byte
+ * is at most one column: clipping by bytes never overflows). The last column stays free: a
+ * line filling it leaves the cursor pending a wrap, where some terminals erase it. */
+static size_t clip_line(const char *line, size_t n, unsigned cols)
+{
+	if (!cols || n < cols)
+		return n;
+	n = cols - 1;
+	while (n && ((unsigned char)line[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+/* A tty write may be cut short by Ctrl-C's signal: finish it, or the screen keeps half a frame. */
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void top_tick(struct run_ctx *ctx, const struct sampler_stats *st)
+{
+	struct winsize ws = {0};
+	char *text = NULL, *out = NULL;
+	size_t len = 0, outlen = 0, i = 0;
+	FILE *m;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0)
+		ws.ws_row = ws.ws_col = 0;
+	if (top_frame_text(ctx, st, ws.ws_row, &text, &len))
+		goto cleanup;
+	m = open_memstream(&out, &outlen);
+	if (!m)
+		goto cleanup;
+	fputs("\033[H", m);
+	while (i < len) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+
+		fwrite(text + i, 1, clip_line(text + i, n, ws.ws_col), m);
+		fputs("\033[K\n", m);
+		i += n + 1;
+	}
+	fputs("\033[J", m);
+	if (fclose(m) == 0) {
+		fflush(stdout);
+		write_all(STDOUT_FILENO, out, outlen);
+	}
+cleanup:
+	free(out);
+	free(text);
+}
+
+int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+	     size_t errlen)
+{
+	struct top_view view = {.o = o};
+	struct run_ctx ctx = {.t = t, .stop = stop, .user = &view, .verbose = o->verbose};
+	bool live = isatty(STDOUT_FILENO) && o->duration_s <= 0;
+	struct agg *a;
+	int rc;
+
+	ctx.tick = live ? top_tick : NULL;
+	ctx.progress = !live && isatty(STDERR_FILENO);
+	rc = sample(o, &ctx, err, errlen);
+	a = ctx.agg;
+	if (rc)
+		goto cleanup;
+	if (live)
+		printf("\033[H\033[2J");
+	print_tables(o, a, stdout);
+	fflush(stdout);
+	run__summary(&ctx, "the table", stderr);
+	rc = ctx.target_exited ? TARGET_EGONE : 0;
+cleanup:
+	agg__free(a);
+	return rc;
+}

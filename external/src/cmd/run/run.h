@@ -1,0 +1,67 @@
+/* The sampling loop shared by the sampling commands (record, top, blame, sched, capture): attach
+ * a sampler, poll until the duration ends, a stop is requested (Ctrl-C) or the VM exits, report
+ * progress on a TTY, and print the summary of what was kept, excluded and dropped; with the
+ * sampler options the command line asked for and what a pprof profile says beside its samples.
+ * Does not own: the output formats. */
+#ifndef XP_RUN_H
+#define XP_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "aggregate.h"
+#include "cli.h"
+#include "kcapture.h"
+#include "report/report.h"
+#include "sampler.h"
+#include "target.h"
+
+/* What *stop holds: Ctrl-C / SIGTERM ask to stop (RUN_STOP); SIGHUP, for record --every, to
+ * end the interval now (RUN_ROTATE); SIGUSR1 for the summary so far (RUN_REPORT). The last two
+ * are set back to 0 by whoever takes them (run__take). */
+#define RUN_STOP   1
+#define RUN_ROTATE 2
+#define RUN_REPORT 3
+
+struct run_ctx {
+	struct target *t;
+	struct sampler_opts opts;
+	struct agg *agg;
+	volatile sig_atomic_t *stop;
+	bool progress; /* a progress line on stderr */
+	bool verbose;  /* the sampler's own counters in the summary (--verbose) */
+	/* Called about once a second while sampling (top's live view), may be NULL. */
+	void (*tick)(struct run_ctx *ctx, const struct sampler_stats *st);
+	void *user;
+	const struct sampler_hooks *hooks; /* capture: given to the sampler, may be NULL */
+	bool labels;			   /* stacks kept apart by their pprof labels */
+	/* Called after every poll with the live sampler (record --every rotates its aggregate),
+	 * may be NULL; a negative errno ends the run with it (err set). */
+	int (*turn)(struct run_ctx *ctx, struct sampler *s);
+	bool target_exited;	    /* set when the VM went away mid-run */
+	bool target_execd;	    /* ... by exec'ing another program (same pid) */
+	struct sampler_stats final; /* the sampler's numbers at the end */
+	struct perf_stats final_perf;
+	struct unwind_stats final_unwind;
+	struct kcap_stats final_kcap; /* zero without the in-kernel capture */
+	char err[256];
+};
+
+/* 0 (also when the VM exited: see target_exited), or a negative errno with err set. */
+int run__sample(struct run_ctx *ctx);
+/* Take the request what (RUN_ROTATE, RUN_REPORT) from *stop: true when it was there, and *stop is
+ * 0 again. With the signals blocked, so that a stop asked in between is not lost. */
+bool run__take(volatile sig_atomic_t *stop, sig_atomic_t what);
+/* The summary: samples, kept, excluded, dropped by reason, lost records, stack validity. */
+void run__summary(const struct run_ctx *ctx, const char *what, FILE *f);
+
+/* The sampler options the command line asked for (sampling commands share them). */
+void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);
+/* What a pprof profile of this target says beside its samples (comment is the caller's
+ * buffer); the wall clock in ns since the epoch. */
+void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
+		     char *comment, size_t commentlen);
+int64_t cmd__wall_ns(void);
+
+#endif /* XP_RUN_H */

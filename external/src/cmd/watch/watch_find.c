@@ -1,0 +1,97 @@
+/* watch: finding P's Process struct, by pid text or registered name, through the process table
+ * (ptab.c), each candidate read and validated (process.c). Does not own: the table's layout. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "ptab.h"
+#include "names.h"
+#include "watch_find.h"
+#include "watch_int.h"
+
+/* The registered name of a snapshot, "" when none or unreadable. */
+static void reg_name(struct watch *w, const struct process_snap *s, char *buf, size_t len)
+{
+	const struct target_value *o = &w->t->off[XP_OFF_REGPROC_NAME];
+	uint64_t term;
+
+	buf[0] = '\0';
+	if (s->have_reg && s->reg && o->present && w->pr.have_atoms &&
+	    mem__read_u64(w->t->mem, s->reg + (uint64_t)o->value, &term) == 0 &&
+	    atom__text(&w->pr.atoms, term, buf, len) != 0)
+		buf[0] = '\0';
+}
+
+static bool matches(struct watch *w, const struct process_snap *s)
+{
+	char text[64], name[XP_ATOM_MAX_BYTES + 1];
+
+	if (w->o->erlang_pid) {
+		process__pid_text(&w->pr.pids, s->v.pid, text, sizeof(text));
+		return strcmp(text, w->o->erlang_pid) == 0;
+	}
+	reg_name(w, s, name, sizeof(name));
+	/* As Erlang or as Elixir writes it: 'Elixir.MyApp.Repo' or MyApp.Repo. */
+	return strcmp(name, w->o->name) == 0 ||
+	       (strncmp(name, "Elixir.", 7) == 0 && strcmp(name + 7, w->o->name) == 0);
+}
+
+/* A process in a garbage collection moves its heap, and its heap fields disagree meanwhile:
+ * read it again a little later (at most ~50 ms), as a busy collector can take that long. */
+static int read_settled(struct watch *w, uint64_t addr, struct process_snap *s)
+{
+	int rc, tries;
+
+	for (tries = 0; tries < 25; tries++) {
+		rc = process__read_snap(&w->pr, addr, s);
+		if (rc != -EINVAL)
+			return rc;
+		usleep(2000);
+	}
+	return rc;
+}
+
+/* P's Process struct, by pid text or registered name, through the process table. */
+int watch__find_process(struct watch *w, char *err, size_t errlen)
+{
+	uint64_t *procs = NULL;
+	uint32_t *ixs = NULL;
+	struct ptab_stats st;
+	struct process_snap s;
+	struct ptab pt;
+	char why[256];
+	size_t i, n = 0;
+	int rc;
+
+	rc = ptab__locate(w->t, &pt, why, sizeof(why));
+	if (rc) {
+		snprintf(err, errlen, "cannot find the process table: %s", why);
+		return rc == -ENOMEM ? rc : TARGET_EUNSUPPORTED;
+	}
+	if (process__reader(&w->pr, w->t)) {
+		snprintf(err, errlen, "the Process layout of this VM is unknown");
+		return TARGET_EUNSUPPORTED;
+	}
+	w->pr.erlang_names = w->o->erlang_names;
+	if ((rc = ptab__collect(&pt, w->t->mem, &ixs, &procs, &n, &st)))
+		return rc;
+	for (i = 0; i < n && !w->proc; i++) {
+		if (read_settled(w, procs[i], &s) == 0 && matches(w, &s)) {
+			w->proc = procs[i];
+			w->pid_term = s.v.pid;
+			process__pid_text(&w->pr.pids, s.v.pid, w->pid_text, sizeof(w->pid_text));
+			reg_name(w, &s, w->name, sizeof(w->name));
+			names__display_inplace(w->name, sizeof(w->name), w->o->erlang_names);
+		}
+	}
+	free(ixs);
+	free(procs);
+	if (!w->proc) {
+		snprintf(err, errlen, "no process %s in VM %d",
+			 w->o->erlang_pid ? w->o->erlang_pid : w->o->name, (int)w->t->pid);
+		return CMD_EUSAGE;
+	}
+	return 0;
+}
