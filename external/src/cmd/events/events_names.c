@@ -2,10 +2,11 @@
  * (registered name, else proc_lib's initial call, else the initial call, as pstack and heap
  * name them), read through the process table at the end of the run and at its start. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "events_int.h"
+#include "events_names.h"
 #include "process.h"
 #include "ptab.h"
 #include "readers.h"

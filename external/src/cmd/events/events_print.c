@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events.h"
+#include "events_print.h"
 #include "report/json.h"
 
 static const double quant[] = {0.50, 0.90, 0.99, 0.999};

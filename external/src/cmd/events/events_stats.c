@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events.h"
+#include "events_stats.h"
 
 #define MAX_PROCS (1u << 20)
 

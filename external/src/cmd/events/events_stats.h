@@ -1,14 +1,13 @@
-/* extrospect events: what the agent's event tracer recorded, turned into counts, rates and
- * latency distributions per kind, VM-wide and per process. Internal to the command: the run
- * (events.c), the state machine and distributions (events_stats.c), names (events_names.c),
- * and text and JSON (events_print.c). Does not own: the rings (attach/evring.c). */
-#ifndef XP_EVENTS_H
-#define XP_EVENTS_H
+/* events: the records of the agent's event tracer turned into counts, rates and latency
+ * distributions per kind, VM-wide and per process: the distributions, the per-process state
+ * machine (events_stats.c). Does not own: the rings (attach/evring.c), names (events_names.c),
+ * printing (events_print.c). */
+#ifndef XP_EVENTS_STATS_H
+#define XP_EVENTS_STATS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "extrospect_abi.h"
 
@@ -78,20 +77,4 @@ void evstats__hold(struct evstats *s, const struct xp_ev *ev, unsigned ring);
 void evstats__process(struct evstats *s, uint64_t watermark);
 struct evproc *evstats__find(struct evstats *s, uint64_t pid);
 
-/* What the command prints. */
-struct events_out {
-	bool json;
-	unsigned top;		     /* processes per kind */
-	const char *only;	     /* a pid text or a name: only that process in the lists */
-	double seconds;		     /* the window */
-	uint64_t read, lapped, torn; /* records read and lost */
-	uint64_t sample_n;
-	const char *mechanism;
-	const char *otp;
-	uint64_t rings_addr, rings_bytes; /* the agent's rings: where, and their fixed size */
-	unsigned nrings;
-};
-void events__print_text(const struct evstats *s, const struct events_out *o, FILE *f);
-void events__print_json(const struct evstats *s, const struct events_out *o, FILE *f);
-
-#endif /* XP_EVENTS_H */
+#endif /* XP_EVENTS_STATS_H */

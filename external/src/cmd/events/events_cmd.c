@@ -10,7 +10,9 @@
 #include "cli.h"
 #include "commands.h"
 #include "evring.h"
-#include "events_int.h"
+#include "events_names.h"
+#include "events_print.h"
+#include "events_stats.h"
 
 #define DRAIN_NS     10000000ull  /* between drains */
 #define RENEW_NS     100000000ull /* between lease renewals */
