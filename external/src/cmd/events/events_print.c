@@ -160,7 +160,6 @@ static void json_proc(struct json *j, const struct evproc *p, enum pkind k, doub
 
 	json__object(j);
 	json__kv_string(j, "pid", p->pid_text);
-	json__kv_addr(j, "pid_term", p->pid);
 	json__kv_string(j, "name", p->label[0] ? p->label : NULL);
 	json__kv_int(j, "count", (int64_t)pcount(p, k));
 	json__key(j, "per_second");
