@@ -179,8 +179,8 @@ static uint16_t kind_of(const ERL_NIF_TERM *a, ERL_NIF_TERM tag, uint16_t *arg)
 	return XP_EV_NONE;
 }
 
-/* Is the process being scheduled out still runnable (ACTIVE or ACTIVE_SYS: it goes back to a
- * run queue) or waiting? The callback's environment holds the process (ENV_OFF_PROC): its id
+/* Is the process being scheduled out still runnable (ACTIVE: it goes back to a run queue to
+ * run Erlang code) or waiting? The callback's environment holds the process (ENV_OFF_PROC): its id
  * must be the tracee's before its state word is read. */
 static uint16_t out_how(const struct events *e, ErlNifEnv *env, uint64_t pid)
 {
@@ -198,7 +198,9 @@ static uint16_t out_how(const struct events *e, ErlNifEnv *env, uint64_t pid)
 	if (id != pid)
 		return XP_OUT_UNKNOWN;
 	st = __atomic_load_n((const uint32_t *)(uintptr_t)(proc + (uint64_t)ost), __ATOMIC_RELAXED);
-	return (st & (XP_PSFLG_ACTIVE | XP_PSFLG_ACTIVE_SYS)) ? XP_OUT_RUNNABLE : XP_OUT_WAITING;
+	/* ACTIVE only: a process with system work alone (ACTIVE_SYS) runs it without an in/out
+	 * and waits on for a message; counting it runnable gave code_server 130 ms "waits". */
+	return (st & XP_PSFLG_ACTIVE) ? XP_OUT_RUNNABLE : XP_OUT_WAITING;
 }
 
 /* The receiver of a send: a local pid, or the pid a registered name stands for now. */

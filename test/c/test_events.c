@@ -47,7 +47,7 @@ static void test_machine(void)
 	struct evstats s;
 	struct evproc *a, *b, *c;
 
-	if (evstats__init(&s))
+	if (evstats__init(&s, 2))
 		return;
 	s.t0 = 1000;
 	ev(&s, 500, XP_EV_SPAWN, 0, PID(1), PID(9), 0); /* before the window */
@@ -86,6 +86,9 @@ static void test_machine(void)
 	CHECK_INT("c's exit counted for its parent", 1, a->child_exits);
 	CHECK_INT("killed", 1, s.exit_class[XP_EXIT_KILLED]);
 	CHECK_INT("spawns in the window", 1, a->spawns);
+	CHECK_INT("--slowest 2: the longest wait first", 700, s.slow[SLOW_SCHED][0].ns);
+	CHECK_INT("--slowest 2: then the other", 500, s.slow[SLOW_SCHED][1].ns);
+	CHECK_INT("--slowest: the major collection", 1, s.slow[SLOW_GC][0].major);
 cleanup:
 	evstats__free(&s);
 }

@@ -101,7 +101,8 @@ enum {
 	OPT_LABEL,
 	OPT_GC,
 	OPT_TOP,
-	OPT_SAMPLE
+	OPT_SAMPLE,
+	OPT_SLOWEST
 };
 
 static const struct option longopts[] = {
@@ -132,6 +133,7 @@ static const struct option longopts[] = {
     {"gc", no_argument, NULL, OPT_GC},
     {"top", required_argument, NULL, OPT_TOP},
     {"sample", required_argument, NULL, OPT_SAMPLE},
+    {"slowest", required_argument, NULL, OPT_SLOWEST},
     {"follow", no_argument, NULL, OPT_FOLLOW},
     {"node", required_argument, NULL, OPT_NODE},
     {"cookie", required_argument, NULL, OPT_COOKIE},
@@ -163,7 +165,8 @@ static bool watch_allows(int c)
 static bool events_allows(int c)
 {
 	return c == 'h' || c == 'd' || c == OPT_JSON || c == OPT_ERLANG_NAMES ||
-	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_TOP || c == OPT_SAMPLE;
+	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_TOP || c == OPT_SAMPLE ||
+	       c == OPT_SLOWEST;
 }
 
 /* Which options each command accepts (its row's CO_* groups). */
@@ -426,6 +429,11 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		if (cli__parse_number(arg, 1, 1000000, &v))
 			break;
 		o->events_sample = (uint64_t)v;
+		return 0;
+	case OPT_SLOWEST:
+		if (cli__parse_number(arg, 1, 1000, &v))
+			break;
+		o->events_slowest = (unsigned)v;
 		return 0;
 	case OPT_EVENT:
 		if (strcmp(arg, "cpu-clock") && strcmp(arg, "cycles"))

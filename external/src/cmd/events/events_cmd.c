@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "evring.h"
+#include "run.h"
 #include "events_names.h"
 #include "events_print.h"
 #include "events_stats.h"
@@ -50,6 +51,9 @@ const char events__usage[] =
     "  --name NAME           the same, by registered name or initial call\n"
     "  --top N               processes per kind (default 10)\n"
     "  --sample N            trace one process in N (by pid): VM-wide counts are scaled by N\n"
+    "  --slowest N           also list the N longest collections, run-queue waits and message\n"
+    "                        waits, each with its process and when it ended (no stack: the\n"
+    "                        process is not read at that moment)\n"
     "  --json                one JSON object on stdout (keys spawn, exit, send, gc, sched)\n"
     "\n"
     "Exit status: 0, 6 without the agent (or an agent without the event tracer), 10 when\n"
@@ -58,6 +62,7 @@ const char events__usage[] =
     "Examples:\n"
     "  extrospect events -d 10 4242\n"
     "  extrospect events -d 5 --name my_server 4242\n"
+    "  extrospect events -d 10 --slowest 10 4242       # the ten longest collections, waits\n"
     "  extrospect events -d 10 --json 4242 | jq '.send.processes[0]'\n";
 
 static uint64_t now_ns(void)
@@ -195,7 +200,7 @@ int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		snprintf(err, errlen, "events: %s", evring__status_str(st));
 		return st == EVRING_NONE ? TARGET_EUNSUPPORTED : -EIO;
 	}
-	if (evstats__init(&s)) {
+	if (evstats__init(&s, o->events_slowest)) {
 		evring__close(&r);
 		return -ENOMEM;
 	}
@@ -211,6 +216,7 @@ int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if (rc || *stop)
 		goto cleanup;
 	s.t0 = started;
+	run__raise_priority(t->pid); /* a ring overwritten while we wait for a CPU is lost */
 	fprintf(stderr, "events: recording for %.1f s (Ctrl-C stops)\n",
 		o->duration_s > 0 ? o->duration_s : DEFAULT_S);
 	rc = run_loop(&r, &s, o, stop, started);

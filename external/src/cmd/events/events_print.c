@@ -182,6 +182,50 @@ static void json_proc(struct json *j, const struct evproc *p, enum pkind k, doub
 	json__end_object(j);
 }
 
+static const char *const slow_name[SLOW_KINDS] = {"gc", "sched", "send"};
+
+/* A pid's text and name as the names pass left them ("" when the process is not in s). */
+static const struct evproc *proc_of(const struct evstats *s, uint64_t pid)
+{
+	return evstats__find((struct evstats *)s, pid);
+}
+
+static void json_slowest(struct json *j, const struct evstats *s)
+{
+	const struct evproc *p, *q;
+	unsigned k, i;
+
+	json__key(j, "slowest");
+	json__object(j);
+	for (k = 0; k < SLOW_KINDS; k++) {
+		json__key(j, slow_name[k]);
+		json__array(j);
+		for (i = 0; i < s->nslow[k]; i++) {
+			const struct slow_ev *e = &s->slow[k][i];
+
+			p = proc_of(s, e->pid);
+			json__object(j);
+			json__kv_string(j, "pid", p ? p->pid_text : NULL);
+			json__kv_string(j, "name", p && p->label[0] ? p->label : NULL);
+			json__key(j, "us");
+			json__double(j, (double)e->ns / 1e3, 3);
+			json__key(j, "end_s"); /* seconds into the window */
+			json__double(j, (double)(e->ts - s->t0) / 1e9, 3);
+			if (k == SLOW_GC)
+				json__kv_bool(j, "major", e->major);
+			if (k == SLOW_SEND) {
+				q = proc_of(s, e->other);
+				json__kv_string(j, "sender", q ? q->pid_text : NULL);
+			}
+			json__key(j, "stack");
+			json__null(j);
+			json__end_object(j);
+		}
+		json__end_array(j);
+	}
+	json__end_object(j);
+}
+
 void events__print_json(const struct evstats *s, const struct events_out *o, FILE *f)
 {
 	uint64_t scale = s->sample_n > 1 ? s->sample_n : 1;
@@ -237,6 +281,8 @@ void events__print_json(const struct evstats *s, const struct events_out *o, FIL
 		json__end_array(&j);
 		json__end_object(&j);
 	}
+	if (s->slowest)
+		json_slowest(&j, s);
 	json__end_object(&j);
 	fputc('\n', f);
 }
@@ -312,6 +358,34 @@ static void text_kind_head(FILE *f, const struct evstats *s, enum pkind k, doubl
 	}
 }
 
+static void text_slowest(FILE *f, const struct evstats *s)
+{
+	static const char *const what[SLOW_KINDS] = {"collections (pause)", "run-queue waits",
+						     "message waits (send to the receiver's run)"};
+	const struct evproc *p, *q;
+	unsigned k, i;
+
+	for (k = 0; k < SLOW_KINDS; k++) {
+		fprintf(f, "\nslowest %s; no stack: the process is not read at that moment\n",
+			what[k]);
+		for (i = 0; i < s->nslow[k]; i++) {
+			const struct slow_ev *e = &s->slow[k][i];
+
+			p = proc_of(s, e->pid);
+			fprintf(f, "  %10.1f us  at %7.3f s  %-14s %s", (double)e->ns / 1e3,
+				(double)(e->ts - s->t0) / 1e9, p ? p->pid_text : "?",
+				p && p->label[0] ? p->label : "-");
+			if (k == SLOW_GC)
+				fprintf(f, " (%s)", e->major ? "major" : "minor");
+			if (k == SLOW_SEND) {
+				q = proc_of(s, e->other);
+				fprintf(f, " (from %s)", q ? q->pid_text : "?");
+			}
+			fputc('\n', f);
+		}
+	}
+}
+
 void events__print_text(const struct evstats *s, const struct events_out *o, FILE *f)
 {
 	uint64_t scale = s->sample_n > 1 ? s->sample_n : 1;
@@ -356,4 +430,6 @@ void events__print_text(const struct evstats *s, const struct events_out *o, FIL
 		}
 		free(ix);
 	}
+	if (s->slowest)
+		text_slowest(f, s);
 }

@@ -96,15 +96,25 @@ void dist__free(struct dist *d)
 	d->b = NULL;
 }
 
-int evstats__init(struct evstats *s)
+int evstats__init(struct evstats *s, unsigned slowest)
 {
 	unsigned i;
 
 	memset(s, 0, sizeof(*s));
+	s->slowest = slowest;
+	for (i = 0; slowest && i < SLOW_KINDS; i++) {
+		s->slow[i] = calloc(slowest, sizeof(*s->slow[i]));
+		if (!s->slow[i]) {
+			evstats__free(s);
+			return -ENOMEM;
+		}
+	}
 	s->nslots = 1u << 12;
 	s->slot = calloc(s->nslots, sizeof(*s->slot));
-	if (!s->slot)
+	if (!s->slot) {
+		evstats__free(s);
 		return -ENOMEM;
+	}
 	for (i = 0; i < ED_COUNT; i++)
 		s->d[i].sub_bits = DIST_VM_BITS;
 	return 0;
@@ -120,6 +130,8 @@ void evstats__free(struct evstats *s)
 			dist__free(&s->p[i].d[k]);
 	for (k = 0; k < ED_COUNT; k++)
 		dist__free(&s->d[k]);
+	for (k = 0; k < SLOW_KINDS; k++)
+		free(s->slow[k]);
 	free(s->p);
 	free(s->slot);
 	free(s->held);
@@ -205,6 +217,21 @@ void evstats__hold(struct evstats *s, const struct xp_ev *ev, unsigned ring)
 	s->held[s->nheld++].seq = ring; /* checked by the reader; the ring rides in it now */
 }
 
+/* Keep e if it is among the s->slowest longest of its kind (insertion into a short list). */
+static void keep_slow(struct evstats *s, enum slow_kind k, const struct slow_ev *e)
+{
+	struct slow_ev *l = s->slow[k];
+	unsigned i, n = s->nslow[k];
+
+	if (!s->slowest || (n == s->slowest && e->ns <= l[n - 1].ns))
+		return;
+	if (n < s->slowest)
+		n = ++s->nslow[k];
+	for (i = n - 1; i > 0 && l[i - 1].ns < e->ns; i--)
+		l[i] = l[i - 1];
+	l[i] = *e;
+}
+
 static void add_dist(struct evstats *s, struct evproc *p, enum ev_dist k, uint64_t ns)
 {
 	dist__add(&s->d[k], ns);
@@ -217,17 +244,28 @@ static void on_in(struct evstats *s, size_t pi, uint64_t ts, unsigned ring)
 	uint32_t i;
 
 	if (p->known && !p->running) {
+		uint64_t from = 0;
+
 		if (p->out_how == XP_OUT_RUNNABLE && ts >= p->out_ts)
-			add_dist(s, p, ED_SCHED, ts - p->out_ts);
+			from = p->out_ts;
 		else if (p->out_how == XP_OUT_WAITING && p->wake_ts && ts >= p->wake_ts)
-			add_dist(s, p, ED_SCHED, ts - p->wake_ts);
+			from = p->wake_ts;
+		if (from) {
+			struct slow_ev e = {ts - from, ts, p->pid, 0, 0};
+
+			add_dist(s, p, ED_SCHED, e.ns);
+			keep_slow(s, SLOW_SCHED, &e);
+		}
 	}
 	for (i = 0; i < p->npend; i++) {
 		struct evproc *from = &s->p[p->pend_from[i]];
 
 		if (ts >= p->pend_ts[i]) {
-			dist__add(&s->d[ED_SEND], ts - p->pend_ts[i]);
-			dist__add(&from->d[ED_SEND], ts - p->pend_ts[i]);
+			struct slow_ev e = {ts - p->pend_ts[i], ts, p->pid, from->pid, 0};
+
+			dist__add(&s->d[ED_SEND], e.ns);
+			dist__add(&from->d[ED_SEND], e.ns);
+			keep_slow(s, SLOW_SEND, &e);
 		}
 	}
 	p->npend = 0;
@@ -287,6 +325,11 @@ static void on_gc(struct evstats *s, struct evproc *p, uint16_t kind, uint64_t t
 	}
 	add_dist(s, p, major ? ED_GC_MAJOR : ED_GC_MINOR, ts - p->gc_ts);
 	add_dist(s, p, ED_GC, ts - p->gc_ts);
+	{
+		struct slow_ev e = {ts - p->gc_ts, ts, p->pid, 0, major};
+
+		keep_slow(s, SLOW_GC, &e);
+	}
 	p->gc_ts = 0;
 }
 

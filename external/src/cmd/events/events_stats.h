@@ -50,6 +50,16 @@ struct evproc {
 	char pid_text[32];
 };
 
+/* One of the slowest events of a kind (--slowest). */
+enum slow_kind { SLOW_GC = 0, SLOW_SCHED, SLOW_SEND, SLOW_KINDS };
+struct slow_ev {
+	uint64_t ns;	/* its duration */
+	uint64_t ts;	/* when it ended, CLOCK_MONOTONIC */
+	uint64_t pid;	/* the process that paused or waited (send: the receiver) */
+	uint64_t other; /* send: the sender */
+	uint8_t major;	/* gc: a major collection */
+};
+
 struct evstats {
 	struct evproc *p; /* by index */
 	size_t n, cap;
@@ -61,7 +71,10 @@ struct evstats {
 	struct dist d[ED_COUNT];
 	uint64_t t0, t1; /* the window, CLOCK_MONOTONIC ns */
 	uint64_t sample_n;
-	bool runq; /* schedule-outs say runnable or waiting (XP_TRACER_CAP_RUNQ) */
+	bool runq;	  /* schedule-outs say runnable or waiting (XP_TRACER_CAP_RUNQ) */
+	unsigned slowest; /* how many of each kind to keep (0: none) */
+	struct slow_ev *slow[SLOW_KINDS]; /* each sorted, longest first */
+	unsigned nslow[SLOW_KINDS];
 	/* held back until the watermark passes (cross-ring order) */
 	struct xp_ev *held; /* seq holds the ring */
 	size_t nheld, capheld;
@@ -69,7 +82,8 @@ struct evstats {
 	bool oom;
 };
 
-int evstats__init(struct evstats *s);
+/* slowest: how many of the longest collections, run-queue waits and message waits to keep. */
+int evstats__init(struct evstats *s, unsigned slowest);
 void evstats__free(struct evstats *s);
 /* Keep one record (from a drain) until evstats__process passes its time. */
 void evstats__hold(struct evstats *s, const struct xp_ev *ev, unsigned ring);

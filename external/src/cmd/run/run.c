@@ -56,7 +56,7 @@ static void progress_line(const struct sampler_stats *st, double elapsed)
  * same. Without CAP_SYS_NICE the priority stays as it was. */
 #define RUN_NICE_AHEAD 5
 
-static void raise_priority(pid_t vm)
+void run__raise_priority(pid_t vm)
 {
 	int vm_nice, mine, want;
 
@@ -150,7 +150,7 @@ int run__sample(struct run_ctx *ctx)
 	int rc;
 
 	if (!ctx->opts.keep_priority)
-		raise_priority(ctx->t->pid);
+		run__raise_priority(ctx->t->pid);
 	if ((rc = locate_ptab(ctx->t)))
 		return rc;
 	rc = sampler__new(ctx->t, &ctx->opts, ctx->agg, &s, ctx->err, sizeof(ctx->err));
