@@ -498,6 +498,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		 : c == OPT_PUSH     ? "--push (an http:// URL; for https use a local agent)"
 		 : c == OPT_APP_NAME ? "--app-name (no spaces or any of {}&?#=)"
 		 : c == OPT_LABEL    ? "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"
+		 : c == OPT_TOP	     ? "--top (1 to 10000)"
+		 : c == OPT_SAMPLE   ? "--sample (1 to 1000000: one process in N)"
+		 : c == OPT_SLOWEST  ? "--slowest (1 to 1000)"
 				     : "--format (svg, speedscope, collapsed or pprof)");
 	return -EINVAL;
 }
