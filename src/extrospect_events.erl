@@ -55,6 +55,10 @@ handle_info({xp_events, stop, Session, _, _}, S) ->
     S1 = stop_tracing(S),
     report(Session, off, ?WHY_NONE),
     {noreply, S1};
+%% A new library instance has its own tracer, with no session: the flags set for the old one's
+%% would only discard events from now on. Clear them; a sampler starts again.
+handle_info({extrospect_nif, loaded}, S) ->
+    {noreply, stop_tracing(S)};
 handle_info(_Msg, S) ->
     {noreply, S}.
 

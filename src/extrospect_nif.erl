@@ -2,7 +2,8 @@
 %%
 %% The load info hands the NIF the facts it publishes (releases, schedulers, flavour) and a
 %% VM-wide monotonic generation, so a reloaded library never republishes an old generation.
-%% After a fresh load the agent (if running) is told, so it recalibrates.
+%% After a fresh load the agent (if running) is told, so it recalibrates, and so is the events
+%% process, which clears its trace flags (the old library's tracer is gone with its session).
 -module(extrospect_nif).
 
 -export([self_proc/0, calib_begin/0, calib_self/1, calib_dirty_cpu/2, calib_dirty_io/2,
@@ -21,10 +22,8 @@ init() ->
     Path = nif_path(),
     case erlang:load_nif(Path, load_info()) of
         ok ->
-            case whereis(extrospect_agent) of
-                undefined -> ok;
-                Agent -> Agent ! {extrospect_nif, loaded}
-            end,
+            [P ! {extrospect_nif, loaded}
+             || Name <- [extrospect_agent, extrospect_events], P <- [whereis(Name)], is_pid(P)],
             ok;
         {error, {Reason, Text}} ->
             logger:error("extrospect: cannot load ~ts: ~p ~ts", [Path, Reason, Text]),
