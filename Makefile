@@ -21,12 +21,13 @@ build:
 # Chroot provisioning failures do not stop the run: the tests that need them SKIP with the reason.
 test: deps build
 	test/e2e/provision.sh || echo "make test: provisioning failed; OTP 27/29 tests will be skipped"
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'class|faults-more'
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'faults-more'
 
-# The attribution class test family (test/e2e/record_test.sh cases class, class-nobpf): 12 runs,
-# about 3 minutes; not in `make test` (README, the class test).
+# The attribution class test family alone (test/e2e/record_test.sh cases class-both, defer-both,
+# label class; part of `make test` too): 12 runs, each one VM recorded with and without the
+# in-kernel capture.
 test-class: build
-	cd $(BUILD) && ctest --output-on-failure -R 'e2e\.record\..*\.class'
+	cd $(BUILD) && ctest --output-on-failure -L class
 
 # The fault cases beyond CI's (test/e2e/faults.cmake: two samplers, module churn with --lines,
 # the agent stopped and purged in a loop), about a minute; not in `make test`.

@@ -49,12 +49,12 @@ write_perf_map(Opts) when is_map(Opts) ->
     extrospect_nif:write_perf_map(Dir).
 
 %% @doc Run N spy threads (1..16), replacing the running ones: parked threads that
-%% `extrospect watch` leases to take snapshots of one process (README, "watch"). A parked spy
+%% `extrospect watch` leases to take snapshots of one process (docs/guide.md, "watch"). A parked spy
 %% wakes every 100 ms and does nothing else. The application starts {spies, N} of them
 %% (default 2; 0 for none). {spy_policy, normal | idle | other}: the VM's own priority (default:
 %% snapshots on time on a busy machine, a few microseconds of CPU per snapshot while leased),
 %% SCHED_IDLE, or nice 19; the last two starve when the cores are busy, and then under-count
-%% the time the watched process runs (README, "watch").
+%% the time the watched process runs (docs/guide.md, "watch").
 -spec start_spies(1..16) -> ok | {error, term()}.
 start_spies(N) when is_integer(N), N >= 1, N =< 16 ->
     gen_server:call(extrospect_agent, {spies, N}, 60000).

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The layering rule of the C sources (README, "Architecture"), checked on the quoted #includes:
+# The layering rule of the C sources (docs/how-it-works.md, "Architecture"), checked on the quoted #includes:
 #  1. every include of a file in a layer names a header of its own layer or of a layer below it;
 #  2. the folders draw no cycle: neither the layers nor any two folders (a layer's subfolders,
 #     cmd's rooms, c_src/calib, included);

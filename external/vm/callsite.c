@@ -75,6 +75,15 @@ static uint64_t follow_veneer(struct callsite *c, uint64_t target)
 	return target;
 }
 
+uint64_t callsite__veneer_target(struct callsite *c, const struct jitmap *jit, uint64_t pc)
+{
+	uint64_t to;
+
+	c->jit = jit;
+	to = follow_veneer(c, pc);
+	return to != pc ? to : 0;
+}
+
 /* The target of the call just before return address ra (through a veneer), or 0 when the
  * instruction there is no call we can follow: `call rel32` (e8), or `call [rip+disp32]` (ff 15),
  * which OTP 25 uses for calls through the module's table of absolute addresses (fragments, C).
@@ -212,7 +221,7 @@ static enum reach code_calls(struct callsite *c, const uint8_t *code, size_t n, 
 			memcpy(&rel, code + i + 2, sizeof(rel));
 			if (mem__read_u64(c->mem, start + i + 6 + (uint64_t)(int64_t)rel, &to) ==
 				0 &&
-			    follow_veneer(c, to) >= leaf->start && follow_veneer(c, to) < leaf->end)
+			    calls_into(c, follow_veneer(c, to), leaf))
 				return REACH_YES;
 			continue;
 		}
@@ -221,7 +230,11 @@ static enum reach code_calls(struct callsite *c, const uint8_t *code, size_t n, 
 			continue;
 		memcpy(&rel, code + i + 1, sizeof(rel));
 		to = follow_veneer(c, start + i + 5 + (uint64_t)(int64_t)rel);
-		if (to >= leaf->start && to < leaf->end)
+		/* Into the leaf: its body, or (OTP 26+) its prologue range, where its entry label
+		 * is: a frameless function that tail-calls the leaf function (a binary
+		 * comprehension's generated '-f/2-lbc$^0/2-0-'/3, which appends in C) leaves its
+		 * caller's return address on top. */
+		if (calls_into(c, to, leaf))
 			return REACH_YES;
 		if (code[i] != 0xe9 || (to >= start && to < start + n) ||
 		    !(r = jitmap__lookup(c->jit, to)))

@@ -28,6 +28,9 @@ bool callsite__returns_from(struct callsite *c, const struct jitmap *jit, uint64
 /* Is leaf the JIT code that enters BIFs and NIFs through an export entry (call_bif, call_nif,
  * dispatch): calls that no scan of the caller's code can confirm. */
 bool callsite__export_call(const struct jit_range *leaf);
+/* When pc is a veneer in a module's header or footer code (OTP 26+: a single jmp to a shared
+ * fragment), the address it jumps to; else 0. A sample there is entering that fragment. */
+uint64_t callsite__veneer_target(struct callsite *c, const struct jitmap *jit, uint64_t pc);
 void callsite__reset(struct callsite *c);
 void callsite__free(struct callsite *c);
 

@@ -15,6 +15,7 @@ static const char *const end_names[ESTACK_END_COUNT] = {
     [ESTACK_END_CALL_MISMATCH] = "call-site mismatch",
     [ESTACK_END_COPY_SHORT] = "copy too small (read late)",
     [ESTACK_END_UNVERIFIED] = "unverified (read late)",
+    [ESTACK_END_NOT_CAPTURED] = "not captured (read late)",
 };
 
 const char *erlang_stack__end_name(enum estack_end end)
@@ -60,6 +61,7 @@ void erlang_stack__cfg(struct estack_cfg *c, const struct jitmap *jit, uint32_t 
 		c->trace_words[ESTACK_TRACE_EXCEPTION] = (uint32_t)row->trace_words_return;
 		c->trace_words[ESTACK_TRACE_RETURN_TO] = (uint32_t)row->trace_words_return_to;
 		c->trace_words[ESTACK_TRACE_TIME_OR_CALL] = (uint32_t)row->trace_words_time;
+		c->push_words = (uint32_t)row->fragment_push_words;
 	}
 }
 
@@ -128,6 +130,23 @@ static void count_more(const struct estack_cfg *c, const uint64_t *w, size_t i, 
 	out->more_unknown = !complete;
 }
 
+/* The return address of a call to the fragment callee at w[i], or below up to c->push_words
+ * words the fragment pushed itself (no code addresses: a match context, a bit offset), or n. */
+static size_t fragment_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, size_t i,
+			  const struct jit_range *callee)
+{
+	for (size_t j = i; j < n && j <= i + c->push_words; j++) {
+		const struct jit_range *r = jitmap__lookup(c->jit, w[j]);
+
+		if (!r)
+			continue;
+		return erlang_stack__is_function(r) && c->returns_from(c->returns_ctx, w[j], callee)
+			   ? j
+			   : n;
+	}
+	return n;
+}
+
 /* The top of a stack whose leaf is a shared fragment (see erlang_stack__walk). An unaligned word
  * is a frame only when it follows a call to the callee: a term never does. Returns the index of
  * the first word left to the plain scan. */
@@ -135,13 +154,18 @@ static size_t take_top(const struct estack_cfg *c, const uint64_t *w, size_t n, 
 		       const struct jit_range *leaf, struct estack_result *out)
 {
 	const struct jit_range *callee = leaf, *r;
+	size_t j;
 
 	for (int depth = 0; depth < ESTACK_TOP_FRAGMENTS && i < n; depth++) {
 		if (!erlang_stack__is_fragment(callee) || !c->returns_from)
 			break;
-		r = jitmap__lookup(c->jit, w[i]);
-		if (!erlang_stack__is_function(r) || !c->returns_from(c->returns_ctx, w[i], callee))
+		j = fragment_ra(c, w, n, i, callee);
+		if (j >= n)
 			break;
+		r = jitmap__lookup(c->jit, w[j]);
+		/* The fragment's own words are passed over only when its return address follows. */
+		out->top_pushed += (uint32_t)(j - i);
+		i = j;
 		/* Aligned: the plain scan takes it, unless it returns into a fragment, which may
 		 * have been called without alignment in turn. */
 		if (!(w[i] & XP_CP_MASK) && !erlang_stack__is_fragment(r))
@@ -236,6 +260,7 @@ static void reset(struct estack_result *out)
 	out->more = 0;
 	out->more_unknown = false;
 	out->top_unaligned = 0;
+	out->top_pushed = 0;
 	out->rescanned = false;
 	out->end = ESTACK_END_NO_BOTTOM;
 }

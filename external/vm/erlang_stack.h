@@ -42,6 +42,7 @@ struct estack_cfg {
 	uint64_t normal_exit;
 	uint64_t trace_cp[ESTACK_TRACE_COUNT]; /* 0 when unknown */
 	uint32_t trace_words[ESTACK_TRACE_COUNT];
+	uint32_t push_words; /* a fragment's own words above its return address (the row's) */
 };
 
 enum estack_end {
@@ -56,6 +57,9 @@ enum estack_end {
 	ESTACK_END_COPY_SHORT,	  /* like MOVED_ON, with a capture that did not reach its top */
 	ESTACK_END_UNVERIFIED,	  /* read after the sample, and its top cannot be checked against
 				   * the sampled call (a tail call no scan can follow) */
+	ESTACK_END_NOT_CAPTURED,  /* like MOVED_ON, though the in-kernel capture was on: it held
+				   * no copy of the sample's process (no record: a full ring or a
+				   * failed copy; or a copy of another process) */
 	ESTACK_END_COUNT
 };
 
@@ -74,6 +78,7 @@ struct estack_result {
 	uint32_t more;
 	bool more_unknown;
 	uint32_t top_unaligned; /* frames taken from unaligned return addresses at the top */
+	uint32_t top_pushed;	/* words a fragment at the top pushed above its return address */
 	bool rescanned;		/* FP layout: the chain broke, the scan past saved fps is whole */
 };
 

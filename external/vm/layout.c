@@ -125,6 +125,7 @@ static const struct xp_layout rows[] = {
 	.trace_words_return = 2,
 	.trace_words_return_to = 0,
 	.trace_words_time = 1,
+	.fragment_push_words = 0, /* no fragment pushes (X/instr_bs.cpp 25) */
     },
     {
 	.erts_series = "15.2",
@@ -182,7 +183,8 @@ static const struct xp_layout rows[] = {
 	.thread_fmt = {"erts_sched_%u", "erts_dcpus_%u", "erts_dios_%u"},
 	.trace_words_return = 3,
 	.trace_words_return_to = 1,
-	.trace_words_time = 3, /* call_trace_return */
+	.trace_words_time = 3,	  /* call_trace_return */
+	.fragment_push_words = 2, /* X/instr_bs.cpp 27:1200-1201 */
     },
     {
 	.erts_series = "17.1",
@@ -241,6 +243,7 @@ static const struct xp_layout rows[] = {
 	.trace_words_return = 3,
 	.trace_words_return_to = 1,
 	.trace_words_time = 3,
+	.fragment_push_words = 2, /* X/instr_bs.cpp 29:791-792 */
     },
 };
 

@@ -26,6 +26,14 @@
 #define XP_BITS_HDR_HEAP    0x20u /* heap bits: size in bits @8, text @16 */
 #define XP_BITS_HDR_SUB	    0x24u /* sub bits: base_flags @8, start @16, end @24 (bits) */
 
+/* The section of beam.smp that holds the pointers to the three scheduler data arrays
+ * (erts_aligned_scheduler_data, ..._dirty_cpu_..., ..._dirty_io_..., declared
+ * ERTS_WRITE_UNLIKELY: B/erl_process.c, B/sys.h `__attribute__((section("ERTS_LOW_WRITE")))`),
+ * the same in OTP 25, 27 and 29; 0x538 bytes in OTP 29.1.2's beam.smp. Read whole when no
+ * larger than XP_ESD_SECTION_MAX. */
+#define XP_ESD_SECTION	   "ERTS_LOW_WRITE"
+#define XP_ESD_SECTION_MAX 8192u
+
 /* Process.state flags, ERTS_PSFLG_BIT(n) = 1 << (6 + n), the same in OTP 25, 27 and 29
  * (B/erl_process.h 25:1207-1299, 27:1233-1326, 29:1246-1339); erts_process_state2status
  * (B/erl_process.c 25:9162, 27:9205, 29:9305) turns them into process_info(P, status). The low
@@ -133,6 +141,10 @@ struct xp_layout {
 	const char *thread_fmt[3]; /* indexed by enum xp_sched_type */
 	/* Extra words after a trace-frame CP (otp-internals.md §1.4). */
 	int32_t trace_words_return, trace_words_return_to, trace_words_time;
+	/* Words of its own (no code addresses) a shared fragment pushes on the Erlang stack above
+	 * its return address while it runs: bs_get_utf8_shared saves its match context and bit
+	 * offset (otp-internals.md §2.3). */
+	int32_t fragment_push_words;
 	/* The GDB JIT list only grows at its head: entries are never unlinked, even for purged
 	 * code, so a reader may read only what is new (jitmap__extend). */
 	bool jit_list_append_only;

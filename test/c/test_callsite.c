@@ -22,16 +22,23 @@
 /* Synthetic code at SYN: SYN_CALLER calls SYN_F (e8); SYN_F jumps elsewhere through an export
  * entry (42 ff 64 e0 08 = jmp [rax + r12*8 + 8]) or returns; SYN_T25 is OTP 25's
  * `call [rip+disp32]` through a table entry holding MUL_ADD. */
-#define SYN	     0x7f0000500000ULL
-#define SYN_CALLER   (SYN + 0x000)
-#define SYN_F	     (SYN + 0x100)
-#define SYN_G	     (SYN + 0x200)
-#define SYN_T25	     (SYN + 0x300)
-#define SYN_TABLE    (SYN + 0x400)
-#define SYN_RA_F     (SYN_CALLER + 0x10)
-#define SYN_RA_G     (SYN_CALLER + 0x20)
-#define SYN_RA_T25   (SYN_T25 + 0x10)
-#define SYN_CODE_LEN 0x500
+#define SYN	   0x7f0000500000ULL
+#define SYN_CALLER (SYN + 0x000)
+#define SYN_F	   (SYN + 0x100)
+#define SYN_G	   (SYN + 0x200)
+#define SYN_T25	   (SYN + 0x300)
+#define SYN_TABLE  (SYN + 0x400)
+#define SYN_RA_F   (SYN_CALLER + 0x10)
+#define SYN_RA_G   (SYN_CALLER + 0x20)
+#define SYN_RA_T25 (SYN_T25 + 0x10)
+/* A frameless function (SYN_TAIL) that tail-calls (e9) a function's entry label in its own
+ * prologue range (syn:lbc/2-CodeInfoPrologue, as OTP 26+ lay a function out), called from
+ * SYN_CALLER: a sample in C under syn:lbc/2 has SYN_RA_TAIL on top of its Erlang stack. */
+#define SYN_LBC_PRO  (SYN + 0x500)
+#define SYN_LBC	     (SYN + 0x520)
+#define SYN_TAIL     (SYN + 0x580)
+#define SYN_RA_TAIL  (SYN_CALLER + 0x30)
+#define SYN_CODE_LEN 0x600
 
 static uint8_t *load(const char *name, size_t *len)
 {
@@ -68,6 +75,8 @@ static void synthetic(uint8_t *code)
 	put_call(code, SYN_RA_G - 5, 0xe8, SYN_G);
 	memcpy(code + (SYN_F - SYN) + 8, export_jmp, sizeof(export_jmp));
 	code[SYN_G - SYN + 8] = 0xc3; /* ret */
+	put_call(code, SYN_RA_TAIL - 5, 0xe8, SYN_TAIL);
+	put_call(code, SYN_TAIL + 8, 0xe9, SYN_LBC_PRO + 0x18);
 	code[SYN_RA_T25 - SYN - 6] = 0xff;
 	code[SYN_RA_T25 - SYN - 5] = 0x15;
 	memcpy(code + (SYN_RA_T25 - SYN) - 4, &disp, 4);
@@ -90,6 +99,9 @@ static struct jitmap *make_map(void)
 	    {0x100, 0x200, "syn:f/1"},
 	    {0x200, 0x300, "syn:g/1"},
 	    {0x300, 0x400, "syn:t25/0"},
+	    {0x500, 0x520, "syn:lbc/2-CodeInfoPrologue"},
+	    {0x520, 0x580, "syn:lbc/2"},
+	    {0x580, 0x5c0, "syn:tail/1"},
 	};
 	static uint8_t blob[4096];
 	struct jitmap *m = NULL;
@@ -99,7 +111,8 @@ static struct jitmap *make_map(void)
 	jitmap__add_symfile(m, blob, symfile_build(blob, "fl", F_MUL, 0x4b8, fl, 3), 0x10, 0);
 	jitmap__add_symfile(m, blob, symfile_build(blob, "global", GLOBAL, 0x2000, glob, 2), 0x20,
 			    1);
-	jitmap__add_symfile(m, blob, symfile_build(blob, "syn", SYN, 0x400, syn, 4), 0x30, 2);
+	jitmap__add_symfile(m, blob, symfile_build(blob, "syn", SYN, SYN_CODE_LEN, syn, 7), 0x30,
+			    2);
 	jitmap__finish(m);
 	return m;
 }
@@ -148,6 +161,15 @@ int main(void)
 	/* A callee that provably never reaches the leaf: the stack no longer holds the call. */
 	CHECK_INT("callee that returns: disagrees", CALL_DISAGREES,
 		  callsite__check(c, m, mul_add, SYN_RA_G));
+	/* A frameless function that tail-calls the leaf through its entry label in the leaf's
+	 * prologue range (a binary comprehension on OTP 26+): the stack still holds the call. */
+	CHECK_INT("tail call into the leaf's prologue: agrees", CALL_AGREES,
+		  callsite__check(c, m, jitmap__lookup(m, SYN_LBC), SYN_RA_TAIL));
+	CHECK_INT("that tail call does not reach another function", CALL_DISAGREES,
+		  callsite__check(c, m, g, SYN_RA_TAIL));
+	/* A veneer in the footer is a jump to the stub; code elsewhere is no veneer. */
+	CHECK("veneer target", callsite__veneer_target(c, m, FOOTER + 0x1a) == STUB);
+	CHECK("no veneer in a function", callsite__veneer_target(c, m, SYN_TAIL) == 0);
 	callsite__free(c);
 	mem__free(mem);
 	jitmap__free(m);

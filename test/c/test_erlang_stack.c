@@ -98,6 +98,28 @@ static void test_fragment_top(struct estack_cfg *c, const struct jitmap *m)
 	CHECK_STR("nested fragments: the calling fragment", "global::times_body_shared",
 		  name_of(&r, 0));
 	CHECK_STR("nested fragments: then the function", "app:leaf/1", name_of(&r, 1));
+	/* A fragment that pushed words of its own (bs_get_utf8_shared: a bit offset, raw, and its
+	 * match context) above its return address: passed over up to the row's count, and only
+	 * when the return address follows them. */
+	{
+		const uint64_t pushed[] = {0x1000, BOXED, URA_LEAF, RA_MID, RA_TOP, EXIT};
+
+		erlang_stack__walk(c, pushed, 6, 0x1000, 0, true, frag, &r);
+		CHECK_INT("pushed words, none allowed: unresolved", ESTACK_END_UNRESOLVED, r.end);
+		c->push_words = 1;
+		erlang_stack__walk(c, pushed, 6, 0x1000, 0, true, frag, &r);
+		CHECK_INT("pushed words, fewer allowed: unresolved", ESTACK_END_UNRESOLVED, r.end);
+		c->push_words = 2;
+		erlang_stack__walk(c, pushed, 6, 0x1000, 0, true, frag, &r);
+		CHECK_STR("pushed words: the frameless caller first", "app:leaf/1", name_of(&r, 0));
+		CHECK_INT("pushed words: two passed over", 2, r.top_pushed);
+		CHECK_INT("pushed words: complete", ESTACK_END_BOTTOM, r.end);
+		/* A return address that does not follow a call to the fragment ends the search:
+		 * the words below it are not the fragment's. */
+		erlang_stack__walk(c, pushed, 6, 0x1000, 0, true, frag2, &r);
+		CHECK_INT("pushed words, other fragment: none passed over", 0, r.top_pushed);
+		c->push_words = 0;
+	}
 	/* The leaf is no fragment, or the word does not follow a call to it: a term. */
 	erlang_stack__walk(c, st, 5, 0x1000, 0, true, mid, &r);
 	CHECK_STR("function leaf: unaligned word is a term", "app:mid/2", name_of(&r, 0));

@@ -22,8 +22,17 @@
 #define E_BYTES	    1000 /* D's stack: rsp is this far below hend */
 #define NTHREADS    4
 
-/* The fake Process: fields at these byte offsets, the span [8, 56). */
-enum { F_HTOP = 16, F_HEND = 24, F_STOP = 32, F_HEAP = 40, SPAN_LO = 8, SPAN_LEN = 48 };
+/* The fake Process: fields at these byte offsets, the span [8, 56); the state word beyond it. */
+enum {
+	F_HTOP = 16,
+	F_HEND = 24,
+	F_STOP = 32,
+	F_HEAP = 40,
+	SPAN_LO = 8,
+	SPAN_LEN = 48,
+	F_STATE = 56
+};
+#define FAKE_STATE 0x40020000u /* DIRTY_RUNNING_SYS | GC */
 
 struct spinner {
 	uint64_t r13, rsp; /* rsp 0: the thread's own */
@@ -89,6 +98,7 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 	w->found[i]++;
 	if (r->cp == (uint64_t)(uintptr_t)w->proc[i] && r->from_scheduler == w->sched[i] &&
 	    r->span && memcmp(r->span, (const uint8_t *)w->proc[i] + SPAN_LO, SPAN_LEN) == 0 &&
+	    r->state_known && r->state == FAKE_STATE &&
 	    r->stack_addr == (uint64_t)(uintptr_t)w->stack_at[i] &&
 	    r->stack_len == w->stack_len[i] && memcmp(r->stack, w->stack_at[i], r->stack_len) == 0)
 		w->exact[i]++;
@@ -97,6 +107,7 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 static void fake_process(uint64_t *p, uint8_t *heap, uint8_t *stop)
 {
 	memset(p, 0, 64);
+	p[F_STATE / 8] = FAKE_STATE;
 	p[F_HEAP / 8] = (uint64_t)(uintptr_t)heap;
 	p[F_HEND / 8] = (uint64_t)(uintptr_t)(heap + HEAP_BYTES);
 	p[F_HTOP / 8] = (uint64_t)(uintptr_t)(heap + HEAP_BYTES - STACK_BYTES);
@@ -105,7 +116,8 @@ static void fake_process(uint64_t *p, uint8_t *heap, uint8_t *stop)
 
 static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
 {
-	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 1, kcapture__prog_fd(k), false};
+	struct perf_opts o = {PERF_EV_CPU_CLOCK,    997,   8192,  64,	1,
+			      kcapture__prog_fd(k), false, false, false};
 	struct spinner sp[NTHREADS];
 	struct perf_session *ps = NULL;
 	volatile int stop = 0;
@@ -147,7 +159,8 @@ int main(void)
 	uint8_t *heap_a = malloc(HEAP_BYTES), *heap_b = malloc(HEAP_BYTES), *gc = malloc(GC_BYTES);
 	uint8_t *heap_d = malloc(HEAP_BYTES);
 	/* perf_stack 0: D's copy starts at its rsp (the sampler passes perf's copy size). */
-	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP, 1, 997, 0};
+	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP,
+			       F_HEAP,	1,	  997,	  0,	  F_STATE};
 	struct kcap_cfg bad = cfg;
 	struct kcapture *k = NULL;
 	struct seen w = {.proc = {proc_a, proc_b, proc_a, proc_d},

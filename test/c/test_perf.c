@@ -403,7 +403,8 @@ static void print_stats(const char *what, const struct perf_stats *st)
 	       what, st->samples, st->lost, st->throttled, st->malformed, st->threads_gone);
 }
 
-static const struct perf_opts opts_8k = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0, false};
+static const struct perf_opts opts_8k = {
+    PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0, false, false, false};
 
 /* Registers and stacks of 1 s of samples. 0, or 77 when perf_event_open is refused. */
 static int test_live_samples(const struct child_info *ci)
@@ -466,8 +467,8 @@ static void test_cycles(const struct child_info *ci)
  * is killed and every fd must hang up without failing the session. */
 static void test_cost_and_exit(struct child_info *ci)
 {
-	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1, 0, false};
-	struct perf_session *s = NULL;
+	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1, 0, false, false, false};
+	struct perf_session *s = NULL, *shared = NULL;
 	uint64_t n = 0, t0;
 	double c0, wall;
 	int rc = 0;
@@ -485,6 +486,8 @@ static void test_cost_and_exit(struct child_info *ci)
 	print_stats("16 KiB stacks, 1 s", perf_session__stats(s));
 	CHECK("cost.samples_gt_100", n > 100);
 
+	o.shared_rings = true;
+	CHECK_INT("cost.open_shared", 0, perf_session__open(&shared, ci->busy, NBUSY, &o));
 	kill(ci->pid, SIGKILL);
 	waitpid(ci->pid, NULL, 0);
 	for (int i = 0; i < 40 && perf_session__nthreads(s) && rc >= 0; i++)
@@ -493,9 +496,109 @@ static void test_cost_and_exit(struct child_info *ci)
 	CHECK_INT("exit.all_dropped", 0, perf_session__nthreads(s));
 	CHECK_INT("exit.threads_gone", NBUSY, perf_session__stats(s)->threads_gone);
 	perf_session__free(s);
+	/* Shared rings find exited threads once a second (PERF_HUP_CHECK_NS). */
+	for (int i = 0; i < 60 && perf_session__nthreads(shared) && rc >= 0; i++)
+		rc = perf_session__poll(shared, 50, on_count, &n);
+	CHECK("exit.shared_poll_never_fails", rc >= 0);
+	CHECK_INT("exit.shared_all_dropped", 0, perf_session__nthreads(shared));
+	perf_session__free(shared);
 	s = NULL;
 	CHECK_INT("exit.open_dead_esrch", -ESRCH, perf_session__open(&s, ci->busy, NBUSY, &o));
 	CHECK("exit.open_dead_null", s == NULL);
+}
+
+/* In time order, across rings too. */
+struct ordered {
+	uint64_t n, last, backwards;
+};
+
+static void on_ordered(const struct perf_sample *s, void *ctx)
+{
+	struct ordered *o = ctx;
+
+	o->backwards += s->time < o->last;
+	o->last = s->time;
+	o->n++;
+}
+
+static size_t online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (size_t)n : 1;
+}
+
+/* Shared rings: one per CPU whatever the threads, samples in time order across them. */
+static void test_shared_rings(const struct child_info *ci)
+{
+	struct perf_opts o = opts_8k;
+	struct perf_session *s = NULL;
+	struct ordered ord = {0};
+	const struct perf_stats *st;
+
+	o.shared_rings = true;
+	o.mmap_pages = perf__ring_pages(997, 8192, 4096);
+	if (!CHECK_INT("shared.open", 0, perf_session__open(&s, ci->busy, NBUSY, &o)))
+		return;
+	st = perf_session__stats(s);
+	CHECK("shared.is_shared", st->shared_rings);
+	CHECK_INT("shared.one_ring_per_cpu", online_cpus(), st->rings);
+	CHECK_INT("shared.nthreads", NBUSY, perf_session__nthreads(s));
+	CHECK_INT("shared.ring_bytes", (uint64_t)o.mmap_pages * 4096, st->ring_bytes);
+	poll_for(s, 500000000u, on_ordered, &ord);
+	print_stats("shared rings, 0.5 s", st);
+	CHECK("shared.samples_gt_100", ord.n > 100);
+	CHECK_INT("shared.time_order", 0, ord.backwards);
+	CHECK_INT("shared.malformed", 0, st->malformed);
+	CHECK_INT("shared.lost", 0, st->lost);
+	perf_session__free(s);
+}
+
+/* Ring sizes: PERF_RING_SECONDS of samples, a power of two, bounded. */
+static void test_ring_pages(void)
+{
+	/* 997 Hz x (8192 + 512) B x 0.25 s = 2.17 MB: 1024 pages of 4 KiB (4 MiB). */
+	CHECK_INT("pages.997_8k", 1024, perf__ring_pages(997, 8192, 4096));
+	CHECK_INT("pages.min", PERF_RING_MIN_PAGES, perf__ring_pages(1, 8, 4096));
+	CHECK_INT("pages.max", PERF_RING_MAX_BYTES / 4096, perf__ring_pages(99999, 65528, 4096));
+}
+
+/* A ring nobody reads for 0.4 s loses records: counted, and listed with the ring and the window
+ * from the last sample read before them to the kernel's LOST record. */
+static void test_losses(const struct child_info *ci, bool shared)
+{
+	struct perf_opts o = opts_8k;
+	struct perf_session *s = NULL;
+	const struct perf_stats *st;
+	uint64_t n = 0, t_read, t_end;
+	const char *what = shared ? "losses.shared" : "losses.thread";
+
+	o.mmap_pages = PERF_RING_MIN_PAGES; /* 64 KiB: 7 samples */
+	o.shared_rings = shared;
+	if (!CHECK_INT(what, 0, perf_session__open(&s, ci->busy, NBUSY, &o)))
+		return;
+	poll_for(s, 100000000u, on_count, &n);
+	t_read = now_ns();
+	usleep(400000);
+	poll_for(s, 100000000u, on_count, &n);
+	t_end = now_ns();
+	st = perf_session__stats(s);
+	print_stats(what, st);
+	CHECK("losses.counted", st->lost > 0);
+	CHECK("losses.listed", st->nlosses >= 1 && st->nlosses <= PERF_LOSS_MAX);
+	for (uint32_t i = 0; i < st->nlosses; i++) {
+		const struct perf_loss *l = &st->losses[i];
+
+		printf("# %s: %" PRIu64 " lost, cpu %d tid %d, %.3f..%.3f s\n", what, l->lost,
+		       l->cpu, (int)l->tid, (double)(l->from_ns - st->opened_ns) / 1e9,
+		       (double)(l->to_ns - st->opened_ns) / 1e9);
+		CHECK("losses.window_in_run", l->from_ns >= st->opened_ns && l->to_ns <= t_end);
+		CHECK("losses.window_ordered", l->to_ns > l->from_ns);
+		CHECK("losses.window_ends_after_gap", l->to_ns > t_read);
+		CHECK("losses.ring", shared ? l->cpu >= 0 : l->cpu == -1);
+		CHECK("losses.thread", l->tid == ci->busy[0] || l->tid == ci->busy[1]);
+	}
+	perf_session__free(s);
 }
 
 /* wakeup_events = 1: a wait returns with the first sample or two, long before the ring is half
@@ -580,6 +683,10 @@ int main(void)
 		return check_skip("perf_event_open is not permitted here");
 	}
 	test_cycles(&ci);
+	test_ring_pages();
+	test_shared_rings(&ci);
+	test_losses(&ci, false);
+	test_losses(&ci, true);
 	test_wakeup(&ci);
 	test_cost_and_exit(&ci);
 	return check_done();

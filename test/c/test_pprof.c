@@ -165,7 +165,12 @@ static void check_others(const pb_profile *p)
 
 int main(void)
 {
-	struct pprof_meta m = {.period_ns = 1003009, .time_ns = 1, .duration_ns = 2, .lines = true};
+	struct pprof_meta m = {.period_ns = 1003009,
+			       .time_ns = 1,
+			       .duration_ns = 2,
+			       .lines = true,
+			       .comment = "head",
+			       .notes = "perf: 3 records lost A\nperf: 4 records lost B"};
 	struct agg *a = made_aggregate();
 	uint8_t *gz = NULL, *raw;
 	size_t n = 0, rn = 0;
@@ -183,6 +188,12 @@ int main(void)
 		CHECK_STR("unit 1", "nanoseconds", str(p, p->sample_type[1]->unit));
 		CHECK_INT("period", 1003009, p->period);
 		CHECK_INT("samples", 3, p->n_sample);
+		/* The losses' lines (perf_loss__text), a comment each after the head line. */
+		if (CHECK_INT("comments", 3, p->n_comment)) {
+			CHECK_STR("comment 0", "head", str(p, p->comment[0]));
+			CHECK_STR("comment 1", "perf: 3 records lost A", str(p, p->comment[1]));
+			CHECK_STR("comment 2", "perf: 4 records lost B", str(p, p->comment[2]));
+		}
 		check_registered(p);
 		check_others(p);
 		perftools__profiles__profile__free_unpacked(p, NULL);

@@ -25,7 +25,8 @@
 #define OTP_SID	 "/var/cache/extrospect/otp-sid"
 #define MAX_TIDS 64
 
-static const struct perf_opts opts_16k = {PERF_EV_CPU_CLOCK, 997, 16384, 512, 0, 0, false};
+static const struct perf_opts opts_16k = {
+    PERF_EV_CPU_CLOCK, 997, 16384, 512, 0, 0, false, false, false};
 
 static uint64_t now_ns(void)
 {

@@ -14,12 +14,14 @@
 #           in-kernel capture walks >= 99% of Erlang samples, >= 99% complete, < 1% dropped;
 #           with --no-bpf the summary says the capture is off (figures printed for comparison);
 #           without the agent, 4 x 1 s records >= 99.5% complete (schedulers learned from samples)
-#   class   native-time attribution (issue 12 item 4): xp_class cycles through 23 phases, each a
+#   class   native-time attribution (issue 12 item 4): xp_class cycles through 32 phases, each a
 #           different function spending its time in one kind of native code (bignum div, rem,
 #           *, +/-, band/bor/bsl; length/1; setelement/3, phash2/1, term_to_binary/1,
 #           binary_to_term/1, lists:reverse/2; map update and lookup; ==, < on big terms;
-#           binary construction and matching; a major GC; a dirty BIF) or in plain Erlang, most
-#           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (12),
+#           binary construction (integer segments, append in a loop, frameless and framed) and
+#           matching (integers, utf8 in a loop); binary:split/3, iolist_to_binary/1,
+#           unicode:characters_to_binary/1, re:run/2; a major GC; a dirty BIF) or in plain Erlang, most
+#           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (6),
 #           each phase's share of the VM's samples (exact innermost frame, --include-idle, time
 #           in the kernel included) at most XP_CLASS_TOLERANCE (2) points over its share of the
 #           scheduler threads' CPU time (user and system, schedstat, measured around its calls;
@@ -28,10 +30,18 @@
 #           allocations, kept at the resume point), and at least a third of its expected
 #           samples when 30 or more are expected; the phases' net shortfall at most what the
 #           labels hold (+2): that one, no process, process unknown, read too late, dropped; an
-#           unlabelled caller frame holds none of it; >= 99.5% of Erlang stacks complete; fewer
+#           unlabelled caller frame holds none of it; >= 99.5% of Erlang stacks complete, and of
+#           each phase's with 200 samples or more (a phase's: innermost frame its own); fewer
 #           than 1000 samples is a skip (machine too busy).
 #           class-nobpf: the same with --no-bpf, except that a phase may fall short by any amount
 #           (never over), and stacks read too late are left out of the 99.5%
+#           class-both: class, then class-nobpf, in one VM (what ctest runs)
+#   defer   deferred work (issue 23): xp_defer cycles through 9 self-looping phases whose
+#           collections all run on a dirty CPU scheduler (after a BIF, framed or not; after a
+#           NIF; in trapping BIFs; in list comprehensions; plain Erlang), checked as class's; then
+#           xp_defer_gc, a process whose collections all run on a dirty scheduler: >= 97% of its
+#           samples on xp_defer:bif_dirty/2, where it stands, and [garbage collection] named.
+#           defer-nobpf, defer-both: as for class (defer-nobpf without the xp_defer_gc check)
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
 #           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
 # A share is left unchecked when the workload ran more than XP_MAX_STRETCH times slower than its
@@ -42,7 +52,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust|dirty|capture|class|class-nobpf"
+usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust|dirty|capture|class|class-nobpf|class-both|defer|defer-nobpf|defer-both"
 otp=${1:?$usage}
 mode=${2:?$usage}
 case=${3:?$usage}
@@ -51,7 +61,8 @@ XP_SHARE_TOLERANCE=${XP_SHARE_TOLERANCE:-3} # percentage points
 XP_RECORD_SECONDS=${XP_RECORD_SECONDS:-4}
 XP_MAX_STRETCH=${XP_MAX_STRETCH:-2}
 XP_CLASS_TOLERANCE=${XP_CLASS_TOLERANCE:-2} # percentage points, per phase of case class
-XP_CLASS_SECONDS=${XP_CLASS_SECONDS:-12}
+XP_CLASS_SECONDS=${XP_CLASS_SECONDS:-6}
+CLASS_PROC=xp_class # the process check_class reads
 XP_SKIP_REASON=
 DEEP_DEPTH=20
 
@@ -703,15 +714,16 @@ check_class() {
 	# resume point (repeat/3, run_round/5), not the phase whose allocations caused it, which
 	# left no trace. A phase may fall short by up to this pool, and the phases' net shortfall
 	# must be what it and the other labels hold (below).
-	work=$(awk '/ xp_class;/ && /\[scheduler work for the process\]/ { s += $NF } END { print s + 0 }' "$folded")
-	innermost "$folded" xp_class >"$inner"
+	work=$(awk -v p=" $CLASS_PROC;" 'index($0, p) && /\[scheduler work for the process\]/ { s += $NF }
+		END { print s + 0 }' "$folded")
+	innermost "$folded" "$CLASS_PROC" >"$inner"
 	# Every sample the sampler took: those it dropped count against the phases too.
 	total=$(summary_num "$XP_VM_DIR/$tag.err" 's/^extrospect: \([0-9]*\) samples in .*/\1/p')
 	[[ -n "$total" ]] || total=$(awk '{ s += $NF } END { print s + 0 }' "$folded")
 	proc=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
 	ctotal=$(($(stat_get "$s1" total_cpu_us) - $(stat_get "$s0" total_cpu_us)))
 	wtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
-	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of xp_class; the VM measured $((ctotal / 1000)) ms of CPU in $((wtotal / 1000000)) ms"
+	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of $CLASS_PROC; the VM measured $((ctotal / 1000)) ms of CPU in $((wtotal / 1000000)) ms"
 	if ((total < 1000 || ctotal <= 0 || wtotal <= 0)); then
 		XP_SKIP_REASON="machine too busy: $total samples in ${XP_CLASS_SECONDS} s ($((ctotal / 1000)) ms of the VM's CPU), fewer than 1000"
 		echo "NOT CHECKED: $tag shares: $XP_SKIP_REASON"
@@ -747,15 +759,12 @@ check_class() {
 			printf "%s sampled %.1f%% (%d of %d, %.0f expected), measured %.1f%% of CPU (%.1f%% of wall time), diff %+.1f points",
 				ok ? "ok" : "off", a, s, t, e, b, 100 * w / wt, d }')
 		echo "FIGURE: OTP $otp $mode $case $tag $phase: ${verdict#* }"
-		if [[ "$phase" == dirty_copy && "$otp" == 29 && "$mode" == noagent ]]; then
-			# Without the agent OTP 29's dirty schedulers' data is unknown: their samples are
-			# labelled '[dirty cpu scheduler: process unknown]' (case dirty checks that).
-			echo "NOT CHECKED: $tag $phase: OTP 29 without the agent does not know a dirty scheduler's process"
-		elif [[ "$verdict" == ok* ]]; then
+		if [[ "$verdict" == ok* ]]; then
 			xp_pass "$tag $phase ($frames): ${verdict#ok } (±$XP_CLASS_TOLERANCE)"
 		else
 			xp_fail "$tag $phase ($frames): ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 		fi
+		phase_complete "$tag" "$phase" "$folded" "$frames"
 	done
 	# The phases' net shortfall (measured minus sampled, over all phases) must be what the
 	# labels hold (within the tolerance): the scheduler's deferred work; a scheduler with no
@@ -776,39 +785,57 @@ check_class() {
 	else
 		xp_fail "$tag: ${verdict#off } (±$XP_CLASS_TOLERANCE)"
 	fi
-	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $(((ctotal - csum) / 1000)) of $((ctotal / 1000)) ms of CPU; there, xp_class's innermost frames and the other roots:"
+	# XP_SAVE_DIR: keep the recording and the stats for a look afterwards.
+	[[ -z "${XP_SAVE_DIR:-}" ]] || cp "$folded" "$s0" "$s1" "$XP_VM_DIR/$tag.err" "$XP_SAVE_DIR/"
+	echo "FIGURE: OTP $otp $mode $case $tag outside the phases: sampled $((total - ssum)) of $total, measured $(((ctotal - csum) / 1000)) of $((ctotal / 1000)) ms of CPU; there, $CLASS_PROC's innermost frames and the other roots:"
 	{
 		awk -v ph="$all_frames" 'BEGIN { n = split(ph, a, ","); for (i = 1; i <= n; i++) p[a[i]] = 1 }
 			!($2 in p)' "$inner"
-		roots "$folded" | awk -F'\t' '$2 !~ / xp_class$/ { print $1, $2 }'
+		roots "$folded" | awk -F'\t' -v p=" $CLASS_PROC" '!(substr($2, length($2) - length(p) + 1) == p) { print $1, $2 }'
 	} | sort -rn | head -n 8 | sed 's/^/    /'
 }
 
-# xp_class's phases: bignum arithmetic, trapping and non-trapping BIFs, map, comparison and
-# binary fragments, a garbage collection, a dirty BIF, plain Erlang; most frameless. One VM, one
-# recording (NOBPF: with --no-bpf, the stacks read after the sample), seeded weights and sizes.
-case_class() {
-	local nobpf=$1 tag=class stats seed=${XP_CLASS_SEED:-$((RANDOM * 32768 + RANDOM))} w c late
-	local -a opts=()
-	[[ -n "$nobpf" ]] && tag=class-nobpf opts=(--no-bpf) CLASS_LATE_OK=1
-	# +sbwt none: an idle scheduler does not spin on the CPU time the phases are measured by.
-	# +Mea min: memory is freed by the thread that frees it (malloc), not handed back to the
-	# allocating scheduler and freed later in its loop ("delayed dealloc", scheduler work that
-	# no process owns: 3-8 % of the samples, taken from the phases' measured CPU time).
-	# shellcheck disable=SC2086 # XP_CLASS_ERL_ARGS: extra emulator flags, split on purpose
-	xp_start_vm "$otp" "$mode" xp_class -xp_class_seed "$seed" +sbwt none +sbwtdcpu none \
-		+sbwtdio none +Mea min ${XP_CLASS_ERL_ARGS:-}
-	stats=$XP_VM_DIR/ready.class
-	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
+# phase_complete TAG PHASE FOLDED FRAMES: of the samples of CLASS_PROC whose innermost Erlang frame
+# is one of the phase's, those whose stack reaches the stack bottom (an Erlang frame right under
+# the process's root: no "[Erlang callers unknown: ...]" or "[truncated ...]" label there): >= 99.5 %, checked
+# when the phase has 200 samples or more (below that one stack is more than 0.5 %).
+phase_complete() {
+	local tag=$1 phase=$2 folded=$3 frames=$4 n c
+	read -r n c < <(awk -v ph="$frames" -v proc="$CLASS_PROC" "$AWK_IS_ERL"'
+		BEGIN { k = split(ph, a, ","); for (i = 1; i <= k; i++) p[a[i]] = 1 }
+		{
+			m = $NF; line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";")
+			if (fr[1] != proc && substr(fr[1], length(fr[1]) - length(proc)) != " " proc) next
+			inner = "-"
+			for (i = k; i > 1; i--) if (is_erl(fr[i])) { inner = fr[i]; break }
+			if (!(inner in p)) next
+			n += m; if (fr[2] !~ /^\[/) c += m
+		}
+		END { print n + 0, c + 0 }' "$folded")
+	echo "FIGURE: OTP $otp $mode $case $tag $phase: $c of $n stacks complete"
+	# Without the capture (class-nobpf) stacks read too late are incomplete by design.
+	if ((n >= 200)) && [[ -z "${CLASS_LATE_OK:-}" ]]; then
+		at_least "$tag $phase: stacks complete to the stack bottom" "$c" "$n" 99.5
+	fi
+}
+
+# class_record TAG [--no-bpf]: one recording of the running class VM (xp_class or xp_defer, as
+# CLASS_PROC), its phases checked (check_class) and its stacks' completeness (>= 99.5 %). With
+# --no-bpf (TAG ends in -nobpf) the stacks are read after the sample: a phase may fall short by
+# any amount (never over), and the stacks read too late are left out of the 99.5 %.
+class_record() {
+	local tag=$1 stats=$XP_VM_DIR/ready.class w c late=0 nobpf=
+	shift
+	[[ "$tag" == *-nobpf ]] && nobpf=1
+	CLASS_LATE_OK=$nobpf
 	cp "$stats" "$XP_VM_DIR/$tag.s0"
-	XP_RECORD_SECONDS=$XP_CLASS_SECONDS rec_ok "$tag" --include-idle "${opts[@]}"
+	XP_RECORD_SECONDS=$XP_CLASS_SECONDS rec_ok "$tag" --include-idle "$@"
 	cp "$stats" "$XP_VM_DIR/$tag.s1"
 	check_class "$tag" "$XP_VM_DIR/$tag.folded" "$XP_VM_DIR/$tag.s0" "$XP_VM_DIR/$tag.s1"
-	# xp_class is the only busy process: the summary's walks are (nearly all) its stacks. Without
-	# the capture, stacks read after the process moved on are recognised and shown as unknown
-	# (case capture compares the two); here they are left out of the count.
+	# The class process is the only busy one: the summary's walks are (nearly all) its stacks.
+	# Without the capture, stacks read after the process moved on are recognised and shown as
+	# unknown (case capture compares the two); here they are left out of the count.
 	read -r w c < <(walked_complete "$XP_VM_DIR/$tag.err")
-	late=0
 	# Both labels of a stack read too late: moved on, and unverifiable.
 	[[ -n "$nobpf" ]] && late=$(awk '/^ *ended (moved on|unverified) \(read late\) *[0-9]+$/ { s += $NF }
 		END { print s + 0 }' "$XP_VM_DIR/$tag.err")
@@ -816,6 +843,101 @@ case_class() {
 	((c <= w - ${late:-0})) || c=$((w - ${late:-0}))
 	echo "FIGURE: OTP $otp $mode $case $tag: $c of $w Erlang stacks complete, ${late:-0} read too late"
 	at_least "$tag: Erlang stacks complete to the stack bottom${nobpf:+ (those read too late left out)}" "$c" "$((w - ${late:-0}))" 99.5
+}
+
+# The recordings of a class case, one after the other in the same VM: WHICH bpf (TAG), nobpf
+# (TAG-nobpf) or both.
+class_records() {
+	local tag=$1 which=$2
+	if [[ "$which" != nobpf ]]; then
+		class_record "$tag"
+	fi
+	if [[ "$which" != bpf ]]; then
+		class_record "$tag-nobpf" --no-bpf
+	fi
+}
+
+# xp_class's phases: bignum arithmetic, trapping and non-trapping BIFs, map, comparison and
+# binary fragments, a garbage collection, a dirty BIF, plain Erlang; most frameless. One VM,
+# seeded weights and sizes; WHICH: bpf, nobpf or both (class_records).
+case_class() {
+	local which=$1 seed=${XP_CLASS_SEED:-$((RANDOM * 32768 + RANDOM))}
+	CLASS_PROC=xp_class
+	# +sbwt none: an idle scheduler does not spin on the CPU time the phases are measured by.
+	# +Mea min: memory is freed by the thread that frees it (malloc), not handed back to the
+	# allocating scheduler and freed later in its loop ("delayed dealloc", scheduler work that
+	# no process owns: 3-8 % of the samples, taken from the phases' measured CPU time).
+	# shellcheck disable=SC2086 # XP_CLASS_ERL_ARGS: extra emulator flags, split on purpose
+	xp_start_vm "$otp" "$mode" xp_class -xp_class_seed "$seed" +sbwt none +sbwtdcpu none \
+		+sbwtdio none +Mea min ${XP_CLASS_ERL_ARGS:-}
+	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
+	class_records class "$which"
+	xp_stop_vm
+}
+
+# The NIF of xp_defer (xp_defer_nif.c): from the build (XP_DEFER_SO, record.cmake) or compiled
+# here with the host's erl_nif.h; copied where the VM sees it. Sets DEFER_NIF to its path inside
+# the VM's root, or leaves it empty (no compiler: the NIF phase is left out, and said so).
+defer_nif() {
+	local so=${XP_DEFER_SO:-} inc lib
+	DEFER_NIF=
+	xp_otp_lookup "$otp" || xp_skip "$XP_OTP_WHY"
+	if [[ -z "$so" || ! -f "$so" ]]; then
+		if ! command -v cc >/dev/null ||
+			! inc=$(erl -noshell -eval 'io:put_chars(filename:join([code:root_dir(), "usr", "include"])), halt().' </dev/null); then
+			echo "NOT CHECKED: the NIF phase: no C compiler or host erl to build xp_defer_nif.c"
+			return 0
+		fi
+		so=$(mktemp -d)/xp_defer_nif.so
+		xp_defer "rm -rf '${so%/*}'"
+		cc -O2 -fPIC -shared -I"$inc" -o "$so" "$XP_REPO/test/targets/xp_defer_nif.c" ||
+			xp_die "building the test NIF failed"
+	fi
+	lib=xp_defer_$$.so
+	cp "$so" "${XP_OTP_ROOT%/}/tmp/$lib"
+	xp_defer "rm -f '${XP_OTP_ROOT%/}/tmp/$lib'"
+	DEFER_NIF=/tmp/$lib
+}
+
+# xp_defer's phases (deferred collections on a dirty scheduler, after a BIF, after a NIF, in a
+# trapping BIF, in a list comprehension; plain Erlang), checked as xp_class's (check_class);
+# WHICH: bpf, nobpf or both (class_records). With the capture, check_dirty_gc too.
+case_defer() {
+	local which=$1 seed=${XP_CLASS_SEED:-$((RANDOM * 32768 + RANDOM))}
+	local -a nif=()
+	CLASS_PROC=xp_defer
+	defer_nif
+	[[ -z "$DEFER_NIF" ]] || nif=(-xp_defer_nif "$DEFER_NIF")
+	xp_start_vm "$otp" "$mode" xp_defer -xp_defer_seed "$seed" "${nif[@]}" +sbwt none \
+		+sbwtdcpu none +sbwtdio none +Mea min
+	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
+	class_records defer "$which"
+	[[ "$which" == nobpf ]] || check_dirty_gc
+	xp_stop_vm
+}
+
+# A process whose every collection runs on a dirty scheduler (xp_defer gc): >= 97 % of its samples
+# on bif_dirty/2, where it stands, and its collections named, from the VM's state.
+# The xp_defer VM stops its phases and starts that process when asked (a file), and says when it
+# has (a file): no second VM.
+check_dirty_gc() {
+	local folded inner n all named deadline=$((SECONDS + 30))
+	touch "$XP_VM_DIR/ready.class.gc"
+	while [[ ! -f "$XP_VM_DIR/ready.class.gc-started" ]]; do
+		((SECONDS < deadline)) || xp_die "xp_defer did not start its gc workload within 30 s"
+		xp_alive "$XP_VM_PID" || xp_die "the VM exited before starting its gc workload"
+		sleep 0.1 # polling the file the target writes, not a readiness wait
+	done
+	XP_RECORD_SECONDS=2 rec_ok dirtygc --name xp_defer_gc
+	folded=$XP_VM_DIR/dirtygc.folded inner=$XP_VM_DIR/dirtygc.inner
+	innermost "$folded" xp_defer_gc >"$inner"
+	n=$(count_of "$inner" xp_defer:bif_dirty/2)
+	all=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
+	named=$(awk '/ xp_defer_gc;/ && /\[garbage collection\]/ { s += $NF } END { print s + 0 }' "$folded")
+	echo "FIGURE: OTP $otp $mode dirty-gc: $n of $all samples of xp_defer_gc on bif_dirty/2, $named under [garbage collection]"
+	sort -rn "$inner" | head -n 5 | sed 's/^/    /'
+	at_least "xp_defer_gc's samples on xp_defer:bif_dirty/2 (its collections run on a dirty scheduler)" "$n" "$all" 97
+	at_least "xp_defer_gc's samples named [garbage collection]" "$named" "$all" 10
 }
 
 xp_require_sampler
@@ -826,8 +948,12 @@ fp) case_fp ;;
 bif) case_bif ;;
 robust) case_robust ;;
 dirty) case_dirty ;;
-class) case_class "" ;;
+class) case_class bpf ;;
 class-nobpf) case_class nobpf ;;
+class-both) case_class both ;;
+defer) case_defer bpf ;;
+defer-nobpf) case_defer nobpf ;;
+defer-both) case_defer both ;;
 *) xp_die "$usage" ;;
 esac
 if [[ -n "$XP_SKIP_REASON" && $XP_FAILED -eq 0 ]]; then

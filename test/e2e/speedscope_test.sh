@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# ctest e2e.speedscope: extrospect's speedscope file, collapsed stacks and SVG flame graph opened
-# in a real headless Chromium. The speedscope web app (npm "speedscope") must import them and show
+# ctest e2e.speedscope: extrospect's speedscope file, collapsed stacks, SVG flame graph and trace
+# event timeline (profile.trace.json, kept current by test/c/test_trace.c) opened in a real
+# headless Chromium. The speedscope web app (npm "speedscope") must import them and show
 # our profiles, frame names and weights without an error; the SVG's script must hover, zoom, reset
 # and search. Inputs are the checked-in test/e2e/speedscope/profile.* that test/c/test_report.c
 # keeps equal to the code's output. npm packages are installed once into
@@ -38,5 +39,5 @@ fi
 mkdir -p "$out"
 rc=0
 (cd "$dir" && node check.js "$dir/profile.speedscope.json" "$dir/profile.svg" \
-	"$dir/profile.collapsed.txt" "$out") || rc=$?
+	"$dir/profile.collapsed.txt" "$out" "$dir/profile.trace.json") || rc=$?
 exit "$rc"

@@ -5,11 +5,16 @@
 %%                  global::i_length_body_shared), f_div/2 (div -> int_div_rem), f_mul/2 (* ->
 %%                  times/mul_add); BIFs with a frame: term_to_binary/1 from bif_frame/1
 %%   xp_cap_gc      garbage collection: builds and drops lists
-%%   xp_cap_dirty   a dirty CPU scheduler: erts_debug:dirty_cpu(copy, List) (beam_debug.c)
+%%   xp_cap_dirty   a dirty CPU scheduler: erts_debug:dirty_cpu(copy, List) (beam_debug.c) in dirty/1
 %%   xp_cap_bignum  a deep native chain: squaring a 1,000,000-bit number (Karatsuba recursion)
+%%   xp_cap_bin     binary construction and matching in frameless functions: f_lbc/1 tail-calls
+%%                  its binary comprehension (appends in C), f_utf8/2 matches utf8 in a loop
+%%                  (global::bs_get_utf8_shared on 26+, which pushes words of its own), f_ints/1
+%%                  builds a 128-byte binary (allocated by global::bs_init_bits_shared, called on
+%%                  the runtime stack, on 26+); their caller bin/3 is the stack's bottom
 -module(xp_capture).
 
--export([start/1, fib/1, f_len/1, f_div/2, f_mul/2, bif_frame/1]).
+-export([start/1, fib/1, f_len/1, f_div/2, f_mul/2, bif_frame/1, f_lbc/1, f_utf8/2, f_ints/1]).
 
 start(Args) ->
     xp_ready:boot(Args, fun() ->
@@ -18,6 +23,11 @@ start(Args) ->
         spawn_named(xp_cap_gc, fun gc/0),
         spawn_named(xp_cap_dirty, fun dirty/0),
         spawn_named(xp_cap_bignum, fun bignum/0),
+        %% Built before the ready file: unicode is loaded now, not during a capture.
+        U = unicode:characters_to_binary([$a + I rem 26 + (I rem 3) * 500
+                                          || I <- lists:seq(1, 1000)]),
+        B = binary:copy(<<"xp">>, 128),
+        spawn_named(xp_cap_bin, fun() -> bin({lists:seq(1, 300), B}, U, 1) end),
         ok
     end).
 
@@ -42,7 +52,7 @@ frag(L, A, B, C) ->
     _ = f_len(L),
     _ = f_div(A, B),
     _ = f_mul(C, C),
-    _ = bif_frame(C),
+    _ = bif_frame(L),
     frag(L, A, B, C).
 
 f_len(L) -> length(L).
@@ -59,9 +69,13 @@ gc() ->
 build(0, Acc) -> Acc;
 build(N, Acc) -> build(N - 1, [{N, N} | Acc]).
 
+%% The list is built once: building it in the loop puts lists:seq_loop/3 samples under the process.
 dirty() ->
-    _ = erts_debug:dirty_cpu(copy, lists:seq(1, 2000)),
-    dirty().
+    dirty(lists:seq(1, 2000)).
+
+dirty(L) ->
+    _ = erts_debug:dirty_cpu(copy, L),
+    dirty(L).
 
 bignum() ->
     %% Not a constant: the compiler would fold X * X into a literal.
@@ -72,3 +86,22 @@ bignum() ->
 bignum(X) ->
     put(square, X * X),
     bignum(X).
+
+bin(L, U, N) ->
+    _ = f_lbc(L),
+    _ = f_utf8(U, 0),
+    _ = ints(N, 200),
+    bin(L, U, N + 1).
+
+ints(N, 0) -> N;
+ints(N, K) ->
+    _ = f_ints(N + K),
+    ints(N, K - 1).
+
+%% Each element appends a 256-byte binary: the comprehension's time is mostly in C.
+f_lbc({L, B}) -> << <<I:32, B/binary>> || I <- L >>.
+
+f_utf8(<<_/utf8, R/binary>>, N) -> f_utf8(R, N + 1);
+f_utf8(<<>>, N) -> N.
+
+f_ints(N) -> <<N:1024>>.

@@ -44,7 +44,9 @@
 -export([big_div/1, big_rem/1, big_mul/1, big_mul_tail/1, big_addsub/1, big_bits/1,
          list_len/1, tuple_setel/1, hash_framed/1, t2b_caller/1, t2b_tail/1, b2t_framed/1,
          rev_framed/1, map_update/1, map_get/1, cmp_eq/1, cmp_lt/1, bin_concat/1, bin_int/1,
-         bin_match/1, gc_major/1, dirty_copy/1, erl_loop/1, erl_rec/1]).
+         bin_match/1, bin_ints/1, bin_ints_framed/1, bin_append/1, bin_append_framed/1,
+         bin_utf8/1, bin_split/1, iol2b/1, u2b/1, re_run/1, gc_major/1, dirty_copy/1,
+         erl_loop/1, erl_rec/1]).
 
 -define(CHUNK_US_PER_WEIGHT, 250). % a phase of weight W runs W x 250 us per round
 
@@ -90,10 +92,41 @@ phases() ->
      {bin_concat, [], 200000, fun(S) -> {binary:copy(<<1>>, S), binary:copy(<<2>>, S)} end},
      {bin_int, [], 200000, fun(S) -> {big(S), S} end},
      {bin_match, [], 200000, fun(S) -> {S, <<(big(S)):S, 0:64>>} end},
+     {bin_ints, [], 20000, fun(S) -> {big(S), big(S - 9), S} end},
+     {bin_ints_framed, [], 20000, fun(S) -> {big(S), big(S - 9), S} end},
+     {bin_append, [{xp_class, bin_append, 2}], 2000, fun(S) -> S end},
+     {bin_append_framed, [], 1000, fun(S) -> S end},
+     {bin_utf8, [{xp_class, bin_utf8, 2}], 3000,
+      fun(S) ->
+              unicode:characters_to_binary([$a + I rem 26 + (I rem 3) * 500
+                                            || I <- lists:seq(1, S)])
+      end},
+     {bin_split, [], 2000,
+      fun(S) ->
+              {iolist_to_binary([[integer_to_list(I * 7919), $,] || I <- lists:seq(1, S)]),
+               <<",">>}
+      end},
+     {iol2b, [], 4000, fun(S) -> [[<<"ab">>, I rem 256, [<<"cde">>]] || I <- lists:seq(1, S)] end},
+     {u2b, [{unicode, characters_to_binary, 1}], 4000,
+      fun(S) -> [I rem 26 + $a + (I rem 4) * 300 || I <- lists:seq(1, S)] end},
+     {re_run, [], 20000,
+      fun(S) ->
+              {ok, MP} = re:compile(<<"x[0-9]+y$">>),
+              {binary:copy(<<"x1234z">>, S div 6), MP}
+      end},
      {gc_major, [{erlang, garbage_collect, 0}], 10000, fun(S) -> lists:seq(1, S) end},
      {dirty_copy, [], 10, fun(S) -> lists:seq(1, S) end},
      {erl_loop, [{xp_class, erl_loop, 2}], 20000, fun(S) -> S end},
      {erl_rec, [], 80, fun(S) -> S end}].
+
+%% -xp_class_only NAME,NAME...: only those phases (by hand, to look at a few; the test runs all).
+only(Phases) ->
+    case init:get_argument(xp_class_only) of
+        {ok, [[Names]]} ->
+            Keep = [list_to_atom(N) || N <- string:lexemes(Names, ",")],
+            [P || P <- Phases, lists:member(element(1, P), Keep)];
+        _ -> Phases
+    end.
 
 %% A positive integer of about Bits bits, no run of equal limbs.
 big(Bits) ->
@@ -195,6 +228,63 @@ bin_match({Size, Bin}) ->
     <<X:Size, _/binary>> = Bin,
     X.
 
+%% frameless: bs_create_bin of two bignums as Size-bit integer segments, big and little endian, and
+%% a third signed (erts_new_bs_put_integer from the JIT code, into a binary allocated by
+%% global::bs_init_bits_shared -> beam_jit_bs_init_bits on OTP 26+, erts_bs_init_bits... on 25).
+bin_ints({A, B, Size}) -> <<A:Size, B:Size/little, A:Size/signed>>.
+
+%% framed: the same after a local call (bits/1) that keeps A and B in the frame (allocate).
+bin_ints_framed({A, B, Size}) ->
+    N = bits(Size),
+    <<A:N, B:N/little, A:N/signed>>.
+
+bits(N) -> N.
+
+%% frameless: append in a tail-recursive loop, bin_append/2 (bs_create_bin with an append segment:
+%% erts_bs_append_checked, or erts_bs_private_append_checked where the compiler knows the binary
+%% is unique; bs_append / bs_private_append on OTP 25). Either function is the phase's.
+bin_append(N) -> bin_append(N, <<>>).
+
+bin_append(0, B) -> byte_size(B);
+bin_append(N, B) -> bin_append(N - 1, <<B/binary, N:32, (N band 255):8>>).
+
+%% framed: append in a body recursion (allocate, call bin_append_framed/1, append to its result).
+bin_append_framed(0) -> <<>>;
+bin_append_framed(N) ->
+    B = bin_append_framed(N - 1),
+    <<B/binary, N:32, (N band 255):8>>.
+
+%% frameless: bit-syntax matching of UTF-8 characters in a loop, bin_utf8/2 (bs_match with a utf8
+%% segment: global::bs_get_utf8_shared, reached by safe_fragment_call, its return address not
+%% aligned, on OTP 26+; bs_get_utf8 / erts_bs_get_utf8 on 25). Either function is the phase's.
+bin_utf8(B) -> bin_utf8(B, 0).
+
+bin_utf8(<<_/utf8, R/binary>>, N) -> bin_utf8(R, N + 1);
+bin_utf8(<<>>, N) -> N.
+
+%% framed: call_ext binary:split/3, a trapping BIF (erl_bif_binary.c), on 1 000 to 4 000 fields.
+bin_split({B, P}) ->
+    L = binary:split(B, P, [global]),
+    {L}.
+
+%% framed: call_ext erlang:iolist_to_binary/1, a trapping BIF (the result is off the heap).
+iol2b(L) ->
+    B = iolist_to_binary(L),
+    {B}.
+
+%% framed: call_ext unicode:characters_to_binary/1, which is Erlang code (unicode.erl, a try:
+%% framed) that calls the BIF unicode:characters_to_binary/2: the BIF's time is
+%% unicode:characters_to_binary/1's, the phase's only through it (its frame is counted).
+u2b(L) ->
+    B = unicode:characters_to_binary(L),
+    {B}.
+
+%% framed: call_ext re:run/2 with a compiled pattern on a binary of 3 000 to 40 000 bytes that
+%% never matches (erl_bif_re.c: PCRE, trapping after a budget of match loops).
+re_run({S, MP}) ->
+    R = re:run(S, MP),
+    {R}.
+
 %% framed: call_ext erlang:garbage_collect/0, which is Erlang code (erlang.erl) that tail-calls
 %% the BIF erts_internal:garbage_collect/1: as for t2b_tail/1, either gc_major/1 or
 %% erlang:garbage_collect/0 is correct. The collection copies the phase's own list of 5 000 to
@@ -232,7 +322,7 @@ start_worker(Stats, Seed) ->
                         register(xp_class, self()),
                         rand:seed(exsss, Seed),
                         open_cpu_clocks(),
-                        Phs = [setup(P) || P <- phases()],
+                        Phs = [setup(P) || P <- only(phases())],
                         Zero = {0, [{0, 0} || _ <- Phs]},
                         Start = {erlang:monotonic_time(), cpu_us(all)},
                         write(Stats, Seed, Phs, Zero, Start),

@@ -220,6 +220,52 @@ static bool esdp_matches(struct target *t, uint64_t esdp, uint32_t type, uint32_
 	return ty == type && no == number;
 }
 
+/* Each of n candidates: does esdp[i] (0: unknown, not read) read back type[i] (or one_type when
+ * type is NULL) and number[i] (or i + 1 when number is NULL)? In a few process_vm_readv calls
+ * (mem__read_many) whatever n, not two reads a scheduler: 138 schedulers cost what 14 did. */
+static int esdp_match_many(struct target *t, const uint64_t *esdp, const uint32_t *type,
+			   uint32_t one_type, const uint32_t *number, size_t n, bool *ok)
+{
+	const struct target_value *o_type = &t->off[XP_OFF_ESD_TYPE];
+	struct mem_req *q = calloc(2 * (n ? n : 1), sizeof(*q));
+	uint32_t *ty = calloc(n ? n : 1, sizeof(*ty));
+	uint64_t *no = calloc(n ? n : 1, sizeof(*no));
+	size_t m = 0;
+	int err = q && ty && no ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < n; i++) {
+		uint32_t tp = type ? type[i] : one_type;
+		const struct target_value *o_no =
+		    &t->off[tp == XP_SCHED_NORMAL ? XP_OFF_ESD_NO : XP_OFF_ESD_DIRTY_NO];
+
+		if (!esdp[i])
+			continue;
+		if (!o_type->present || !o_no->present) {
+			err = -ENOENT;
+			break;
+		}
+		q[m++] = (struct mem_req){
+		    .addr = esdp[i] + (uint64_t)o_type->value, .buf = &ty[i], .len = sizeof(*ty)};
+		q[m++] = (struct mem_req){
+		    .addr = esdp[i] + (uint64_t)o_no->value, .buf = &no[i], .len = sizeof(*no)};
+	}
+	if (!err)
+		err = mem__read_many(t->mem, q, m);
+	for (size_t i = 0, k = 0; i < n; i++) {
+		ok[i] = false;
+		if (err || !esdp[i])
+			continue;
+		ok[i] = !q[k].rc && !q[k + 1].rc && ty[i] == (type ? type[i] : one_type) &&
+			no[i] == (number ? number[i] : (uint64_t)i + 1);
+		k += 2;
+	}
+	free(q);
+	free(ty);
+	free(no);
+	return err;
+}
+
+/* Where s's ErtsSchedulerData should be: the agent's word, else its array's base + stride. */
 static void place_esdp(struct target *t, struct target_sched *s)
 {
 	const struct target_value *base = &t->addr[base_for_type(s->type)];
@@ -231,8 +277,32 @@ static void place_esdp(struct target *t, struct target_sched *s)
 		    (uint64_t)base->value + (uint64_t)(s->number - 1) * (uint64_t)stride->value;
 		s->from_stride = s->number > 1;
 	}
-	if (s->esdp)
-		s->esdp_checked = esdp_matches(t, s->esdp, s->type, s->number);
+}
+
+/* Every scheduler's place, then all of them read back at once. */
+static int check_esdps(struct target *t)
+{
+	uint64_t *esdp = calloc(t->nsched ? t->nsched : 1, sizeof(*esdp));
+	uint32_t *type = calloc(t->nsched ? t->nsched : 1, sizeof(*type));
+	uint32_t *number = calloc(t->nsched ? t->nsched : 1, sizeof(*number));
+	bool *ok = calloc(t->nsched ? t->nsched : 1, sizeof(*ok));
+	int err = esdp && type && number && ok ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < t->nsched; i++) {
+		place_esdp(t, &t->sched[i]);
+		esdp[i] = t->sched[i].esdp;
+		type[i] = t->sched[i].type;
+		number[i] = t->sched[i].number;
+	}
+	if (!err && esdp_match_many(t, esdp, type, 0, number, t->nsched, ok) == -ENOMEM)
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < t->nsched; i++)
+		t->sched[i].esdp_checked = ok[i];
+	free(esdp);
+	free(type);
+	free(number);
+	free(ok);
+	return err;
 }
 
 bool target__learn_esdp(struct target *t, struct target_sched *s, uint64_t process)
@@ -261,11 +331,19 @@ bool target__learn_esdp(struct target *t, struct target_sched *s, uint64_t proce
 static bool dirty_array_at(struct target *t, uint64_t base, uint32_t type, uint32_t n,
 			   uint64_t stride)
 {
-	for (uint32_t i = 1; i <= n; i++) {
-		if (!esdp_matches(t, base + (uint64_t)(i - 1) * stride, type, i))
-			return false;
-	}
-	return n > 0;
+	uint64_t *esdp = calloc(n ? n : 1, sizeof(*esdp));
+	bool *ok = calloc(n ? n : 1, sizeof(*ok));
+	bool all = n > 0 && esdp && ok;
+
+	for (uint32_t i = 0; all && i < n; i++)
+		esdp[i] = base + (uint64_t)i * stride;
+	if (all && esdp_match_many(t, esdp, NULL, type, NULL, n, ok))
+		all = false;
+	for (uint32_t i = 0; all && i < n; i++)
+		all = ok[i];
+	free(esdp);
+	free(ok);
+	return all;
 }
 
 static uint32_t count_type(const struct target *t, uint32_t type)
@@ -277,29 +355,20 @@ static uint32_t count_type(const struct target *t, uint32_t type)
 	return n;
 }
 
-bool target__learn_dirty(struct target *t, const struct target_sched *normal)
+/* The dirty CPU schedulers' array just past the normal ones' (the ERTS allocators), or 0. */
+static uint64_t dirty_near(struct target *t, const struct target_sched *normal, uint32_t ncpu,
+			   uint64_t st)
 {
-	const struct target_value *stride = &t->off[XP_OFF_ESD_STRIDE];
 	const struct target_value *o_type = &t->off[XP_OFF_ESD_TYPE];
-	uint32_t ncpu = count_type(t, XP_SCHED_DIRTY_CPU), nio = count_type(t, XP_SCHED_DIRTY_IO);
-	uint64_t st, end, a, cpu = 0;
+	uint64_t end, a, cpu = 0;
 	uint8_t *buf;
-	bool found = false;
 
-	if (!normal->esdp_checked || !stride->present || !o_type->present || stride->value <= 0 ||
-	    !ncpu)
-		return false;
-	for (size_t i = 0; i < t->nsched; i++) {
-		if (t->sched[i].type != XP_SCHED_NORMAL && t->sched[i].esdp_checked)
-			return false; /* known already */
-	}
-	st = (uint64_t)stride->value;
 	end = normal->esdp + (uint64_t)(count_type(t, XP_SCHED_NORMAL) - normal->number + 1) * st;
 	end = (end + DIRTY_SCAN_ALIGN - 1) & ~(uint64_t)(DIRTY_SCAN_ALIGN - 1);
 	/* One read, then a cheap filter on the type word, then the full check. */
 	if (!(buf = malloc(DIRTY_SCAN_BYTES)) || mem__read(t->mem, end, buf, DIRTY_SCAN_BYTES)) {
 		free(buf);
-		return false;
+		return 0;
 	}
 	for (a = 0; !cpu && a + (uint64_t)o_type->value + 4 <= DIRTY_SCAN_BYTES;
 	     a += DIRTY_SCAN_ALIGN) {
@@ -311,15 +380,61 @@ bool target__learn_dirty(struct target *t, const struct target_sched *normal)
 			cpu = end + a;
 	}
 	free(buf);
-	if (!cpu || (nio && !dirty_array_at(t, cpu + ncpu * st, XP_SCHED_DIRTY_IO, nio, st)))
+	return cpu;
+}
+
+/* The dirty schedulers' arrays (type's, n of them) from the pointers ERTS keeps to them,
+ * erts_aligned_dirty_cpu_scheduler_data and ..._io_..., in the small section where the three
+ * arrays' pointers live (XP_ESD_SECTION): found there wherever the arrays were allocated (with
+ * +Mea min, each by malloc, far from the normal ones and from each other). Every
+ * cache-line-aligned word of the section is tried as the array; 0 when none is. */
+static uint64_t dirty_from_section(struct target *t, uint32_t type, uint32_t n, uint64_t st)
+{
+	uint64_t vaddr, size, w[XP_ESD_SECTION_MAX / 8], found = 0;
+	size_t i;
+
+	if (!t->beam || elf_image__section(t->beam, XP_ESD_SECTION, &vaddr, &size) || !size ||
+	    size > sizeof(w) || mem__read(t->mem, t->bias + vaddr, w, size))
+		return 0;
+	for (i = 0; !found && i < size / 8; i++) {
+		if (w[i] && !(w[i] & (DIRTY_SCAN_ALIGN - 1)) &&
+		    dirty_array_at(t, w[i], type, n, st))
+			found = w[i];
+	}
+	return found;
+}
+
+bool target__learn_dirty(struct target *t, const struct target_sched *normal)
+{
+	const struct target_value *stride = &t->off[XP_OFF_ESD_STRIDE];
+	const struct target_value *o_type = &t->off[XP_OFF_ESD_TYPE];
+	uint32_t ncpu = count_type(t, XP_SCHED_DIRTY_CPU), nio = count_type(t, XP_SCHED_DIRTY_IO);
+	uint64_t st, cpu, io;
+	bool found = false;
+
+	if (!normal->esdp_checked || !stride->present || !o_type->present || stride->value <= 0 ||
+	    !ncpu)
+		return false;
+	for (size_t i = 0; i < t->nsched; i++) {
+		if (t->sched[i].type != XP_SCHED_NORMAL && t->sched[i].esdp_checked)
+			return false; /* known already */
+	}
+	st = (uint64_t)stride->value;
+	cpu = dirty_near(t, normal, ncpu, st);
+	io = cpu + ncpu * st;
+	if (!cpu || (nio && !dirty_array_at(t, io, XP_SCHED_DIRTY_IO, nio, st))) {
+		cpu = dirty_from_section(t, XP_SCHED_DIRTY_CPU, ncpu, st);
+		io = nio ? dirty_from_section(t, XP_SCHED_DIRTY_IO, nio, st) : 0;
+	}
+	if (!cpu || (nio && !io))
 		return false;
 	for (size_t i = 0; i < t->nsched; i++) {
 		struct target_sched *s = &t->sched[i];
 
 		if (s->type == XP_SCHED_NORMAL)
 			continue;
-		s->esdp = (s->type == XP_SCHED_DIRTY_CPU ? cpu : cpu + ncpu * st) +
-			  (uint64_t)(s->number - 1) * st;
+		s->esdp =
+		    (s->type == XP_SCHED_DIRTY_CPU ? cpu : io) + (uint64_t)(s->number - 1) * st;
 		s->esdp_checked = found = true;
 		s->from_stride = false;
 	}
@@ -378,9 +493,7 @@ static int find_schedulers(struct target *t)
 	}
 	free(tasks);
 	qsort(t->sched, t->nsched, sizeof(*t->sched), cmp_sched);
-	for (i = 0; i < t->nsched; i++)
-		place_esdp(t, &t->sched[i]);
-	return 0;
+	return check_esdps(t);
 }
 
 int target__discover_with_layout(struct target *t)

@@ -1,5 +1,5 @@
-/* The sampler's process exit codes (also in --help and README.md). main.c maps errors to them;
- * inject.c, which talks to a node rather than a pid, returns them directly. */
+/* The sampler's process exit codes (also in --help and docs/troubleshooting.md). main.c maps errors
+ * to them; inject.c, which talks to a node rather than a pid, returns them directly. */
 #ifndef XP_EXITCODE_H
 #define XP_EXITCODE_H
 

@@ -24,7 +24,7 @@ const char info__usage[] =
     "verdict: \"pass: ...\", \"FAIL: ...\" (also a failed check code_ranges) or \"skipped: why\".\n"
     "\n"
     "Options:\n"
-    "  --json        print one JSON object (keys documented in README.md)\n"
+    "  --json        print one JSON object (keys documented in docs/guide.md)\n"
     "  --no-agent    ignore the agent: show what is known without it\n"
     "\n"
     "Examples:\n"

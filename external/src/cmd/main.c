@@ -1,6 +1,6 @@
 /* extrospect: the sampler's entry point. The only place that exits or maps errors to exit codes.
  *
- * Exit codes (also in --help and README.md):
+ * Exit codes (also in --help and docs/troubleshooting.md):
  *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
  *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
  *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject),
@@ -50,7 +50,7 @@ static void print_version(void)
 /* The one mutable global: Ctrl-C / SIGTERM ask the sampling loop to stop and report (RUN_STOP);
  * a second one exits at once (128 + the signal, as a shell reports it), as py-spy does. SIGHUP,
  * for record --every only, ends the current interval now (RUN_ROTATE); SIGUSR1 asks for the
- * summary so far (RUN_REPORT). */
+ * summary so far (RUN_REPORT); SIGUSR2, for record --ring only, a dump (RUN_DUMP). */
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
@@ -58,9 +58,11 @@ static void on_stop_signal(int sig)
 	static const char msg[] =
 	    "extrospect: interrupted again: exiting without writing a report\n";
 
-	if (sig == SIGHUP || sig == SIGUSR1) {
+	if (sig == SIGHUP || sig == SIGUSR1 || sig == SIGUSR2) {
 		if (!stop_requested)
-			stop_requested = sig == SIGHUP ? RUN_ROTATE : RUN_REPORT;
+			stop_requested = sig == SIGHUP	  ? RUN_ROTATE
+					 : sig == SIGUSR1 ? RUN_REPORT
+							  : RUN_DUMP;
 		return;
 	}
 	if (stop_requested == RUN_STOP) {
@@ -72,9 +74,9 @@ static void on_stop_signal(int sig)
 	stop_requested = RUN_STOP;
 }
 
-/* hup: record --every; usr1: the sampling commands, whose loop (run__sample) takes RUN_REPORT
- * (the others read *stop as a plain stop flag). */
-static void install_stop_handlers(bool hup, bool usr1)
+/* hup: record --every; usr2: record --ring; usr1: the sampling commands, whose loop (run__sample)
+ * takes RUN_REPORT (the others read *stop as a plain stop flag). */
+static void install_stop_handlers(bool hup, bool usr1, bool usr2)
 {
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 
@@ -85,6 +87,8 @@ static void install_stop_handlers(bool hup, bool usr1)
 		sigaction(SIGUSR1, &sa, NULL);
 	if (hup)
 		sigaction(SIGHUP, &sa, NULL);
+	if (usr2)
+		sigaction(SIGUSR2, &sa, NULL);
 }
 
 /* The errors that have an exit code of their own; any other is an internal error. */
@@ -131,7 +135,7 @@ static int run_command(const struct cli_opts *opts)
 	if (opts->perf_data)
 		return cmd__perfmap_fix_data(opts->perf_data, opts->pid);
 	if (c->run_detached) {
-		install_stop_handlers(false, false);
+		install_stop_handlers(false, false, false);
 		return c->run_detached(opts, &stop_requested);
 	}
 	err = target__attach(opts->pid, &topts, &t);
@@ -143,7 +147,7 @@ static int run_command(const struct cli_opts *opts)
 	}
 	/* Only once attached: Ctrl-C while attaching ends the program. */
 	if (c->catches_stop)
-		install_stop_handlers(opts->every_s > 0, c->opts & CO_SAMPLING);
+		install_stop_handlers(opts->every_s > 0, c->opts & CO_SAMPLING, opts->ring_ns > 0);
 	err = c->run(opts, t, &stop_requested, msg, sizeof(msg));
 	if (err && err != TARGET_EGONE)
 		fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));

@@ -25,6 +25,7 @@ _Static_assert(__builtin_offsetof(bpf_user_pt_regs_t, r13) == 2 * 8, "x86-64 str
 const volatile __u32 span_lo, span_len;
 const volatile __u32 htop_off, hend_off, stop_off, heap_off;
 const volatile __u32 perf_stack;
+const volatile __u32 state_off; /* Process.state, 0: not read */
 
 /* The capture is built in this CPU's slot of an array (a per-CPU map's values are limited to
  * 32 KiB): a perf event's program runs with interrupts off, alone on its CPU. max_entries is the
@@ -96,10 +97,15 @@ static __always_inline void copy_stack(struct kcap_raw *r, __u64 edge, __u64 len
 static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp)
 {
 	__u64 stop, hend, htop, from;
+	__u32 st;
 
 	if (bpf_probe_read_user(r->span, span_len, (const void *)(cp + span_lo)))
 		return;
 	r->flags |= F_SPAN_OK;
+	/* The state word as at the sample: a process running a system task on a dirty scheduler, or
+	 * in a garbage collection, says so there (ERTS_PSFLG_DIRTY_RUNNING_SYS, ERTS_PSFLG_GC). */
+	if (state_off && !bpf_probe_read_user(&st, sizeof(st), (const void *)(cp + state_off)))
+		r->flags |= F_STATE_OK | (__u64)st << F_STATE_SHIFT;
 	/* r13 with no current process: an exiting process has no Erlang stack to copy, and in the
 	 * scheduler's own code (a spinning scheduler) r13 is stale; the span alone names it. */
 	if (r->flags & F_SCHED_NONE)

@@ -34,18 +34,22 @@ struct kcapture_bpf;
 #define KCAP_RING_MAX	  (64u << 20)
 #define KCAP_RING_SECONDS 0.125
 #define KCAP_PENDING	  256 /* captures kept until their sample is read */
+/* A capture no sample claimed within this long after it is given up (its perf record was lost),
+ * so that it does not hold the ring's space. Samples are read in time order. */
+#define KCAP_EXPIRE_NS 100000000ull
 /* The ring is sized for captures of this size: most stacks are far smaller; a capture of a deep
  * stack that finds the ring full is lost (its sample is then read without one, and says so). */
 #define KCAP_RING_TYPICAL (32u << 10)
-#define KCAP_SLOT_BYTES	  (H_STACK + 8192u) /* a pending slot grows to a capture's size */
-#define KCAP_MATCH_NS	  1000000ull	    /* perf stamps its sample a microsecond or two before */
+#define KCAP_MATCH_NS	  1000000ull /* perf stamps its sample a microsecond or two before */
 #define KCAP_LOG_BYTES	  (64u << 10)
 
+/* A capture read but not yet claimed by its sample. Its bytes stay in the kernel's ring, where
+ * rec points: the consumer position is not moved past the oldest pending capture, so the
+ * program cannot overwrite them (a capture of 128 KiB is not copied for each sample). */
 struct slot {
 	struct kcap_rec rec;
-	uint8_t *buf; /* cap bytes: KCAP_SLOT_BYTES, grown up to H_MAX */
-	uint32_t cap;
-	bool used;
+	uint64_t pos; /* the ring position of its header */
+	bool used;    /* not yet claimed nor given up */
 };
 
 struct kcapture {
@@ -57,8 +61,10 @@ struct kcapture {
 	uint8_t *prod;	  /* the producer position page, then the data mapped twice */
 	size_t page_size;
 	uint32_t ring_bytes; /* a power of two */
+	/* Pending captures in ring order: slots[head], ... (count of them, modulo KCAP_PENDING). */
 	struct slot slots[KCAP_PENDING];
-	size_t next; /* the slot the next capture goes into */
+	size_t head, count;
+	uint64_t read; /* the ring position parsed up to; the consumer position trails it */
 	struct kcap_stats st;
 };
 
@@ -110,6 +116,7 @@ static int load_program(struct kcapture *k, uint32_t cpus, char *why, size_t why
 	skel->rodata->stop_off = c->stop_off;
 	skel->rodata->heap_off = c->heap_off;
 	skel->rodata->perf_stack = c->perf_stack;
+	skel->rodata->state_off = c->state_off;
 	/* A second load with the verifier's log on, only when the first fails (libbpf retries). */
 	log = calloc(1, KCAP_LOG_BYTES);
 	if (!log || (err = bpf_program__set_log_buf(skel->progs.kcapture, log, KCAP_LOG_BYTES)) ||
@@ -215,7 +222,8 @@ static bool cfg_ok(const struct kcap_cfg *c)
 	       c->htop_off + 8 <= c->span_lo + c->span_len && c->hend_off >= c->span_lo &&
 	       c->hend_off + 8 <= c->span_lo + c->span_len && c->stop_off >= c->span_lo &&
 	       c->stop_off + 8 <= c->span_lo + c->span_len && c->heap_off >= c->span_lo &&
-	       c->heap_off + 8 <= c->span_lo + c->span_len && c->span_lo < (1u << 20);
+	       c->heap_off + 8 <= c->span_lo + c->span_len && c->span_lo < (1u << 20) &&
+	       c->state_off < (1u << 20) && !(c->state_off & 3);
 }
 
 int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why, size_t whylen)
@@ -238,19 +246,13 @@ int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why,
 	k->page_size = (size_t)page;
 	k->ring_bytes = ring_bytes(cfg);
 	k->watch_fd = k->ring_fd = k->prog_fd = -1;
-	for (size_t i = 0; i < KCAP_PENDING; i++) {
-		k->slots[i].cap = KCAP_SLOT_BYTES;
-		if (!(k->slots[i].buf = malloc(KCAP_SLOT_BYTES))) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
-	}
 	if ((err = load_program(k, possible_cpus(), why, whylen)))
 		goto cleanup;
 	if ((err = map_ring(k))) {
 		snprintf(why, whylen, "cannot map the capture ring: %s", strerror(-err));
 		goto cleanup;
 	}
+	k->read = __atomic_load_n((uint64_t *)k->cons, __ATOMIC_RELAXED);
 	*out = k;
 	return 0;
 cleanup:
@@ -288,10 +290,23 @@ int kcapture__watch(struct kcapture *k, pid_t tid, uint64_t current_process_addr
 
 /* ---- the ring -------------------------------------------------------------------------------- */
 
-static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
+/* Give up the oldest pending capture; one its sample never claimed counts as unmatched. */
+static void drop_oldest(struct kcapture *k)
 {
-	struct slot *s = &k->slots[k->next];
-	struct kcap_rec *r = &s->rec;
+	struct slot *s = &k->slots[k->head];
+
+	k->st.unmatched += s->used;
+	s->used = false;
+	k->head = (k->head + 1) % KCAP_PENDING;
+	k->count--;
+}
+
+/* Parse the capture at data (len bytes, in the ring) into the next pending slot; the oldest
+ * pending capture makes room when all are taken. */
+static void keep(struct kcapture *k, const uint8_t *data, uint32_t len, uint64_t pos)
+{
+	struct slot *s;
+	struct kcap_rec *r;
 	uint64_t v[H_SPAN / 8], flags;
 
 	k->st.records++;
@@ -299,21 +314,12 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 		k->st.malformed++;
 		return;
 	}
-	if (s->used)
-		k->st.unmatched++;
-	s->used = false;
-	if (len > s->cap) {
-		uint8_t *b = realloc(s->buf, len);
-
-		if (!b) {
-			k->st.malformed++;
-			return;
-		}
-		s->buf = b;
-		s->cap = len;
-	}
-	memcpy(s->buf, data, len);
-	memcpy(v, s->buf, sizeof(v));
+	if (k->count == KCAP_PENDING)
+		drop_oldest(k);
+	s = &k->slots[(k->head + k->count++) % KCAP_PENDING];
+	r = &s->rec;
+	s->pos = pos;
+	memcpy(v, data, sizeof(v));
 	flags = v[H_FLAGS / 8];
 	*r = (struct kcap_rec){.tid = (uint32_t)v[H_PIDTGID / 8],
 			       .time = v[H_TIME / 8],
@@ -322,38 +328,60 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len)
 			       .cp = v[H_CP / 8],
 			       .from_scheduler = flags & F_FROM_SCHEDULER,
 			       .sched_none = flags & F_SCHED_NONE,
-			       .span = flags & F_SPAN_OK ? s->buf + H_SPAN : NULL,
+			       .state_known = flags & F_STATE_OK,
+			       .state = (uint32_t)(flags >> F_STATE_SHIFT),
+			       .span = flags & F_SPAN_OK ? data + H_SPAN : NULL,
 			       .stack_addr = v[H_STACK_ADDR / 8],
 			       .stack_len = v[H_STACK_LEN / 8]};
 	/* The program bounds stack_len; the record's length bounds it again. */
 	if (r->stack_len > len - H_STACK || !r->span)
 		r->stack_len = 0;
-	r->stack = r->stack_len ? s->buf + H_STACK : NULL;
+	r->stack = r->stack_len ? data + H_STACK : NULL;
 	r->cstack_addr = v[H_CSTACK_ADDR / 8];
 	r->cstack_len = v[H_CSTACK_LEN / 8];
 	if (r->cstack_len > len - H_STACK - r->stack_len)
 		r->cstack_len = 0;
-	r->cstack = r->cstack_len ? s->buf + H_STACK + r->stack_len : NULL;
+	r->cstack = r->cstack_len ? data + H_STACK + r->stack_len : NULL;
 	s->used = true;
-	k->next = (k->next + 1) % KCAP_PENDING;
+}
+
+/* Give up the pending captures at the head that were claimed (their samples are done: "valid
+ * until the next drain") or that no sample claimed in KCAP_EXPIRE_NS, then hand the ring's space
+ * up to the oldest capture still pending back to the program. */
+static void release(struct kcapture *k, uint64_t upto)
+{
+	while (k->count) {
+		struct slot *s = &k->slots[k->head];
+
+		if (s->used && s->rec.time + KCAP_EXPIRE_NS > upto)
+			break;
+		drop_oldest(k);
+	}
+	__atomic_store_n((uint64_t *)k->cons, k->count ? k->slots[k->head].pos : k->read,
+			 __ATOMIC_RELEASE);
 }
 
 void kcapture__drain(struct kcapture *k, uint64_t upto)
 {
-	uint64_t cons, prod, mask = k->ring_bytes - 1, time;
+	uint64_t prod, mask, time;
 	const uint8_t *data;
 
 	if (!k)
 		return;
+	mask = k->ring_bytes - 1;
 	data = k->prod + k->page_size;
-	cons = __atomic_load_n((uint64_t *)k->cons, __ATOMIC_RELAXED);
+	release(k, upto);
 	prod = __atomic_load_n((uint64_t *)k->prod, __ATOMIC_ACQUIRE);
-	while (cons < prod) {
-		const uint8_t *h = data + (cons & mask);
+	while (k->read < prod) {
+		const uint8_t *h = data + (k->read & mask);
 		uint32_t len = __atomic_load_n((const uint32_t *)h, __ATOMIC_ACQUIRE);
+		uint64_t next;
 
 		if (len & BPF_RINGBUF_BUSY_BIT)
 			break; /* still being written: next time */
+		next =
+		    k->read +
+		    ((((uint64_t)len & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ + 7) & ~7ull);
 		if (!(len & BPF_RINGBUF_DISCARD_BIT)) {
 			/* Later than the sample being read: it stays in the ring until its own.
 			 * The ring holds captures in commit order, which across CPUs is time
@@ -363,12 +391,11 @@ void kcapture__drain(struct kcapture *k, uint64_t upto)
 				if (time > upto + KCAP_MATCH_NS)
 					break;
 			}
-			keep(k, h + BPF_RINGBUF_HDR_SZ, len);
+			keep(k, h + BPF_RINGBUF_HDR_SZ, len, k->read);
 		}
-		len &= ~BPF_RINGBUF_DISCARD_BIT;
-		cons += ((uint64_t)len + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
-		__atomic_store_n((uint64_t *)k->cons, cons, __ATOMIC_RELEASE);
+		k->read = next;
 	}
+	release(k, upto);
 }
 
 const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t time, uint64_t ip,
@@ -376,8 +403,8 @@ const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t
 {
 	if (!k)
 		return NULL;
-	for (size_t i = 0; i < KCAP_PENDING; i++) {
-		struct slot *s = &k->slots[i];
+	for (size_t i = 0; i < k->count; i++) {
+		struct slot *s = &k->slots[(k->head + i) % KCAP_PENDING];
 
 		if (!s->used || s->rec.tid != tid || s->rec.ip != ip || s->rec.sp != sp ||
 		    (s->rec.time > time ? s->rec.time - time : time - s->rec.time) > KCAP_MATCH_NS)
@@ -407,7 +434,5 @@ void kcapture__free(struct kcapture *k)
 #if defined(__x86_64__)
 	kcapture_bpf__destroy(k->skel);
 #endif
-	for (size_t i = 0; i < KCAP_PENDING; i++)
-		free(k->slots[i].buf);
 	free(k);
 }

@@ -26,6 +26,7 @@ struct kcap_cfg {
 	 * is E) the program copies what lies beyond, so that perf's copy and the capture together
 	 * hold a stack of perf_stack + KCAP_STACK_MAX bytes as it was at the sample. */
 	uint32_t perf_stack;
+	uint32_t state_off; /* Process.state, read at the sample; 0: not read */
 };
 
 /* One capture, as the BPF program wrote it. */
@@ -37,6 +38,9 @@ struct kcap_rec {
 	bool from_scheduler; /* cp is the scheduler's current_process */
 	/* The scheduler's current_process was NULL at the sample; cp is r13 (F_SCHED_NONE). */
 	bool sched_none;
+	/* The Process's state word at the sample (XP_PSFLG_*), when state_known. */
+	bool state_known;
+	uint32_t state;
 	const uint8_t *span; /* span_len bytes, NULL when the Process could not be read */
 	/* The stack copy [stack_addr, stack_addr + stack_len): for a sample in JIT code it starts
 	 * where perf's copy of the sample's stack ends (none when perf's holds it all); else it

@@ -37,6 +37,10 @@ struct kcap_watch {
  * clears current_process before beam_continue_exit runs: B/erl_process.c 25:14352, 27:14594),
  * or no process at all (r13 stale in the scheduler's own code). */
 #define F_SCHED_NONE 4u
+/* The Process's state word (Process.state, XP_PSFLG_*) was read at the sample: it is in the upper
+ * 32 bits of flags (state_off set, the read did not fault). */
+#define F_STATE_OK    8u
+#define F_STATE_SHIFT 32
 
 /* One capture as the program writes it; the ring gets its first H_STACK + stack_len bytes. */
 struct kcap_raw {
@@ -44,7 +48,7 @@ struct kcap_raw {
 	__u64 time; /* bpf_ktime_get_ns: CLOCK_MONOTONIC, perf's clock */
 	__u64 ip, sp;
 	__u64 cp;
-	__u64 flags; /* F_* */
+	__u64 flags; /* F_*, and the state word above F_STATE_SHIFT (F_STATE_OK) */
 	__u64 stack_addr, stack_len;
 	__u64 cstack_addr, cstack_len; /* the native stack's part beyond perf's copy */
 	__u8 span[KCAP_SPAN_MAX];

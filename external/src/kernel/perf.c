@@ -1,10 +1,9 @@
-/* perf_event_open sampling of chosen threads of another process: one event per thread, one mmap
- * ring buffer per event, drained with the data_head/data_tail protocol into struct perf_sample.
- * The fds sit in one epoll set: with wakeup_events set, a wait returns as soon as a sample is
- * written, whatever the number of threads.
- * Owns the fds, the mappings and the counters; the record parser is perf_record.c. Does not own:
- * choosing the threads (proc.c) or what a sample means (unwinding, Erlang stacks). Never ptraces,
- * signals or writes the target: the kernel does all the reading. */
+/* perf_event_open sampling of chosen threads of another process, opened here: one event per
+ * thread with a ring of its own, or (shared rings) one event per thread and CPU, each CPU's
+ * events writing into one ring owned by a dummy event of the sampler's own on that CPU. Owns the
+ * fds, the mappings and the counters; draining the rings is perf_ring.c, the record parser
+ * perf_record.c. Does not own: choosing the threads (proc.c) or what a sample means (unwinding,
+ * Erlang stacks). Never ptraces, signals or writes the target: the kernel does all the reading. */
 #include "perf.h"
 #include "perf_int.h"
 
@@ -22,27 +21,18 @@
 #include <time.h>
 #include <unistd.h>
 
-struct perf_thread {
-	pid_t tid;
-	int fd;
-	uint8_t *map; /* the metadata page, then 2^n data pages */
-	size_t map_len;
-	bool hung_up; /* the thread exited: drop it once its ring is drained */
-	/* During a poll: the ring's read window, and its next sample's time when ready. */
-	uint64_t head, tail, next_time;
-	bool ready;
-};
+uint32_t perf__ring_pages(uint32_t freq_hz, uint32_t stack_bytes, size_t page_size)
+{
+	double bytes = (double)freq_hz * (stack_bytes + PERF_SAMPLE_FIXED) * PERF_RING_SECONDS;
+	uint32_t pages = PERF_RING_MIN_PAGES;
 
-struct perf_session {
-	struct perf_opts opts;
-	struct perf_thread *threads;
-	int epfd; /* every thread's fd, data.u64 = its tid */
-	size_t n, cap;
-	size_t page_size;
-	uint64_t regs_mask;
-	struct perf_stats stats;
-	uint8_t scratch[PERF_MAX_RECORD]; /* a record that wraps the ring's end, made contiguous */
-};
+	if (!page_size)
+		return pages;
+	while ((double)pages * (double)page_size < bytes &&
+	       (uint64_t)pages * 2 * page_size <= PERF_RING_MAX_BYTES)
+		pages *= 2;
+	return pages;
+}
 
 static int perf__check_opts(const struct perf_opts *o, size_t page_size, struct perf_opts *out)
 {
@@ -66,13 +56,36 @@ static int perf__check_opts(const struct perf_opts *o, size_t page_size, struct 
 	return 0;
 }
 
-static int perf__event_open(const struct perf_session *s, pid_t tid)
+/* What every event of the session has: the ring's records must all be laid out alike. */
+static void perf__attr_common(const struct perf_session *s, struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->sample_type = PERF_SAMPLE_LAYOUT;
+	a->sample_regs_user = s->regs_mask;
+	a->sample_stack_user = s->opts.stack_bytes;
+	a->sample_id_all = 1; /* a LOST record says when (PERF_SAMPLE_ID_BYTES) */
+	a->exclude_hv = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC; /* comparable with the target's own clock_gettime */
+}
+
+/* The owner of a ring read in batches (wakeup_events 0) wakes a waiting poll when a quarter of it
+ * is full (the kernel's default: half), so that a sampler woken late still finds room: the
+ * ring's other three quarters, PERF_RING_SECONDS x 3/4 at the rate it was sized for. */
+static void perf__attr_watermark(const struct perf_session *s, struct perf_event_attr *a)
+{
+	a->watermark = 1;
+	a->wakeup_watermark =
+	    (uint32_t)((uint64_t)s->opts.mmap_pages * s->page_size / PERF_WAKE_PART);
+}
+
+static int perf__event_open(const struct perf_session *s, pid_t tid, int cpu)
 {
 	struct perf_event_attr a;
 	long fd;
 
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
+	perf__attr_common(s, &a);
 	if (s->opts.event == PERF_EV_CYCLES) {
 		a.type = PERF_TYPE_HARDWARE;
 		a.config = PERF_COUNT_HW_CPU_CYCLES;
@@ -87,10 +100,9 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 		a.freq = 0;
 		a.sample_period = 1;
 	}
-	a.sample_type = PERF_SAMPLE_LAYOUT;
-	a.sample_regs_user = s->regs_mask;
-	a.sample_stack_user = s->opts.stack_bytes;
 	a.wakeup_events = s->opts.wakeup_events;
+	if (!s->opts.wakeup_events && !s->opts.shared_rings) /* it owns its ring */
+		perf__attr_watermark(s, &a);
 	a.disabled = 1; /* enabled once its ring buffer exists */
 	/* Time in the kernel on a thread's behalf (page faults of a growing heap, syscalls) is
 	 * that thread's: sampled unless asked not to or not permitted (perf_event_paranoid >= 2
@@ -98,10 +110,10 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 	 * switch (a spy's snapshot) happens in the kernel. */
 	a.exclude_kernel =
 	    s->opts.event != PERF_EV_CTX_SWITCH && (s->opts.user_only || s->stats.kernel_excluded);
-	a.exclude_hv = 1;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC; /* comparable with the target's own clock_gettime */
-	fd = syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	/* A switch record's body is the sample_id trailer (sample_id_all, set for every event:
+	 * pid, tid, time, cpu for PERF_SAMPLE_LAYOUT). */
+	a.context_switch = s->opts.switches;
+	fd = syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd >= 0)
 		return (int)fd;
 	/* No PMU for the generic hardware event (typical in VMs): say so in one way. */
@@ -111,7 +123,23 @@ static int perf__event_open(const struct perf_session *s, pid_t tid)
 	return -errno;
 }
 
-/* One fd per thread: thousands of threads can pass the soft limit; raise it to the hard one. */
+/* A shared ring's owner: a dummy event of this thread's on that CPU, which samples nothing (a
+ * thread's own events may be anyone's output, and this one never exits before the session). */
+static int perf__owner_open(const struct perf_session *s, int cpu)
+{
+	struct perf_event_attr a;
+	long fd;
+
+	perf__attr_common(s, &a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	perf__attr_watermark(s, &a);
+	a.exclude_kernel = 1;
+	fd = syscall(SYS_perf_event_open, &a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd >= 0 ? (int)fd : -errno;
+}
+
+/* One fd per thread (and CPU): thousands can pass the soft limit; raise it to the hard one. */
 static int perf__raise_nofile(void)
 {
 	struct rlimit r;
@@ -124,70 +152,133 @@ static int perf__raise_nofile(void)
 	return setrlimit(RLIMIT_NOFILE, &r) ? -errno : 0;
 }
 
-static int session__reserve(struct perf_session *s)
+/* The event for tid (on cpu, or any), retried without the kernel's samples when they are not
+ * permitted, and past the soft fd limit. */
+static int perf__thread_open(struct perf_session *s, pid_t tid, int cpu)
 {
-	struct perf_thread *t;
-	size_t cap;
+	int fd = perf__event_open(s, tid, cpu);
 
-	if (s->n < s->cap)
+	if ((fd == -EACCES || fd == -EPERM) && !s->stats.kernel_excluded) {
+		s->stats.kernel_excluded = true;
+		fd = perf__event_open(s, tid, cpu);
+	}
+	if (fd == -EMFILE && perf__raise_nofile() == 0)
+		fd = perf__event_open(s, tid, cpu);
+	return fd;
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+	void *q;
+	size_t c;
+
+	if (n < *cap)
 		return 0;
-	cap = s->cap ? 2 * s->cap : 16;
-	t = realloc(s->threads, cap * sizeof(*t));
-	if (!t)
+	c = *cap ? 2 * *cap : 16;
+	q = realloc(*p, c * elem);
+	if (!q)
 		return -ENOMEM;
-	s->threads = t;
-	s->cap = cap;
+	*p = q;
+	*cap = c;
 	return 0;
+}
+
+/* Map fd's ring and watch it (epoll data: tag). 0 or -errno; fd stays the caller's on error. */
+static int session__map_ring(struct perf_session *s, int fd, int cpu, pid_t tid, uint64_t tag)
+{
+	struct perf_ring r = {.fd = fd, .cpu = cpu, .tid = tid};
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
+	int err;
+
+	if ((err = grow((void **)&s->rings, &s->rings_cap, s->nrings, sizeof(r))))
+		return err;
+	r.map_len = (1 + (size_t)s->opts.mmap_pages) * s->page_size;
+	r.map = mmap(NULL, r.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r.map == MAP_FAILED)
+		return -errno;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		err = -errno;
+		munmap(r.map, r.map_len);
+		return err;
+	}
+	s->rings[s->nrings++] = r;
+	return 0;
+}
+
+/* Start one of a thread's events: output to its CPU's ring (shared), the program, enable. */
+static int session__start_event(struct perf_session *s, int fd, size_t ring)
+{
+	if (ring < s->nrings && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->rings[ring].fd))
+		return -errno;
+	/* Without the program the thread is still sampled: its samples have no capture. */
+	if (s->opts.bpf_prog_fd > 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->opts.bpf_prog_fd))
+		s->stats.bpf_unattached++;
+	return ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) ? -errno : 0;
+}
+
+static void perf_thread__close(struct perf_thread *t)
+{
+	for (size_t i = 0; i < t->nfds; i++) {
+		if (t->fds[i] >= 0)
+			close(t->fds[i]);
+	}
+	free(t->fds);
+	t->fds = NULL;
+	t->nfds = 0;
+}
+
+/* tid's events, one per CPU into that CPU's ring (shared), or one with a ring of its own. On
+ * error the fds opened are in t->fds (perf_thread__close), a ring of its own in s->rings. */
+static int session__open_thread(struct perf_session *s, struct perf_thread *t)
+{
+	bool shared = s->opts.shared_rings;
+	size_t want = shared ? s->ncpus : 1;
+	int err, fd;
+
+	t->fds = calloc(want, sizeof(*t->fds));
+	if (!t->fds)
+		return -ENOMEM;
+	while (t->nfds < want) {
+		fd = perf__thread_open(s, t->tid, shared ? s->cpus[t->nfds] : -1);
+		if (fd < 0)
+			return fd;
+		t->fds[t->nfds++] = fd;
+		if (!shared && (err = session__map_ring(s, fd, -1, t->tid, (uint64_t)t->tid)))
+			return err;
+		if ((err = session__start_event(s, fd, shared ? t->nfds - 1 : SIZE_MAX)))
+			return err;
+	}
+	return 0;
+}
+
+/* Ring i goes: unmapped (its fd is closed by its owner), the last ring takes its place. */
+static void session__drop_ring(struct perf_session *s, size_t i)
+{
+	munmap(s->rings[i].map, s->rings[i].map_len);
+	s->rings[i] = s->rings[--s->nrings];
 }
 
 /* 0, -ESRCH (the thread is gone), -EEXIST, or the error of the open/mmap/enable. */
 static int session__attach(struct perf_session *s, pid_t tid)
 {
-	struct perf_thread t = {.tid = tid, .fd = -1, .map = MAP_FAILED};
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)tid};
+	struct perf_thread t = {.tid = tid};
 	int err;
 
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->threads[i].tid == tid)
 			return -EEXIST;
 	}
-	err = session__reserve(s);
-	if (err)
+	if ((err = grow((void **)&s->threads, &s->cap, s->n, sizeof(t))))
 		return err;
-	t.fd = perf__event_open(s, tid);
-	if ((t.fd == -EACCES || t.fd == -EPERM) && !s->stats.kernel_excluded) {
-		s->stats.kernel_excluded = true;
-		t.fd = perf__event_open(s, tid);
-	}
-	if (t.fd == -EMFILE && perf__raise_nofile() == 0)
-		t.fd = perf__event_open(s, tid);
-	if (t.fd < 0)
-		return t.fd;
-	t.map_len = (1 + (size_t)s->opts.mmap_pages) * s->page_size;
-	t.map = mmap(NULL, t.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, t.fd, 0);
-	if (t.map == MAP_FAILED) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, t.fd, &ev)) {
-		err = -errno;
-		goto cleanup;
-	}
-	/* Without the program the thread is still sampled: its samples have no capture. */
-	if (s->opts.bpf_prog_fd > 0 && ioctl(t.fd, PERF_EVENT_IOC_SET_BPF, s->opts.bpf_prog_fd))
-		s->stats.bpf_unattached++;
-	if (ioctl(t.fd, PERF_EVENT_IOC_ENABLE, 0)) {
-		err = -errno;
-		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t.fd, NULL);
-		goto cleanup;
+	err = session__open_thread(s, &t);
+	if (err) {
+		if (!s->opts.shared_rings && s->nrings && s->rings[s->nrings - 1].tid == tid)
+			session__drop_ring(s, s->nrings - 1);
+		perf_thread__close(&t);
+		return err;
 	}
 	s->threads[s->n++] = t;
 	return 0;
-cleanup:
-	if (t.map != MAP_FAILED)
-		munmap(t.map, t.map_len);
-	close(t.fd);
-	return err;
 }
 
 int perf_session__add_thread(struct perf_session *s, pid_t tid)
@@ -200,6 +291,91 @@ int perf_session__add_thread(struct perf_session *s, pid_t tid)
 	if (err == -ESRCH)
 		s->stats.threads_gone++;
 	return err;
+}
+
+/* Drop the threads whose events hung up (they exited), once their rings are drained. */
+void perf__drop_hung_up(struct perf_session *s)
+{
+	for (size_t i = 0; i < s->n;) {
+		struct perf_thread *t = &s->threads[i];
+
+		if (!t->hung_up) {
+			i++;
+			continue;
+		}
+		for (size_t r = 0; !s->opts.shared_rings && r < s->nrings; r++) {
+			if (s->rings[r].tid == t->tid) {
+				session__drop_ring(s, r);
+				break;
+			}
+		}
+		perf_thread__close(t); /* closing an fd takes it out of the epoll set */
+		s->threads[i] = s->threads[--s->n];
+		s->stats.threads_gone++;
+	}
+}
+
+/* Shared mode: one ring per online CPU, owned by a dummy event. Any error: the caller goes
+ * back to a ring per thread. */
+static int session__open_cpu_rings(struct perf_session *s)
+{
+	int err, fd;
+
+	if ((err = perf__online_cpus(&s->cpus, &s->ncpus)))
+		return err;
+	for (size_t i = 0; i < s->ncpus; i++) {
+		fd = perf__owner_open(s, s->cpus[i]);
+		if (fd < 0)
+			return fd;
+		if ((err = session__map_ring(s, fd, s->cpus[i], 0, PERF_RING_TAG | i))) {
+			close(fd);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void session__close_all(struct perf_session *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		perf_thread__close(&s->threads[i]);
+	s->n = 0;
+	while (s->nrings) {
+		if (s->opts.shared_rings)
+			close(s->rings[s->nrings - 1].fd);
+		session__drop_ring(s, s->nrings - 1);
+	}
+	free(s->cpus);
+	s->cpus = NULL;
+	s->ncpus = 0;
+}
+
+/* A ring per thread: at most PERF_THREAD_RINGS_MAX_BYTES for them all, each no smaller than the
+ * smallest ring the opts allow (perf__check_opts). */
+static void session__budget_thread_rings(struct perf_session *s, size_t ntids)
+{
+	uint64_t min_bytes = 2ull * (s->opts.stack_bytes + PERF_SAMPLE_FIXED);
+
+	while (s->opts.mmap_pages > PERF_RING_MIN_PAGES &&
+	       (uint64_t)ntids * s->opts.mmap_pages * s->page_size > PERF_THREAD_RINGS_MAX_BYTES &&
+	       (uint64_t)s->opts.mmap_pages / 2 * s->page_size >= min_bytes)
+		s->opts.mmap_pages /= 2;
+}
+
+static int session__open_all(struct perf_session *s, const pid_t *tids, size_t ntids)
+{
+	int err;
+
+	if (s->opts.shared_rings && (err = session__open_cpu_rings(s)))
+		return err;
+	if (!s->opts.shared_rings)
+		session__budget_thread_rings(s, ntids);
+	for (size_t i = 0; i < ntids; i++) {
+		err = perf_session__add_thread(s, tids[i]);
+		if (err && err != -ESRCH && err != -EEXIST)
+			return err;
+	}
+	return s->n ? 0 : -ESRCH;
 }
 
 int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntids,
@@ -227,14 +403,23 @@ int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntid
 	if (err)
 		goto cleanup;
 	s->stats.kernel_excluded = s->opts.user_only;
-	for (size_t i = 0; i < ntids; i++) {
-		err = perf_session__add_thread(s, tids[i]);
-		if (err && err != -ESRCH && err != -EEXIST)
-			goto cleanup;
+	err = session__open_all(s, tids, ntids);
+	/* Shared rings refused (or an fd each per CPU is too many): a ring per thread. Not when
+	 * the refusal is the privilege's or the locked memory's, which a ring per thread needs as
+	 * much. */
+	if (err && err != -ESRCH && err != -EPERM && err != -EACCES && s->opts.shared_rings) {
+		session__close_all(s);
+		memset(&s->stats, 0, sizeof(s->stats));
+		s->stats.kernel_excluded = s->opts.user_only;
+		s->opts.shared_rings = false;
+		err = session__open_all(s, tids, ntids);
 	}
-	err = s->n ? 0 : -ESRCH;
 	if (err)
 		goto cleanup;
+	s->stats.rings = (uint32_t)s->nrings;
+	s->stats.ring_bytes = (uint64_t)s->opts.mmap_pages * s->page_size;
+	s->stats.shared_rings = s->opts.shared_rings;
+	s->last_hup_check = s->last_drain_end = s->stats.opened_ns = perf__now_ns();
 	*out = s;
 	return 0;
 cleanup:
@@ -242,198 +427,10 @@ cleanup:
 	return err;
 }
 
-/* Copy len bytes at ring offset off (data_size is a power of two). */
-static void ring__copy(const uint8_t *data, uint64_t size, uint64_t off, void *dst, size_t len)
+void perf_session__on_switch(struct perf_session *s, perf_switch_fn fn, void *ctx)
 {
-	uint64_t pos = off & (size - 1);
-	size_t first = len < size - pos ? len : (size_t)(size - pos);
-
-	memcpy(dst, data + pos, first);
-	memcpy((uint8_t *)dst + first, data, len - first);
-}
-
-/* The record at ring offset off (its header is h): 1 if a sample was delivered, else 0. fn is
- * NULL when only non-sample records are expected. */
-static int session__record(struct perf_session *s, const struct perf_event_header *h,
-			   const uint8_t *data, uint64_t size, uint64_t off, perf_sample_fn fn,
-			   void *ctx)
-{
-	const uint8_t *rec, *body;
-	size_t len = h->size - sizeof(*h);
-	struct perf_sample smp;
-	uint64_t lost[2]; /* id, lost */
-
-	if ((off & (size - 1)) + h->size <= size) {
-		rec = data + (off & (size - 1));
-	} else {
-		ring__copy(data, size, off, s->scratch, h->size);
-		rec = s->scratch;
-	}
-	body = rec + sizeof(*h);
-	switch (h->type) {
-	case PERF_RECORD_SAMPLE:
-		if (!fn || perf__parse_sample(body, len, &smp)) {
-			s->stats.malformed++;
-			return 0;
-		}
-		s->stats.samples++;
-		fn(&smp, ctx);
-		return 1;
-	case PERF_RECORD_LOST:
-		if (len < sizeof(lost)) {
-			s->stats.malformed++;
-			return 0;
-		}
-		memcpy(lost, body, sizeof(lost));
-		s->stats.lost += lost[1];
-		return 0;
-	case PERF_RECORD_THROTTLE:
-		s->stats.throttled++;
-		return 0;
-	default: /* UNTHROTTLE and anything we did not ask for */
-		return 0;
-	}
-}
-
-/* The ring's data area and size. */
-static const uint8_t *ring__data(const struct perf_session *s, const struct perf_thread *t,
-				 uint64_t *size)
-{
-	const struct perf_event_mmap_page *meta = (const struct perf_event_mmap_page *)t->map;
-
-	*size = meta->data_size ? meta->data_size : t->map_len - s->page_size;
-	return t->map + (meta->data_offset ? meta->data_offset : s->page_size);
-}
-
-static void ring__release(struct perf_thread *t)
-{
-	struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *)t->map;
-
-	__atomic_store_n(&meta->data_tail, t->tail, __ATOMIC_RELEASE);
-}
-
-/* Step t's read position to its next sample, handling the records before it (lost, throttle,
- * malformed) on the way; t->ready says whether one is there, t->next_time is its time. */
-static void ring__next_sample(struct perf_session *s, struct perf_thread *t)
-{
-	uint64_t size;
-	const uint8_t *data = ring__data(s, t, &size);
-	struct perf_event_header h;
-	uint64_t time;
-
-	t->ready = false;
-	while (t->head - t->tail >= sizeof(h)) {
-		ring__copy(data, size, t->tail, &h, sizeof(h));
-		if (h.size < sizeof(h) || h.size > t->head - t->tail) {
-			/* A record cannot be framed: nothing after it can be either. */
-			s->stats.malformed++;
-			t->tail = t->head;
-			break;
-		}
-		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + PERF_SAMPLE_TIME_AT + 8) {
-			ring__copy(data, size, t->tail + sizeof(h) + PERF_SAMPLE_TIME_AT, &time,
-				   sizeof(time));
-			t->next_time = time;
-			t->ready = true;
-			return;
-		}
-		session__record(s, &h, data, size, t->tail, NULL, NULL);
-		t->tail += h.size;
-	}
-	ring__release(t);
-}
-
-/* Deliver t's next sample (ring__next_sample found it) and step to the one after. */
-static int ring__deliver(struct perf_session *s, struct perf_thread *t, perf_sample_fn fn,
-			 void *ctx)
-{
-	uint64_t size;
-	const uint8_t *data = ring__data(s, t, &size);
-	struct perf_event_header h;
-	int delivered;
-
-	ring__copy(data, size, t->tail, &h, sizeof(h));
-	delivered = session__record(s, &h, data, size, t->tail, fn, ctx);
-	t->tail += h.size;
-	ring__release(t);
-	ring__next_sample(s, t);
-	return delivered;
-}
-
-static void perf_thread__close(struct perf_session *s, struct perf_thread *t)
-{
-	if (t->fd >= 0)
-		epoll_ctl(s->epfd, EPOLL_CTL_DEL, t->fd, NULL);
-	if (t->map && t->map != MAP_FAILED)
-		munmap(t->map, t->map_len);
-	if (t->fd >= 0)
-		close(t->fd);
-}
-
-/* Drop thread i (its fd reported hang-up: the thread exited). */
-static void session__drop(struct perf_session *s, size_t i)
-{
-	perf_thread__close(s, &s->threads[i]);
-	s->n--;
-	s->threads[i] = s->threads[s->n];
-	s->stats.threads_gone++;
-}
-
-static void session__mark_hung_up(struct perf_session *s, pid_t tid)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		if (s->threads[i].tid == tid)
-			s->threads[i].hung_up = true;
-	}
-}
-
-int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn, void *ctx)
-{
-	struct epoll_event ev[PERF_EPOLL_BATCH];
-	int rc, delivered = 0;
-
-	if (!s || !fn)
-		return -EINVAL;
-	rc = epoll_wait(s->epfd, ev, PERF_EPOLL_BATCH, timeout_ms);
-	if (rc < 0 && errno != EINTR)
-		return -errno;
-	for (int k = 0; k < rc; k++) {
-		if (ev[k].events & (EPOLLHUP | EPOLLERR))
-			session__mark_hung_up(s, (pid_t)ev[k].data.u64);
-	}
-	/* Every ring, not just the ready ones: reading a data_head costs nothing. */
-	for (size_t i = 0; i < s->n; i++) {
-		struct perf_thread *t = &s->threads[i];
-
-		t->head = __atomic_load_n(&((struct perf_event_mmap_page *)t->map)->data_head,
-					  __ATOMIC_ACQUIRE);
-		t->tail = ((struct perf_event_mmap_page *)t->map)->data_tail; /* only we write it */
-		ring__next_sample(s, t);
-	}
-	/* Oldest first across the rings, so that a consumer pairing samples with other
-	 * time-ordered data (kcapture) sees them in the order they were taken. */
-	for (;;) {
-		struct perf_thread *first = NULL;
-
-		for (size_t i = 0; i < s->n; i++) {
-			if (s->threads[i].ready &&
-			    (!first || s->threads[i].next_time < first->next_time))
-				first = &s->threads[i];
-		}
-		if (!first)
-			break;
-		if (ring__deliver(s, first, fn, ctx) && delivered < INT_MAX)
-			delivered++;
-	}
-	/* Drained first: an exited thread's last samples are still in its buffer. */
-	for (size_t i = 0; i < s->n;) {
-		if (s->threads[i].hung_up) {
-			session__drop(s, i);
-			continue;
-		}
-		i++;
-	}
-	return delivered;
+	s->on_switch = fn;
+	s->switch_ctx = ctx;
 }
 
 const struct perf_stats *perf_session__stats(const struct perf_session *s)
@@ -450,10 +447,10 @@ void perf_session__free(struct perf_session *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->n; i++)
-		perf_thread__close(s, &s->threads[i]);
+	session__close_all(s);
 	if (s->epfd >= 0)
 		close(s->epfd);
 	free(s->threads);
+	free(s->rings);
 	free(s);
 }

@@ -1,7 +1,9 @@
 /* perf_event_open sampling of a target's threads: one event per thread (software cpu-clock by
- * default, hardware cycles on request), each sample carrying IP, TID, TIME, CPU, the user
- * registers and a copy of the user stack, read from mmap ring buffers. Lost records and malformed
- * records are counted. Does not own: what the samples mean (unwinding, Erlang stacks). */
+ * default, hardware cycles on request), or one per thread and CPU writing into one ring per CPU
+ * (shared rings), each sample carrying IP, TID, TIME, CPU, the user registers and a copy of the
+ * user stack, read from mmap ring buffers. Lost records are counted and listed by ring and time
+ * window; malformed records are counted. Does not own: what the samples mean (unwinding, Erlang
+ * stacks). */
 #ifndef XP_PERF_H
 #define XP_PERF_H
 
@@ -40,11 +42,44 @@ struct perf_opts {
 	enum perf_event_kind event;
 	uint32_t freq_hz;     /* samples per second per thread, e.g. 997 */
 	uint32_t stack_bytes; /* user stack copied per sample (<= 65528, multiple of 8) */
-	uint32_t mmap_pages;  /* ring buffer data pages per thread, a power of two */
+	uint32_t mmap_pages;  /* data pages per ring, a power of two (perf__ring_pages sizes it) */
 	uint32_t
 	    wakeup_events; /* wake a waiting poll every N samples; 0: when the ring is half full */
 	int bpf_prog_fd;   /* > 0: a BPF program attached to every event (kcapture.h) */
 	bool user_only;	   /* exclude samples taken in the kernel (--user-only) */
+	/* Also PERF_RECORD_SWITCH: each time a thread goes off or on a CPU, and whether it went
+	 * off preempted (still runnable) or because it blocked (perf_session__on_switch). */
+	bool switches;
+	/* One ring per CPU, which every thread's event on that CPU writes to (an event per thread
+	 * and CPU): the memory follows the CPUs, which bound how many samples are taken at once,
+	 * not the threads. Refused (an old kernel, too many fds): one ring per thread. */
+	bool shared_rings;
+};
+
+/* A ring holds PERF_RING_SECONDS of samples at freq_hz, each stack_bytes + PERF_SAMPLE_FIXED,
+ * between PERF_RING_MIN_PAGES and PERF_RING_MAX_BYTES. */
+#define PERF_RING_SECONDS   0.25
+#define PERF_RING_MIN_PAGES 16u
+#define PERF_RING_MAX_BYTES (16u << 20)
+/* A ring per thread (shared rings refused): every ring together at most this, each smaller. */
+#define PERF_THREAD_RINGS_MAX_BYTES (64u << 20)
+/* A ring read in batches wakes the reader when 1/PERF_WAKE_PART of it is full. */
+#define PERF_WAKE_PART 4
+/* Data pages for one ring (a power of two): the time above, rounded up. */
+uint32_t perf__ring_pages(uint32_t freq_hz, uint32_t stack_bytes, size_t page_size);
+
+/* Records the kernel dropped from one ring in one window: from the last sample read from that
+ * ring before the loss to the LOST record the kernel wrote once it had room (CLOCK_MONOTONIC ns).
+ * Losses of one ring less than PERF_LOSS_JOIN_NS apart are one window. */
+#define PERF_LOSS_MAX	  32
+#define PERF_LOSS_JOIN_NS 100000000ull
+struct perf_loss {
+	uint64_t lost;
+	uint64_t from_ns, to_ns;
+	/* A thread's ring: that thread. A CPU's ring: the thread whose sample found room again
+	 * (the lost ones were of the threads that ran on that CPU in the window). */
+	pid_t tid;
+	int cpu; /* a CPU's ring: that CPU; a thread's: -1 */
 };
 
 struct perf_sample {
@@ -65,11 +100,24 @@ struct perf_stats {
 	uint64_t threads_gone;	 /* threads that exited while sampled */
 	uint64_t bpf_unattached; /* events the BPF program could not be attached to */
 	bool kernel_excluded;	 /* kernel-mode samples not taken: asked, or not permitted */
+	/* The rings: how many, data bytes each (each has a metadata page more), shared by CPU. */
+	uint32_t rings;
+	uint64_t ring_bytes;
+	uint64_t opened_ns; /* when the session opened (CLOCK_MONOTONIC): the losses' time 0 */
+	bool shared_rings;
+	uint64_t peak_fill;	   /* the most bytes a ring held when drained */
+	uint64_t longest_gap_ns;   /* the longest time from the end of a drain to the next */
+	uint64_t longest_drain_ns; /* the longest drain (delivering its samples included) */
+	struct perf_loss losses[PERF_LOSS_MAX]; /* the windows of lost records, oldest first */
+	uint32_t nlosses;
+	uint64_t lost_unlisted; /* lost in windows past the list's end */
 };
 
 struct perf_session;
 
 typedef void (*perf_sample_fn)(const struct perf_sample *s, void *ctx);
+/* A thread went off its CPU (out; preempt: while still runnable) or back on, at time. */
+typedef void (*perf_switch_fn)(uint32_t tid, uint64_t time, bool out, bool preempt, void *ctx);
 
 /* Open one event per tid. 0, -EACCES/-EPERM (perf_event_paranoid, CAP_PERFMON), -ENOENT (cycles
  * not available here), -ESRCH (a thread vanished before any opened), or another -errno. Threads
@@ -82,6 +130,9 @@ int perf_session__add_thread(struct perf_session *s, pid_t tid);
  * threads' rings. Returns the number delivered, or a negative errno. */
 int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn, void *ctx);
 const struct perf_stats *perf_session__stats(const struct perf_session *s);
+/* With opts.switches: where switch records go, in each ring's time order (before the samples
+ * that follow them). */
+void perf_session__on_switch(struct perf_session *s, perf_switch_fn fn, void *ctx);
 size_t perf_session__nthreads(const struct perf_session *s);
 void perf_session__free(struct perf_session *s);
 

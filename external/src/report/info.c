@@ -1,5 +1,5 @@
-/* Rendering of `extrospect info`. See info.h. The JSON keys are a documented interface (README):
- * add keys, never rename them. */
+/* Rendering of `extrospect info`. See info.h. The JSON keys are a documented interface
+ * (docs/guide.md): add keys, never rename them. */
 #include <inttypes.h>
 #include <string.h>
 

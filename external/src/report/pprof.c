@@ -452,6 +452,24 @@ static int value_type(struct builder *b, pb_value_type *v, const char *type, con
 	return str_intern(&b->st, unit, &v->unit);
 }
 
+/* m->notes, a comment a line (records lost, by scheduler and window: perf_loss.h). */
+static int add_notes(struct builder *b, Perftools__Profiles__Profile *p, int64_t *comment)
+{
+	const char *s = b->m->notes, *nl;
+	char line[512];
+	int err;
+
+	while (s && *s && p->n_comment < PPROF_MAX_COMMENTS) {
+		nl = strchr(s, '\n');
+		snprintf(line, sizeof(line), "%.*s", (int)(nl ? (size_t)(nl - s) : strlen(s)), s);
+		if ((err = str_intern(&b->st, line, &comment[p->n_comment])))
+			return err;
+		p->n_comment++;
+		s = nl ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
 /* The profile's header: sample types, period, times, comments. */
 static int fill_header(struct builder *b, Perftools__Profiles__Profile *p, pb_value_type vt[3],
 		       pb_value_type *vtp[2], int64_t *comment)
@@ -475,11 +493,10 @@ static int fill_header(struct builder *b, Perftools__Profiles__Profile *p, pb_va
 	p->sample_type = vtp;
 	p->time_nanos = b->m->time_ns;
 	p->duration_nanos = b->m->duration_ns;
-	if (b->m->comment && !str_intern(&b->st, b->m->comment, comment)) {
-		p->comment = comment;
-		p->n_comment = 1;
-	}
-	return 0;
+	p->comment = comment;
+	if (b->m->comment && !str_intern(&b->st, b->m->comment, &comment[p->n_comment]))
+		p->n_comment++;
+	return add_notes(b, p, comment);
 }
 
 /* deflate into a gzip stream (windowBits 15 + 16). */
@@ -518,7 +535,7 @@ int report__pprof_encode(const struct agg *a, const struct pprof_meta *m, uint8_
 	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
 	struct builder b = {.a = a, .m = m};
 	pb_value_type vt[3], *vtp[2];
-	int64_t empty, comment;
+	int64_t empty, comment[PPROF_MAX_COMMENTS];
 	uint8_t *raw = NULL;
 	size_t n;
 	int err;
@@ -527,7 +544,7 @@ int report__pprof_encode(const struct agg *a, const struct pprof_meta *m, uint8_
 	if (m->pid > 0)
 		(void)proc_maps__load(m->pid, &b.maps);
 	if ((err = builder_alloc(&b)) || (err = str_intern(&b.st, "", &empty)) ||
-	    (err = fill_header(&b, &p, vt, vtp, &comment)) || (err = add_locations(&b)) ||
+	    (err = fill_header(&b, &p, vt, vtp, comment)) || (err = add_locations(&b)) ||
 	    (err = add_samples(&b)))
 		goto cleanup;
 	p.n_sample = b.nsmp;

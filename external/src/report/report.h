@@ -28,7 +28,11 @@ struct pprof_meta {
 	bool lines;	     /* Erlang frames carry " (file:line)" (--lines): split into both */
 	int pid;	     /* the target: its maps and files give mappings and build-ids */
 	const char *comment; /* one line of text, may be NULL */
+	/* More comments, one a line ('\n'), may be NULL: records perf lost, by scheduler and time
+	 * window (perf_loss__text), so that a profile with a gap says where it is. */
+	const char *notes;
 };
+#define PPROF_MAX_COMMENTS 40
 /* The gzipped profile into a malloc'd buffer (pushes), or written to f. */
 int report__pprof_encode(const struct agg *a, const struct pprof_meta *m, uint8_t **out,
 			 size_t *outlen);

@@ -21,6 +21,7 @@ struct itab {
 	uint32_t *rank; /* rank[id]: position of id in the (name, kind) order */
 	uint32_t *perm; /* scratch for computing rank */
 	size_t n, cap;
+	size_t names_bytes; /* the names' text, for agg__bytes */
 	struct idtab idx;
 };
 
@@ -50,6 +51,7 @@ struct agg {
 	size_t nmods, cap_mods;
 	bool sorted;
 	uint64_t total;
+	uint32_t last; /* the stack the last agg__add_tagged counted */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -129,6 +131,7 @@ static int itab_intern(struct itab *t, const char *name, uint8_t kind, uint32_t 
 	if (!t->names[t->n])
 		return -ENOMEM;
 	t->kinds[t->n] = kind;
+	t->names_bytes += strlen(name) + 1;
 	idtab__insert(&t->idx, j, (uint32_t)t->n);
 	*id = (uint32_t)t->n++;
 	return 0;
@@ -288,7 +291,38 @@ int agg__add_tagged(struct agg *a, uint32_t group, uint32_t tag, const uint32_t 
 	}
 	a->stk[i].count += count;
 	a->total += count;
+	a->last = i;
 	return 0;
+}
+
+uint32_t agg__last_stack(const struct agg *a)
+{
+	return a->last;
+}
+
+void agg__stack_by_id(const struct agg *a, uint32_t id, struct agg_stack *out)
+{
+	const struct stk *s;
+
+	memset(out, 0, sizeof(*out));
+	if (!a || id >= a->nstk)
+		return;
+	s = &a->stk[id];
+	out->frames = a->pool + s->off;
+	out->nframes = s->nframes;
+	out->group = s->group;
+	out->tag = s->tag;
+	out->count = s->count;
+}
+
+size_t agg__bytes(const struct agg *a)
+{
+	if (!a)
+		return 0;
+	return a->capstk * (sizeof(*a->stk) + sizeof(*a->order)) + a->cappool * sizeof(*a->pool) +
+	       a->idx.nslots * sizeof(uint32_t) +
+	       (a->frames.cap + a->groups.cap) * (sizeof(char *) + 2 * sizeof(uint32_t) + 1) +
+	       a->frames.names_bytes + a->groups.names_bytes;
 }
 
 /* ---- sorted iteration ---------------------------------------------------------------------- */

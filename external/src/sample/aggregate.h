@@ -52,6 +52,12 @@ uint64_t agg__total(const struct agg *a);
 /* Iterate distinct (group, stack) pairs in a stable order (group, then stack). */
 size_t agg__nstacks(const struct agg *a);
 void agg__stack(const struct agg *a, size_t i, struct agg_stack *out);
+/* The id of the stack the last agg__add/agg__add_tagged counted (ids are dense, in insertion
+ * order, stable for the aggregate's life), and that stack by its id. */
+uint32_t agg__last_stack(const struct agg *a);
+void agg__stack_by_id(const struct agg *a, uint32_t id, struct agg_stack *out);
+/* About how many bytes the aggregate holds (its tables and names; malloc's overhead aside). */
+size_t agg__bytes(const struct agg *a);
 void agg__free(struct agg *a);
 
 #endif /* XP_AGGREGATE_H */

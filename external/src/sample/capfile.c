@@ -236,6 +236,7 @@ static int parse_kcap(struct rbuf *b, struct cap_sample *s)
 	flags = get_u8(b);
 	k->from_scheduler = flags & 1;
 	k->sched_none = flags & 2;
+	k->state_known = flags & 4;
 	k->stack_addr = get_u64(b);
 	span_len = get_u32(b);
 	if (span_len && span_len != KCAP_SPAN_MAX)
@@ -250,6 +251,8 @@ static int parse_kcap(struct rbuf *b, struct cap_sample *s)
 			return -ENOMEM;
 		memcpy(s->kstack, v, k->stack_len);
 	}
+	if (k->state_known)
+		k->state = get_u32(b);
 	k->span = s->span;
 	k->stack = s->kstack;
 	if (!k->stack)

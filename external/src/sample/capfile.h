@@ -17,9 +17,10 @@
  *   SAMPLE  u64 ip, time; u32 pid, tid, cpu; u8 regs_valid; u32 nregs; u64 regs[nregs];
  *           bytes: the perf stack copy, trimmed to what the Erlang stack took from it.
  *           Starts a sample; the records below until the next SAMPLE are its own.
- *   KCAP    u32 tid; u64 time, ip, sp, cp; u8 flags (1 from_scheduler, 2 sched_none);
- *           u64 stack_addr;
- *           u32 span_len (0: none), span; u32 stack_len, u8 has_stack, stack.
+ *   KCAP    u32 tid; u64 time, ip, sp, cp; u8 flags (1 from_scheduler, 2 sched_none,
+ *           4 state_known); u64 stack_addr;
+ *           u32 span_len (0: none), span; u32 stack_len, u8 has_stack, stack;
+ *           u32 state (the Process's state word), present only with flag 4.
  *   UNWIND  u32 stop, nframes; u64 jit_pc, jit_sp, jit_bp, jit_r13; u8 bp_valid, r13_valid;
  *           nframes x {u64 pc, u8 activation}.
  *   READ    u64 addr; u32 len; i32 rc; bytes (len of them when rc is 0): in the order made.

@@ -218,7 +218,7 @@ static int write_kcap(gzFile g, struct wbuf *b, const struct kcap_rec *k)
 	put_u64(b, k->ip);
 	put_u64(b, k->sp);
 	put_u64(b, k->cp);
-	put_u8(b, (uint8_t)(k->from_scheduler | k->sched_none << 1));
+	put_u8(b, (uint8_t)(k->from_scheduler | k->sched_none << 1 | k->state_known << 2));
 	put_u64(b, k->stack_addr);
 	put_u32(b, k->span ? KCAP_SPAN_MAX : 0);
 	if (k->span)
@@ -227,6 +227,8 @@ static int write_kcap(gzFile g, struct wbuf *b, const struct kcap_rec *k)
 	put_u8(b, k->stack != NULL);
 	if (k->stack)
 		put(b, k->stack, k->stack_len);
+	if (k->state_known) /* last: a file without it parses as before */
+		put_u32(b, k->state);
 	return flush(g, b, CAPREC_KCAP);
 }
 

@@ -5,8 +5,8 @@
  *     layout, or an eStack call site) or the recovered rbp (a plain call site), told apart from
  *     the call site's code bytes (otp-internals.md §2; sampler_stack.c reads the words).
  *  3. No process: the sample is scheduler time, labelled, excluded unless --include-idle. The
- *     attribution rule, the labels and the alternatives tried are in README ("Which Erlang
- *     function gets native time"). */
+ *     attribution rule, the labels and the alternatives tried are in docs/how-it-works.md
+ *     ("Which Erlang function gets native time"). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +77,64 @@ struct where {
 	const struct jit_range *leaf;
 	struct unwind_result *ur; /* NULL for a sample in JIT code */
 	uint64_t cp, e, fp;	  /* e = 0: find E from the call site */
+	struct leaf_via via;	  /* a fragment the leaf called on the runtime stack */
 	bool unnamed;		  /* the pc is JIT code the map does not name */
 	bool dirty;		  /* on a dirty scheduler, or in a system task: E is c_p->stop */
 };
 
 static void learn_esdp(struct sampler *s, const struct target_sched *sch, uint64_t cp);
+static const struct jit_range *resume_leaf(struct sampler *s, const struct process_view *p);
+
+/* The most words a fragment called on the runtime stack keeps above its return address there. */
+#define RUNTIME_FRAME_WORDS 2
+
+/* A shared fragment called on the runtime stack, after its caller entered the runtime: OTP 26+'s
+ * bs_create_bin allocates through bs_init_bits_shared, which makes a frame there (push rbp; mov
+ * rbp,rsp) and calls C, and writes some segments through get_sint64_shared and store_unaligned
+ * (otp-internals.md §2.3). The return address into the caller is on the runtime stack, not on
+ * the Erlang stack, whose top is the caller's caller. Up to words words from at, the first that
+ * is code is taken, as the leaf, when it returns into an Erlang function after a call to the
+ * fragment; the fragment is kept to show (w->via). */
+static void runtime_caller(struct sampler *s, const struct perf_sample *ps, struct where *w,
+			   uint64_t at, unsigned words)
+{
+	const uint64_t sp = ps->regs[PERF_R_SP];
+	const struct jit_range *r = NULL;
+	uint64_t ra = 0;
+
+	if (!erlang_stack__is_fragment(w->leaf))
+		return;
+	for (unsigned i = 0; i < words && !r; i++, at += 8) {
+		if (at < sp || at + 8 > sp + ps->stack_size)
+			return; /* only as the sample copied it: that frame is gone by now */
+		memcpy(&ra, ps->stack + (at - sp), sizeof(ra));
+		if (at + 8 - sp > s->runtime_used)
+			s->runtime_used = at + 8 - sp; /* a capture keeps that much of the copy */
+		r = jitmap__lookup(s->t->jit, ra);
+	}
+	if (!erlang_stack__is_function(r) || erlang_stack__is_fragment(r) ||
+	    !callsite__returns_from(s->calls, s->t->jit, ra, w->leaf))
+		return;
+	w->via = (struct leaf_via){.frag = w->leaf, .ra = ra};
+	w->leaf = r;
+	s->st.runtime_fragment++;
+}
+
+/* A JIT sample on a veneer in a module's footer (OTP 26+ call shared fragments through one, a
+ * single jmp: otp-internals.md §2.3) is entering the fragment it jumps to: that fragment is its
+ * leaf, and the return address the call left above E is checked against it (take_top). */
+static const struct jit_range *veneer_leaf(struct sampler *s, uint64_t ip,
+					   const struct jit_range *leaf)
+{
+	const struct jit_range *to;
+	uint64_t target;
+
+	if (!leaf || erlang_stack__is_function(leaf) ||
+	    !(target = callsite__veneer_target(s->calls, s->t->jit, ip)))
+		return leaf;
+	to = jitmap__lookup(s->t->jit, target);
+	return erlang_stack__is_fragment(to) ? to : leaf;
+}
 
 /* A sample in native code: unwind to the JIT code that called it. c_p is r13 there, recovered by
  * CFI as the sample saw it; the scheduler's current_process is read now, after the scheduler may
@@ -120,6 +173,11 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	}
 	w->fp = w->ur->jit_bp;
 	w->e = 0;
+	/* The fragment's own frame, right above the C code's return address into it: only when
+	 * rbp says it made one there (mov rbp,rsp just before the call). The words at another
+	 * fragment's sp are the scheduler's registers, where a stale return address may lie. */
+	if (w->ur->jit_bp_valid && w->ur->jit_bp == w->ur->jit_sp)
+		runtime_caller(s, ps, w, w->ur->jit_bp + 8, 1);
 	return true;
 }
 
@@ -158,9 +216,56 @@ static bool system_task(struct sampler *s, const struct kcap_rec *k, struct wher
 	w->cp = k->cp;
 	w->dirty = true; /* parked: E is c_p->stop, nothing to check against a call */
 	w->leaf = NULL;	 /* the scheduler loop is no frame of the process: resume_leaf() */
+	w->via.frag = NULL;
 	w->e = w->fp = 0;
 	s->st.system_task++;
 	return true;
+}
+
+/* The process's state word (Process.state, XP_PSFLG_*): as the capture read it at the sample, else
+ * read now (*late), for a sample whose process was itself found by a read after the sample (a
+ * dirty scheduler's without the capture). False when neither can be had. */
+static bool process_state(struct sampler *s, uint64_t cp, bool late_ok, uint32_t *state, bool *late)
+{
+	const struct target_value *o = &s->t->off[XP_OFF_P_STATE];
+
+	*late = false;
+	if (s->cap && s->cap->state_known) {
+		*state = s->cap->state;
+		return true;
+	}
+	if (!late_ok || !o->present || o->value <= 0 || o->value >= 4096)
+		return false;
+	*late = true;
+	return mem__read(s->t->mem, cp + (uint64_t)o->value, state, sizeof(*state)) == 0;
+}
+
+/* A sample on a dirty scheduler is either the process's own dirty BIF or NIF (its stack parked in
+ * the call, read from c_p->stop) or a system task the scheduler runs for it, a collection too
+ * large for a normal scheduler above all (B/erl_process.c erts_dirty_process_main: the state's
+ * ERTS_PSFLG_DIRTY_RUNNING_SYS selects erts_execute_dirty_system_task). A system task's process
+ * was parked where it will resume, c_p->i: the function it stands in, whose frame, if any, is
+ * not on the stack yet (a yield at a function's entry), so that is the innermost frame, as for a
+ * system task on a normal scheduler. And either scheduler's sample in the collector says so,
+ * from the state's ERTS_PSFLG_GC (B/erl_gc.c garbage_collect sets it for the collection). */
+static void task_state(struct sampler *s, struct sample_record *rec, struct where *w,
+		       const struct process_view *p, bool task)
+{
+	uint32_t state;
+	bool late;
+
+	if (!(w->ur || w->dirty) || !process_state(s, w->cp, w->dirty && !task, &state, &late))
+		return;
+	if (w->dirty && !task && (state & XP_PSFLG_DIRTY_RUNNING_SYS)) {
+		rec->dirty_task = true;
+		s->st.dirty_task++;
+		s->st.dirty_task_late += late;
+		w->leaf = resume_leaf(s, p);
+	}
+	if (state & XP_PSFLG_GC) {
+		rec->gc = true;
+		s->st.gc_state++;
+	}
 }
 
 /* A parked process's innermost function is where it resumes, c_p->i (as pstack --all shows a
@@ -279,6 +384,7 @@ static enum call_check check_call(struct sampler *s, const struct perf_sample *p
 		return cc;
 	er->end = !s->top_live ? ESTACK_END_CALL_MISMATCH
 		  : s->cap     ? ESTACK_END_COPY_SHORT
+		  : s->kc      ? ESTACK_END_NOT_CAPTURED
 			       : ESTACK_END_MOVED_ON;
 	er->nframes = 0;
 	return cc;
@@ -306,14 +412,14 @@ static bool native_cut(struct sampler *s, struct sample_record *rec, const struc
 	if (!k || !k->from_scheduler || !k->cp || !k->span ||
 	    process__bounds_from_span(&s->pr, k->cp, k->span, &p)) {
 		/* Which process ran is not known at the sample: never guessed from a later read. */
-		sampler_frames__unknown_callers(s, rec, NULL, why, ur);
+		sampler_frames__unknown_callers(s, rec, NULL, why, NULL, ur);
 		return true;
 	}
 	if (sampler_frames__filtered_out(s, &p)) {
 		s->st.excluded_filter++;
 		return true;
 	}
-	sampler_frames__unknown_callers(s, rec, &p, why, ur);
+	sampler_frames__unknown_callers(s, rec, &p, why, NULL, ur);
 	return true;
 }
 
@@ -396,7 +502,27 @@ static void exiting_sample(struct sampler *s, struct sample_record *rec, struct 
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
 	s->st.estack_end[ESTACK_END_BOTTOM]++;
-	sampler_frames__erlang(s, rec, p, er, NULL, false, w->ur);
+	sampler_frames__erlang(s, rec, p, er, NULL, NULL, false, w->ur);
+}
+
+/* A dirty system task's sample without the capture, whose process was read after it in a garbage
+ * collection: its stack is being moved (c_p->stop in the new heap, heap and hend the old one's),
+ * so it is not walked. Its innermost frame is where it resumes (c_p->i, read with the rest), its
+ * callers unknown: read too late. */
+static void late_task_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
+			     const struct where *w)
+{
+	struct estack_result *er = &s->er;
+
+	if (sampler_frames__filtered_out(s, p)) {
+		s->st.excluded_filter++;
+		return;
+	}
+	erlang_stack__none(er);
+	er->end = ESTACK_END_MOVED_ON;
+	s->st.erlang++;
+	s->st.estack_end[er->end]++;
+	sampler_frames__erlang(s, rec, p, er, w->leaf, NULL, false, w->ur);
 }
 
 static void resolve(struct sampler *s, const struct perf_sample *ps)
@@ -413,6 +539,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	bool complete, task = false;
 
 	s->st.samples++;
+	s->runtime_used = 0;
 	if (!ps->regs_valid) {
 		s->st.dropped[DROP_NO_USER_REGS]++;
 		return;
@@ -423,7 +550,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_UNKNOWN_THREAD]++;
 		return;
 	}
-	w.leaf = sampler__lookup_jit(s, ps->ip, &w.unnamed);
+	w.leaf = veneer_leaf(s, ps->ip, sampler__lookup_jit(s, ps->ip, &w.unnamed));
 	if (w.leaf || w.unnamed) {
 		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
 		w.cp = is_scheduler_loop(w.leaf) ? 0 : ps->regs[PERF_R_R13];
@@ -448,6 +575,9 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	 * current process it copied r13's span alone, which only an exiting process needs. */
 	s->cap =
 	    k && k->cp == w.cp && k->span && (!k->sched_none || is_exit_code(w.leaf)) ? k : NULL;
+	/* The capture is on, yet holds no copy of this process at the sample: say which way. */
+	if (s->kc && !s->cap)
+		s->st.not_captured[k ? NOT_CAPTURED_OTHER : NOT_CAPTURED_NO_RECORD]++;
 	if (s->cap ? process__bounds_from_span(&s->pr, w.cp, s->cap->span, &p)
 		   : process__read_bounds(&s->pr, w.cp, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
@@ -459,9 +589,17 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	if (w.dirty)
 		w.e = p.stop;
+	/* A JIT sample in a fragment running on the runtime stack: rsp is outside the heap. */
+	if (!w.ur && !task && !w.dirty && (w.e <= p.heap || w.e >= p.hend))
+		runtime_caller(s, ps, &w, w.e, RUNTIME_FRAME_WORDS);
 	if (task) {
 		w.leaf = resume_leaf(s, &p);
 		rec.scheduler_work = true;
+	}
+	task_state(s, &rec, &w, &p, task);
+	if (rec.dirty_task && rec.gc && !s->cap) {
+		late_task_sample(s, &rec, &p, &w);
+		return;
 	}
 	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
 	 * c_p->stop, and the two were read together. The CFI-recovered rbp is not it: a fragment
@@ -481,16 +619,18 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 			return;
 		}
 		s->st.stack_unreadable_kept++;
-		sampler_frames__unknown_callers(s, &rec, &p, "stack unreadable", w.ur);
+		sampler_frames__unknown_callers(s, &rec, &p, "stack unreadable",
+						rec.dirty_task ? w.leaf : NULL, w.ur);
 		return;
 	}
 	if (sampler_frames__filtered_out(s, &p)) {
 		s->st.excluded_filter++;
 		return;
 	}
-	/* The attribution rule (README "Which function gets native time"): the innermost Erlang
-	 * frame of a native sample is the function whose JIT code made the native call, named by
-	 * the return address that call left on the Erlang stack, aligned or not. */
+	/* The attribution rule (docs/how-it-works.md, "Which Erlang function gets native time"):
+	 * the innermost Erlang frame of a native sample is the function whose JIT code made the
+	 * native call, named by the return address that call left on the Erlang stack, aligned or
+	 * not. */
 	erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, w.leaf, er);
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
 	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
@@ -505,7 +645,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
 	s->st.estack_end[er->end]++;
-	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.unnamed, w.ur);
+	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.via.frag ? &w.via : NULL, w.unnamed,
+			       w.ur);
 }
 
 void sampler__on_sample(const struct perf_sample *ps, void *ctx)

@@ -34,6 +34,14 @@ enum sample_kind {
 	SAMPLE_NO_PROCESS, /* scheduler time without a process (idle, spinning, aux work) */
 };
 
+/* Why the in-kernel capture, on, held no copy of a sample's process. */
+enum not_captured {
+	NOT_CAPTURED_NO_RECORD = 0, /* no record for the sample: a full ring, or its copy failed */
+	NOT_CAPTURED_OTHER,	    /* its record copied another process (r13 in C code, no
+				     * scheduler known to ask) */
+	NOT_CAPTURED_COUNT,
+};
+
 struct sample_record {
 	const struct perf_sample *ps;	  /* tid, cpu, time (CLOCK_MONOTONIC), ip */
 	const struct target_sched *sched; /* NULL: a thread that is not a scheduler */
@@ -47,6 +55,11 @@ struct sample_record {
 	bool contradicted;	/* a later read disagreed with the sample (skid summary only) */
 	bool scheduler_work; /* the scheduler worked for the process, parked at its resume point */
 	bool exiting; /* the process was exiting: no Erlang stack left ("[process exiting]") */
+	/* A dirty scheduler ran a system task for the process (ERTS_PSFLG_DIRTY_RUNNING_SYS),
+	 * parked at its resume point ("[dirty system task]"). */
+	bool dirty_task;
+	/* The process was being garbage collected (ERTS_PSFLG_GC): "[garbage collection]". */
+	bool gc;
 };
 
 typedef void (*sample_record_fn)(const struct sample_record *r, void *ctx);
@@ -62,21 +75,28 @@ struct sampler_opts {
 	uint32_t freq_hz;
 	double duration_s; /* 0: until stopped */
 	enum perf_event_kind event;
-	bool all_threads;	    /* every thread of the VM, not just schedulers */
-	bool include_idle;	    /* keep samples with no Erlang process */
-	bool only_erlang;	    /* drop native frames */
-	bool lines;		    /* reserved: file:line in frame names */
-	const char *erlang_pid;	    /* "<0.123.0>" or NULL */
-	const char *name;	    /* registered name or NULL */
-	bool skid;		    /* re-read what the sample saw, to count contradictions */
-	bool keep_priority;	    /* run.c: do not rank the sampler above the VM */
-	bool no_bpf;		    /* no in-kernel capture (kcapture.h) */
-	bool user_only;		    /* no samples taken in the kernel */
-	enum sample_group group;    /* the root each process's samples go under */
-	bool erlang_names;	    /* names as Erlang prints them, not in Elixir form */
-	bool labels;		    /* stacks kept apart by pid, name and scheduler (pprof) */
+	bool all_threads;	 /* every thread of the VM, not just schedulers */
+	bool include_idle;	 /* keep samples with no Erlang process */
+	bool only_erlang;	 /* drop native frames */
+	bool fold_recursion;	 /* one frame "f [recursive xN]" for N consecutive f frames */
+	bool lines;		 /* reserved: file:line in frame names */
+	const char *erlang_pid;	 /* "<0.123.0>" or NULL */
+	const char *name;	 /* registered name or NULL */
+	bool skid;		 /* re-read what the sample saw, to count contradictions */
+	bool keep_priority;	 /* run.c: do not rank the sampler above the VM */
+	bool no_bpf;		 /* no in-kernel capture (kcapture.h) */
+	bool user_only;		 /* no samples taken in the kernel */
+	enum sample_group group; /* the root each process's samples go under */
+	bool erlang_names;	 /* names as Erlang prints them, not in Elixir form */
+	bool labels;		 /* stacks kept apart by pid, name and scheduler (pprof) */
+	/* pstack's snapshot: a sample or two per thread is all it wants, so each thread gets the
+	 * smallest ring, cheap to set up whatever the number of CPUs (no ring per CPU). */
+	bool snapshot;
 	sample_record_fn on_record; /* may be NULL: called for every kept sample */
 	void *record_ctx;
+	/* May be NULL: each sampled thread's switches off and on its CPU (perf.h), given
+	 * record_ctx; record --ring and --format trace tell preemption from a blocked thread. */
+	perf_switch_fn on_switch;
 };
 
 struct sampler_stats {
@@ -95,6 +115,9 @@ struct sampler_stats {
 	/* Walks that reached the stack bottom only from another start than the first inferred
 	 * (try_alternatives in sampler.c). */
 	uint64_t alternative_start;
+	/* Native samples under a fragment called on the runtime stack, whose caller was found in
+	 * the fragment's frame there (sampler.c runtime_caller). */
+	uint64_t runtime_fragment;
 	/* Native samples unwound through the capture's copy of a C stack deeper than perf's. */
 	uint64_t native_extended;
 	/* Native samples whose process's Erlang stack could not be read (its heap freed under it):
@@ -103,6 +126,12 @@ struct sampler_stats {
 	/* Samples in the scheduler loop while it named a process (signals, system tasks, GC at
 	 * schedule time): kept as that process's. */
 	uint64_t system_task;
+	/* Samples of a dirty scheduler running a system task for a process (a collection too large
+	 * for a normal scheduler): kept as that process's, at its resume point; how many of those
+	 * had the process's state read after the sample (no capture). */
+	uint64_t dirty_task, dirty_task_late;
+	/* Samples labelled [garbage collection] by the process's state word (ERTS_PSFLG_GC). */
+	uint64_t gc_state;
 	/* Samples of a process whose exit the scheduler continued in JIT code (its heap, messages,
 	 * links freed): no Erlang stack left; kept as that process's, "[process exiting]". */
 	uint64_t exiting;
@@ -117,6 +146,8 @@ struct sampler_stats {
 	/* In-kernel capture: on when kcapture_why is empty; the Erlang samples whose Process and
 	 * stack came from it. */
 	uint64_t captured;
+	/* ... and the process samples it held no copy for, by why (NOT_CAPTURED_*). */
+	uint64_t not_captured[NOT_CAPTURED_COUNT];
 	char kcapture_why[600];
 	uint64_t kernel; /* samples taken in the kernel on a thread's behalf, kept as [kernel] */
 	double elapsed_s;

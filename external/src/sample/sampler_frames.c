@@ -227,12 +227,47 @@ static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur,
 	return n;
 }
 
+/* --fold-recursion: each run of one frame id in s->frames[from, n) (direct recursion: the same
+ * function, and with --lines the same call line; a native function's frames too) becomes one
+ * frame "NAME [recursive xK]" of the same kind. Returns the new n; a run whose frame cannot be
+ * interned stays as it was. */
+static uint32_t fold_recursion(struct sampler *s, uint32_t from, uint32_t n)
+{
+	uint32_t out = from, i = from, j, id;
+	char name[512];
+
+	while (i < n) {
+		for (j = i + 1; j < n && s->frames[j] == s->frames[i]; j++)
+			;
+		if (j - i > 1 &&
+		    snprintf(name, sizeof(name), "%s [recursive x%u]",
+			     agg__frame_name(s->agg, s->frames[i]), j - i) < (int)sizeof(name) &&
+		    agg__frame(s->agg, name, agg__frame_kind(s->agg, s->frames[i]), &id) == 0) {
+			s->frames[out++] = id;
+		} else {
+			memmove(&s->frames[out], &s->frames[i], (j - i) * sizeof(s->frames[0]));
+			out += j - i;
+		}
+		i = j;
+	}
+	return out;
+}
+
 /* Add the stack in s->frames[0..n) to the aggregate, and hand it to the record consumer. */
 static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, uint32_t n,
 		 uint32_t nerlang)
 {
-	uint32_t id;
+	uint32_t id, folded;
 
+	/* Erlang and native frames folded apart: a native function never continues an Erlang run.
+	 */
+	if (s->opts.fold_recursion) {
+		folded = fold_recursion(s, 0, nerlang);
+		memmove(&s->frames[folded], &s->frames[nerlang],
+			(n - nerlang) * sizeof(s->frames[0]));
+		n = fold_recursion(s, folded, folded + n - nerlang);
+		nerlang = folded;
+	}
 	/* Taken in the kernel on the thread's behalf: the code that entered it is the leaf below.
 	 */
 	if (rec->ps->kernel) {
@@ -297,6 +332,8 @@ static const char *root_label(const struct estack_result *er, char *buf, size_t 
 	switch (er->end) {
 	case ESTACK_END_MOVED_ON:
 		return "[Erlang callers unknown: stack read too late]";
+	case ESTACK_END_NOT_CAPTURED:
+		return "[Erlang callers unknown: stack read too late, not captured]";
 	case ESTACK_END_COPY_SHORT:
 		return "[Erlang callers unknown: stack copy too small, read too late]";
 	case ESTACK_END_CALL_MISMATCH:
@@ -318,7 +355,8 @@ static const char *root_label(const struct estack_result *er, char *buf, size_t 
 /* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
 void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
 			    const struct estack_result *er, const struct jit_range *leaf,
-			    bool unnamed, const struct unwind_result *ur)
+			    const struct leaf_via *via, bool unnamed,
+			    const struct unwind_result *ur)
 {
 	uint32_t group, n = 0, id, nerlang;
 	const char *label;
@@ -337,8 +375,12 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 		if (jit_frame(s, er->frames[i].fn, er->frames[i].ra - 1, &id) == 0)
 			s->frames[n++] = id;
 	}
-	if (leaf && n < MAX_FRAMES && jit_frame(s, leaf, leaf_pc(rec, ur), &id) == 0 &&
+	if (leaf && n < MAX_FRAMES &&
+	    jit_frame(s, leaf, via ? via->ra - 1 : leaf_pc(rec, ur), &id) == 0 &&
 	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
+		s->frames[n++] = id;
+	if (via && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    jit_frame(s, via->frag, leaf_pc(rec, ur), &id) == 0)
 		s->frames[n++] = id;
 	if (unnamed && !s->opts.only_erlang && n < MAX_FRAMES &&
 	    agg__frame(s->agg, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
@@ -349,6 +391,13 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 	if (rec->scheduler_work && !s->opts.only_erlang && n < MAX_FRAMES &&
 	    agg__frame(s->agg, "[scheduler work for the process]", FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
+	/* A dirty scheduler's system task for it; a collection, from the process's state. */
+	if (rec->dirty_task && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[dirty system task]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
+	if (rec->gc && !s->opts.only_erlang && n < MAX_FRAMES &&
+	    agg__frame(s->agg, "[garbage collection]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
 	if (ur)
 		n = native_frames(s, ur, n);
 	rec->kind = SAMPLE_ERLANG;
@@ -358,9 +407,9 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 
 void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *rec,
 				     struct process_view *p, const char *why,
-				     const struct unwind_result *ur)
+				     const struct jit_range *leaf, const struct unwind_result *ur)
 {
-	uint32_t group, n = 0, id;
+	uint32_t group, n = 0, id, nerlang;
 	char label[160];
 
 	/* Without the process (not known at the sample), the time is still a process's: a group
@@ -372,10 +421,20 @@ void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *re
 	snprintf(label, sizeof(label), "[Erlang callers unknown: %s]", why);
 	if (agg__frame(s->agg, label, FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
+	/* A parked process's resume point, known without its stack (a dirty system task's). */
+	if (leaf && jit_frame(s, leaf, leaf->start, &id) == 0)
+		s->frames[n++] = id;
+	nerlang = n;
+	if (rec->dirty_task && !s->opts.only_erlang &&
+	    agg__frame(s->agg, "[dirty system task]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
+	if (rec->gc && !s->opts.only_erlang &&
+	    agg__frame(s->agg, "[garbage collection]", FRAME_LABEL, &id) == 0)
+		s->frames[n++] = id;
 	n = native_frames(s, ur, n);
 	rec->kind = p ? SAMPLE_ERLANG : SAMPLE_NO_PROCESS;
 	rec->process = p ? p->addr : 0;
-	keep(s, rec, group, n, 1);
+	keep(s, rec, group, n, nerlang);
 }
 
 void sampler__swap_agg(struct sampler *s, struct agg *new_agg)

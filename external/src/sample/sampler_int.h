@@ -93,6 +93,7 @@ struct sampler {
 	struct sampler_hooks hooks; /* capture or replay (sampler_src.c), else all NULL */
 	bool replay;		    /* sampler__new_replay: no perf, unwinder or refresh */
 	uint64_t stack_used;	    /* sampler__stack_used */
+	uint64_t runtime_used;	    /* of perf's copy, what runtime_caller read (sampler.c) */
 	uint64_t stack_e;	    /* sampler__stack_used */
 };
 
@@ -112,15 +113,25 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p);
 void sampler_frames__label(struct sampler *s, struct sample_record *rec,
 			   const struct jit_range *leaf, const struct unwind_result *ur,
 			   bool known);
-/* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
+/* A shared fragment the leaf called on the runtime stack (sampler.c runtime_caller): the
+ * native frames return into it, and it returns to the leaf at ra. */
+struct leaf_via {
+	const struct jit_range *frag;
+	uint64_t ra;
+};
+
+/* Erlang frames outermost first, then the leaf JIT frame (and the fragment it called on the
+ * runtime stack, when via), then native frames. */
 void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
 			    const struct estack_result *er, const struct jit_range *leaf,
-			    bool unnamed, const struct unwind_result *ur);
+			    const struct leaf_via *via, bool unnamed,
+			    const struct unwind_result *ur);
 /* A sample of a known process whose Erlang callers are unknown for the reason given (a label
- * such as "native unwind cut at 128 frames"): its native frames under the process. */
+ * such as "native unwind cut at 128 frames"): its native frames under the process, below leaf
+ * (a parked process's resume point, or NULL) and rec's task labels. */
 void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *rec,
 				     struct process_view *p, const char *why,
-				     const struct unwind_result *ur);
+				     const struct jit_range *leaf, const struct unwind_result *ur);
 
 /* sampler_src.c: the sources beside memory, live or from the hooks. */
 void sampler_src__unwind(struct sampler *s, const struct perf_sample *ps, unwind_is_jit_fn is_jit,

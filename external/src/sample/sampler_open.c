@@ -25,10 +25,13 @@ static void open_kcapture(struct sampler *s)
 			     .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value,
 			     .rate_hz = s->opts.freq_hz,
 			     .perf_stack = PERF_STACK_CAPTURED};
+	const struct target_value *state = &s->t->off[XP_OFF_P_STATE];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t i;
 
 	c.cpus = cpus > 0 ? (uint32_t)cpus : 1;
+	if (state->present && state->value > 0 && state->value < 4096)
+		c.state_off = (uint32_t)state->value;
 
 	if (s->opts.no_bpf) {
 		snprintf(s->st.kcapture_why, sizeof(s->st.kcapture_why), "--no-bpf");
@@ -77,19 +80,30 @@ static void perf_refused(char *err, size_t errlen)
 		    paranoid, setcap);
 }
 
-#define PERF_MIN_RETRY_PAGES 16u
+#define PERF_MIN_RETRY_PAGES PERF_RING_MIN_PAGES
+
+/* Shared rings unless the bench asks for a ring per thread (XP_PERF_RINGS=thread, bench/ceiling:
+ * the two side by side). */
+static bool rings_shared(void)
+{
+	const char *v = getenv("XP_PERF_RINGS");
+
+	return !v || strcmp(v, "thread") != 0;
+}
 
 static int open_perf(struct sampler *s, char *err, size_t errlen)
 {
 	struct perf_opts po = {.event = s->opts.event,
 			       .freq_hz = s->opts.freq_hz,
 			       .stack_bytes = 16384,
-			       .mmap_pages = 64,
 			       /* Woken by every sample: one taken in native code reads its
 				* process's Erlang stack live, and each microsecond of delay lets
 				* more processes move on (--skid-summary). */
 			       .wakeup_events = 1,
-			       .user_only = s->opts.user_only};
+			       .user_only = s->opts.user_only,
+			       .switches = s->opts.on_switch != NULL,
+			       .shared_rings = !s->opts.snapshot && rings_shared()};
+	long page = sysconf(_SC_PAGESIZE);
 	struct proc_task *tasks = NULL;
 	pid_t *tids;
 	size_t ntasks = 0, n = 0, i;
@@ -117,20 +131,27 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 		 * any rest live (1.5 -> 1.3 %). */
 		po.bpf_prog_fd = kcapture__prog_fd(s->kc);
 		po.stack_bytes = PERF_STACK_CAPTURED;
-		po.mmap_pages = 256;
 		po.wakeup_events = 0;
 	}
+	/* A ring holds PERF_RING_SECONDS of one CPU's samples at the rate asked (perf.h): with
+	 * shared rings, one per CPU whatever the number of threads (README, "Memory"). */
+	po.mmap_pages = s->opts.snapshot ? PERF_RING_MIN_PAGES
+					 : perf__ring_pages(po.freq_hz, po.stack_bytes,
+							    page > 0 ? (size_t)page : 4096);
 	/* Without CAP_IPC_LOCK a user may lock kernel.perf_event_mlock_kb (516 KiB) per CPU of
-	 * rings, then RLIMIT_MEMLOCK: beyond, mmap says EPERM. 14 threads of 256 pages (the
-	 * capture's) are 14 MiB, refused to a user with CAP_PERFMON and CAP_BPF: smaller rings are
-	 * read more often, not lost (the capture's copy does not age), down to 16 pages. */
+	 * rings, then RLIMIT_MEMLOCK: beyond, mmap says EPERM. Smaller rings are read more often
+	 * (woken when a quarter full), down to PERF_MIN_RETRY_PAGES. */
 	for (;;) {
 		rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
 		if ((rc != -EPERM && rc != -EACCES) || po.mmap_pages <= PERF_MIN_RETRY_PAGES)
 			break;
 		po.mmap_pages /= 4;
+		if (po.mmap_pages < PERF_MIN_RETRY_PAGES)
+			po.mmap_pages = PERF_MIN_RETRY_PAGES;
 	}
 	free(tids);
+	if (!rc && s->opts.on_switch)
+		perf_session__on_switch(s->perf, s->opts.on_switch, s->opts.record_ctx);
 	if (rc == -EACCES || rc == -EPERM)
 		perf_refused(err, errlen);
 	else if (rc == -ENOENT)

@@ -12,7 +12,7 @@ void sampler__set_hooks(struct sampler *s, const struct sampler_hooks *h)
 
 uint64_t sampler__stack_used(const struct sampler *s)
 {
-	return s->stack_used;
+	return s->stack_used > s->runtime_used ? s->stack_used : s->runtime_used;
 }
 
 uint64_t sampler__stack_e(const struct sampler *s)

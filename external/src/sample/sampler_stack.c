@@ -146,15 +146,19 @@ static uint64_t native_e(struct sampler *s, const struct unwind_result *ur,
 static bool stack_from_copy(struct sampler *s, const uint8_t *data, size_t len, size_t *nwords)
 {
 	size_t n = len / 8, i;
+	uint64_t w, prev = 1;
 
 	if (n > STACK_CAP_BYTES / 8)
 		n = STACK_CAP_BYTES / 8;
-	memcpy(s->words, data, n * 8);
-	for (i = 0; s->ecfg.normal_exit && i < n; i++) {
-		if (s->words[i] != s->ecfg.normal_exit)
+	/* Found in the copy first: only the words up to the bottom are copied (a capture may hold
+	 * far more than the stack). */
+	for (i = 0; s->ecfg.normal_exit && i < n; i++, prev = w) {
+		memcpy(&w, data + i * 8, 8);
+		if (w != s->ecfg.normal_exit)
 			continue;
-		if (s->t->frame_layout == XP_LAYOUT_FP && (i == 0 || s->words[i - 1] != 0))
+		if (s->t->frame_layout == XP_LAYOUT_FP && (i == 0 || prev != 0))
 			continue;
+		memcpy(s->words, data, (i + 1) * 8);
 		*nwords = i + 1;
 		return true;
 	}

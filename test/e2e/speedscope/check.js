@@ -9,7 +9,7 @@ const http = require('http');
 const os = require('os');
 const path = require('path');
 
-const [jsonPath, svgPath, foldedPath, outDir] = process.argv.slice(2);
+const [jsonPath, svgPath, foldedPath, outDir, tracePath] = process.argv.slice(2);
 const CHROMIUM = process.env.XP_CHROMIUM || '/usr/bin/chromium';
 const TITLE = 'extrospect e2e';
 let failed = 0;
@@ -51,7 +51,7 @@ function serve(appDir) {
     '.json': 'application/json', '.svg': 'image/svg+xml', '.wasm': 'application/wasm',
     '.png': 'image/png', '.woff2': 'font/woff2', '.txt': 'text/plain' };
   const files = { '/data/profile.speedscope.json': jsonPath, '/data/profile.svg': svgPath,
-    '/data/profile.collapsed.txt': foldedPath };
+    '/data/profile.collapsed.txt': foldedPath, '/data/profile.trace.json': tracePath };
   const server = http.createServer((req, res) => {
     const url = decodeURIComponent(req.url.split(/[?#]/)[0]);
     if (url === '/favicon.ico') {
@@ -173,6 +173,38 @@ async function checkCollapsed(page, base) {
   checkEq('collapsed: no import error, page error or dialog', [], problems);
 }
 
+// speedscope's Chrome trace importer reads the timeline: one profile per scheduler thread, named by
+// its thread_name, each run of a process a frame with the sampled functions under it.
+async function checkTrace(page, base) {
+  const problems = [];
+  const profileURL = encodeURIComponent(`${base}/data/profile.trace.json`);
+  watch(page, problems);
+  await page.goto(`${base}/index.html#profileURL=${profileURL}`);
+  await bodyHas(page, 'scheduler');
+  let text = await page.evaluate(() => document.body.innerText);
+  check('trace: no error page', !text.includes('Something went wrong'), text);
+  check('trace: a profile per scheduler thread, named', /scheduler 1/.test(text), text);
+  check('trace: a flame chart canvas', (await page.locator('canvas').count()) > 0);
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: path.join(outDir, 'trace.png') });
+  checkEq('trace: no import error, page error or dialog', [], problems);
+}
+
+// The sandwich view of the timeline lists the run (speedscope appends its args) and its functions.
+async function checkTraceSandwich(page, base) {
+  const problems = [];
+  const profileURL = encodeURIComponent(`${base}/data/profile.trace.json`);
+  watch(page, problems);
+  await page.goto(`${base}/index.html#profileURL=${profileURL}&view=sandwich`);
+  await bodyHas(page, 'xp_stall:rare_slow_path/1');
+  const text = await page.evaluate(() => document.body.innerText);
+  for (const name of ['xp_stall_server {"pid":"<0.90.0>","name":"xp_stall_server"}',
+    'xp_stall:server/2', 'xp_stall:rare_slow_path/1', 'memcpy']) {
+    check(`trace: sandwich lists ${name}`, text.includes(name), text);
+  }
+  checkEq('trace sandwich: no import error, page error or dialog', [], problems);
+}
+
 function svgState(page) {
   return page.evaluate(() => {
     const gs = [...document.querySelectorAll('#frames > g')];
@@ -252,6 +284,10 @@ async function main() {
     await checkSandwich(await context.newPage(), base);
     await checkCollapsed(await context.newPage(), base);
     await checkSvg(await context.newPage(), base);
+    if (tracePath) {
+      await checkTrace(await context.newPage(), base);
+      await checkTraceSandwich(await context.newPage(), base);
+    }
   } finally {
     if (context) await context.close();
     server.close();

@@ -100,6 +100,12 @@ enum {
 	OPT_APP_NAME,
 	OPT_LABEL,
 	OPT_GC,
+	OPT_RING,
+	OPT_AFTER,
+	OPT_MAX_DUMPS,
+	OPT_MIN_GAP,
+	OPT_TRIGGER,
+	OPT_FOLD_RECURSION,
 	OPT_TOP,
 	OPT_SAMPLE,
 	OPT_SLOWEST
@@ -115,6 +121,7 @@ static const struct option longopts[] = {
     {"erlang-pid", required_argument, NULL, OPT_ERLANG_PID},
     {"name", required_argument, NULL, OPT_NAME},
     {"only-erlang", no_argument, NULL, OPT_ONLY_ERLANG},
+    {"fold-recursion", no_argument, NULL, OPT_FOLD_RECURSION},
     {"erlang-only", no_argument, NULL, OPT_ONLY_ERLANG},
     {"include-idle", no_argument, NULL, OPT_INCLUDE_IDLE},
     {"output", required_argument, NULL, 'o'},
@@ -149,6 +156,11 @@ static const struct option longopts[] = {
     {"push", required_argument, NULL, OPT_PUSH},
     {"app-name", required_argument, NULL, OPT_APP_NAME},
     {"label", required_argument, NULL, OPT_LABEL},
+    {"ring", required_argument, NULL, OPT_RING},
+    {"after", required_argument, NULL, OPT_AFTER},
+    {"max-dumps", required_argument, NULL, OPT_MAX_DUMPS},
+    {"min-gap", required_argument, NULL, OPT_MIN_GAP},
+    {"trigger", required_argument, NULL, OPT_TRIGGER},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -198,6 +210,7 @@ static bool allowed(const struct command *cmd, int c)
 		break;
 	case OPT_SKID:
 	case OPT_LINES:
+	case OPT_FOLD_RECURSION:
 		need = CO_SKID_LINES;
 		break;
 	case OPT_ONLY_ERLANG:
@@ -212,6 +225,13 @@ static bool allowed(const struct command *cmd, int c)
 	case OPT_STACKS:
 	case OPT_GC:
 		need = CO_STACKS;
+		break;
+	case OPT_RING:
+	case OPT_AFTER:
+	case OPT_MAX_DUMPS:
+	case OPT_MIN_GAP:
+	case OPT_TRIGGER:
+		need = CO_CONTINUOUS;
 		break;
 	case OPT_SORT:
 	case OPT_WATCH:
@@ -293,6 +313,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case OPT_ONLY_ERLANG:
 		o->only_erlang = true;
+		return 0;
+	case OPT_FOLD_RECURSION:
+		o->fold_recursion = true;
 		return 0;
 	case OPT_INCLUDE_IDLE:
 		o->include_idle = true;
@@ -389,6 +412,28 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 			break;
 		o->labels[o->nlabels++] = arg;
 		return 0;
+	case OPT_RING:
+		if (cli__parse_duration(arg, 1, 3600, &o->ring_ns))
+			break;
+		return 0;
+	case OPT_AFTER:
+		if (strcmp(arg, "0") && cli__parse_duration(arg, 0.001, 600, &o->after_ns))
+			break;
+		o->after_ns = strcmp(arg, "0") ? o->after_ns : 1; /* 1 ns: none */
+		return 0;
+	case OPT_MIN_GAP:
+		if (cli__parse_duration(arg, 0.001, 86400, &o->min_gap_ns))
+			break;
+		return 0;
+	case OPT_MAX_DUMPS:
+		if (cli__parse_number(arg, 1, 1000000, &v))
+			break;
+		o->max_dumps = (unsigned)v;
+		return 0;
+	case OPT_TRIGGER:
+		if (cli__parse_trigger(arg, &o->trig))
+			break;
+		return 0;
 	case OPT_METHOD:
 		if (strcmp(arg, "spy") && strcmp(arg, "poll"))
 			break;
@@ -472,43 +517,79 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 			o->format = CLI_FMT_COLLAPSED;
 		else if (strcmp(arg, "pprof") == 0)
 			o->format = CLI_FMT_PPROF;
+		else if (strcmp(arg, "trace") == 0)
+			o->format = CLI_FMT_TRACE;
 		else
 			break;
 		return 1; /* format given explicitly */
 	}
-	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
-		 c == 'F' && o->command && (o->command->opts & CO_WATCH)
-		     ? "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)"
-		 : c == 'F'	       ? "-F/--rate"
-		 : c == 'd'	       ? "-d/--duration"
-		 : c == 'n'	       ? "-n/--limit"
-		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
-		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
-		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
-		 : c == OPT_NODE       ? "--node (like name@host)"
-		 : c == OPT_METHOD     ? "--method (spy or poll)"
-		 : c == OPT_CPU_HZ     ? "--cpu-hz (0, or 1 to 100000)"
-		 : c == OPT_GROUP      ? "--group (name, pid or none)"
-		 : c == OPT_SORT
-		     ? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "
-		       "memory; alloc: carriers, blocks, free, largest or frag)"
-		 : c == 'o'	     ? "-o (given at most 4 times)"
-		 : c == OPT_EVERY    ? "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"
-		 : c == OPT_KEEP     ? "--keep (a number of profiles, 1 or more)"
-		 : c == OPT_PUSH     ? "--push (an http:// URL; for https use a local agent)"
-		 : c == OPT_APP_NAME ? "--app-name (no spaces or any of {}&?#=)"
-		 : c == OPT_LABEL    ? "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"
-		 : c == OPT_TOP	     ? "--top (1 to 10000)"
-		 : c == OPT_SAMPLE   ? "--sample (1 to 1000000: one process in N)"
-		 : c == OPT_SLOWEST  ? "--slowest (1 to 1000)"
-				     : "--format (svg, speedscope, collapsed or pprof)");
+	snprintf(
+	    err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
+	    c == 'F' && o->command && (o->command->opts & CO_WATCH)
+		? "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)"
+	    : c == 'F'		  ? "-F/--rate"
+	    : c == 'd'		  ? "-d/--duration"
+	    : c == 'n'		  ? "-n/--limit"
+	    : c == OPT_EVENT	  ? "--event (cpu-clock or cycles)"
+	    : c == OPT_THREADS	  ? "--threads (schedulers or all)"
+	    : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
+	    : c == OPT_NODE	  ? "--node (like name@host)"
+	    : c == OPT_METHOD	  ? "--method (spy or poll)"
+	    : c == OPT_CPU_HZ	  ? "--cpu-hz (0, or 1 to 100000)"
+	    : c == OPT_GROUP	  ? "--group (name, pid or none)"
+	    : c == OPT_SORT	? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "
+				  "memory; alloc: carriers, blocks, free, largest or frag)"
+	    : c == 'o'		? "-o (given at most 4 times)"
+	    : c == OPT_EVERY	? "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"
+	    : c == OPT_KEEP	? "--keep (a number of profiles, 1 or more)"
+	    : c == OPT_PUSH	? "--push (an http:// URL; for https use a local agent)"
+	    : c == OPT_APP_NAME ? "--app-name (no spaces or any of {}&?#=)"
+	    : c == OPT_LABEL	? "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"
+	    : c == OPT_RING	? "--ring (a duration from 1s to 1h, like 30s or 5m)"
+	    : c == OPT_AFTER	? "--after (a duration up to 10m, like 2s or 500ms; 0: none)"
+	    : c == OPT_MIN_GAP	? "--min-gap (a duration, like 10s)"
+	    : c == OPT_MAX_DUMPS ? "--max-dumps (a number of dumps, 1 or more)"
+	    : c == OPT_TRIGGER
+		? "--trigger (long-run=DURATION, gc=DURATION or msgq=NAME:N, like long-run=200ms)"
+	    : c == OPT_TOP     ? "--top (1 to 10000)"
+	    : c == OPT_SAMPLE  ? "--sample (1 to 1000000: one process in N)"
+	    : c == OPT_SLOWEST ? "--slowest (1 to 1000)"
+			       : "--format (svg, speedscope, collapsed, pprof or trace)");
 	return -EINVAL;
+}
+
+/* record --ring and what only it takes. */
+static enum cli_result ring_args(struct cli_opts *o, const char *cmd, bool format_given, char *err,
+				 size_t errlen)
+{
+	bool trig = o->trig.long_run_ns || o->trig.gc_ns || o->trig.msgq_name[0];
+
+	if (!o->ring_ns) {
+		if (o->after_ns || o->max_dumps || o->min_gap_ns || trig) {
+			snprintf(err, errlen,
+				 "%s: --after, --max-dumps, --min-gap and --trigger need --ring",
+				 cmd);
+			return CLI_USAGE_ERROR;
+		}
+		return CLI_RUN;
+	}
+	if (o->every_s || o->noutputs != 1 || format_given) {
+		snprintf(err, errlen,
+			 "%s --ring: writes its dumps into one directory: give -o DIR/ once (no "
+			 "--every, no --format)",
+			 cmd);
+		return CLI_USAGE_ERROR;
+	}
+	o->after_ns = o->after_ns == 1 ? 0 : o->after_ns ? o->after_ns : 2000000000ull;
+	return CLI_RUN;
 }
 
 /* record --every and what only it takes. */
 static enum cli_result continuous_args(struct cli_opts *o, const char *cmd, bool format_given,
 				       char *err, size_t errlen)
 {
+	if (ring_args(o, cmd, format_given, err, errlen) != CLI_RUN)
+		return CLI_USAGE_ERROR;
 	if (!o->every_s) {
 		if (o->keep || o->push_url || o->app_name || o->nlabels) {
 			snprintf(err, errlen,
@@ -622,6 +703,10 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 	}
 	for (size_t i = 0; i < o->noutputs; i++)
 		o->formats[i] = format_given ? o->format : cli__format_from_name(o->outputs[i]);
+	if (format_given && o->format == CLI_FMT_TRACE && !(o->command->opts & CO_CONTINUOUS)) {
+		snprintf(err, errlen, "%s: --format trace is record's only", cmd);
+		return CLI_USAGE_ERROR;
+	}
 	if ((o->command->opts & CO_FORMAT) && o->output)
 		o->format = o->formats[0];
 	return continuous_args(o, cmd, format_given, err, errlen);

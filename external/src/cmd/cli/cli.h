@@ -24,7 +24,7 @@ struct cli_opts {
 	/* record and top */
 	uint32_t freq_hz;
 	double duration_s;
-	bool cycles, all_threads, include_idle, only_erlang;
+	bool cycles, all_threads, include_idle, only_erlang, fold_recursion;
 	const char *erlang_pid, *name;
 	const char *output; /* record, capture: the first -o */
 	enum cli_format format;
@@ -38,6 +38,10 @@ struct cli_opts {
 	const char *push_url, *app_name;
 	const char *labels[CLI_MAX_LABELS];
 	size_t nlabels;
+	/* record --ring (0: off), --after, --max-dumps, --min-gap, --trigger */
+	uint64_t ring_ns, after_ns, min_gap_ns;
+	unsigned max_dumps;
+	struct trig_opts trig;
 	unsigned limit;		 /* top, blame, sched: rows; capture: samples kept */
 	bool skid_summary;	 /* top, record, blame */
 	bool keep_priority;	 /* sampling commands: do not raise the sampler's priority */

@@ -120,7 +120,63 @@ enum cli_format cli__format_from_name(const char *path)
 		return CLI_FMT_PPROF;
 	if (n > 4 && strcmp(path + n - 4, ".svg") == 0)
 		return CLI_FMT_SVG;
+	if (ends_with(path, ".trace.json"))
+		return CLI_FMT_TRACE;
 	if (n > 5 && strcmp(path + n - 5, ".json") == 0)
 		return CLI_FMT_SPEEDSCOPE;
 	return CLI_FMT_COLLAPSED;
+}
+
+/* record --ring, --after, --min-gap and --trigger's durations. */
+int cli__parse_duration(const char *s, double lo_s, double hi_s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double s;
+	} units[] = {{"", 1}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}};
+	char *end;
+	double v;
+	size_t i;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0)
+		return -EINVAL;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) == 0)
+			break;
+	}
+	if (i == sizeof(units) / sizeof(units[0]))
+		return -EINVAL;
+	v *= units[i].s;
+	if (v < lo_s || v > hi_s)
+		return -EINVAL;
+	*ns = (uint64_t)(v * 1e9 + 0.5);
+	return 0;
+}
+
+int cli__parse_trigger(const char *spec, struct trig_opts *o)
+{
+	if (strncmp(spec, "long-run=", 9) == 0)
+		return cli__parse_duration(spec + 9, 0.005, 3600, &o->long_run_ns);
+	if (strncmp(spec, "gc=", 3) == 0)
+		return cli__parse_duration(spec + 3, 0.005, 3600, &o->gc_ns);
+	if (strncmp(spec, "msgq=", 5) == 0) {
+		const char *colon = strrchr(spec + 5, ':');
+		char *end;
+		long long n;
+
+		if (!colon || colon == spec + 5 ||
+		    (size_t)(colon - spec - 5) >= sizeof(o->msgq_name))
+			return -EINVAL;
+		errno = 0;
+		n = strtoll(colon + 1, &end, 10);
+		if (errno || end == colon + 1 || *end || n < 1)
+			return -EINVAL;
+		snprintf(o->msgq_name, sizeof(o->msgq_name), "%.*s", (int)(colon - spec - 5),
+			 spec + 5);
+		o->msgq_len = n;
+		return 0;
+	}
+	return -EINVAL;
 }

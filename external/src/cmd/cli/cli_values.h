@@ -6,7 +6,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum cli_format { CLI_FMT_SVG = 0, CLI_FMT_COLLAPSED, CLI_FMT_SPEEDSCOPE, CLI_FMT_PPROF };
+enum cli_format {
+	CLI_FMT_SVG = 0,
+	CLI_FMT_COLLAPSED,
+	CLI_FMT_SPEEDSCOPE,
+	CLI_FMT_PPROF,
+	CLI_FMT_TRACE
+};
 
 /* '<0.123.0>' */
 bool cli__valid_erlang_pid(const char *s);
@@ -20,5 +26,17 @@ bool cli__valid_label(const char *s);
 int cli__parse_interval(const char *s, uint64_t *ns);
 /* The format a file name implies: .pb.gz/.pprof/.pb, .svg, .json, else collapsed. */
 enum cli_format cli__format_from_name(const char *path);
+
+/* record --trigger: what it asked for (0 / "": off), read by record/triggers.c and trig_msgq.c. */
+struct trig_opts {
+	uint64_t long_run_ns;
+	uint64_t gc_ns;
+	char msgq_name[256]; /* msgq=NAME:N */
+	int64_t msgq_len;
+};
+/* "200ms", "1.5s", "30s", "5m", "1h" (a plain number is seconds) into ns, within [lo_s, hi_s]. */
+int cli__parse_duration(const char *s, double lo_s, double hi_s, uint64_t *ns);
+/* One --trigger: "long-run=200ms", "gc=50ms" or "msgq=NAME:N". 0 or -EINVAL. */
+int cli__parse_trigger(const char *spec, struct trig_opts *o);
 
 #endif /* XP_CLI_VALUES_H */

@@ -73,8 +73,8 @@ void cli__man_page(FILE *f, const char *version)
 		help_block(f, c);
 	}
 	fputs(".SH SEE ALSO\n"
-	      "The README of the source tree: installing the agent, what each command shows on a "
-	      "real VM, accuracy and cost.\n",
+	      "docs/ of the source tree: the guide (what each command shows on a real VM), the "
+	      "agent in releases, troubleshooting by exit code, accuracy and cost.\n",
 	      f);
 }
 

@@ -24,7 +24,7 @@ enum command_opts {
 	CO_OUTPUT = 1u << 5,	  /* -o FILE, required */
 	CO_FORMAT = 1u << 6,	  /* --format, else from the output file's name */
 	CO_LIMIT = 1u << 7,	  /* -n */
-	CO_SKID_LINES = 1u << 8,  /* --skid-summary, --lines */
+	CO_SKID_LINES = 1u << 8,  /* --skid-summary, --lines, --fold-recursion */
 	CO_ALL = 1u << 9,	  /* --all */
 	CO_STACKS = 1u << 10,	  /* --stacks */
 	CO_PERFMAP = 1u << 11,	  /* --follow, --perf-data */

@@ -16,7 +16,7 @@ const char pstack__usage[] =
     "Usage: extrospect pstack [--all] [--erlang-only] [--json] [--no-agent] PID\n"
     "\n"
     "What every scheduler of the BEAM VM with OS pid PID is doing right now: one sample of\n"
-    "each normal and dirty scheduler thread (about 100 ms at most), showing its state and,\n"
+    "each normal and dirty scheduler thread (a 40 ms window at most), showing its state and,\n"
     "when it runs an Erlang process, that process's pid, name and mixed native + Erlang stack.\n"
     "A scheduler that gives no sample in the window (asleep) is reported from /proc and its\n"
     "scheduler data. The VM is never stopped: everything is read with process_vm_readv.\n"

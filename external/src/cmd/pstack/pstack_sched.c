@@ -1,5 +1,7 @@
 /* pstack's scheduler snapshot: a sampler on every scheduler thread for at most SNAP_WINDOW_MS,
- * keeping the first sample of each; a scheduler that gave none (asleep, or starved of CPU) is
+ * keeping the first sample of each, until every runnable thread gave one, or (more runnable
+ * threads than CPUs: they wait their turn) as many as the CPUs did, after SNAP_SHORT_MS; a
+ * scheduler that gave none (asleep, or waiting for a CPU) is
  * described by its thread state in /proc and the current_process of its ErtsSchedulerData, whose
  * stack is then read from stop to hend (exact on a dirty scheduler, whose process's Erlang stack
  * is frozen while the dirty code runs: otp-internals.md §2 "Dirty schedulers"). See pstack.h. */
@@ -8,13 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pstack.h"
+#include "run.h"
 #include "sampler.h"
 
 #define SNAP_FREQ_HZ   1000
-#define SNAP_WINDOW_MS 100.0
-#define SNAP_POLL_MS   5
+#define SNAP_WINDOW_MS 40.0
+#define SNAP_SHORT_MS  10.0
+#define SNAP_POLL_MS   2
 
 static const char *const type_names[] = {"normal", "dirty_cpu", "dirty_io"};
 
@@ -81,7 +86,24 @@ static void on_record(const struct sample_record *r, void *ctx)
 	}
 }
 
-/* Sample until every thread that was runnable gave a sample, or the window closes. */
+/* Sampled enough? Every runnable thread; or, with more runnable threads than CPUs (138
+ * schedulers on 2 cores: 100 runnable threads take turns for 100 ms and more), as many as the
+ * CPUs after SNAP_SHORT_MS, or any number after twice that; or SNAP_WINDOW_MS passed (a loaded
+ * machine's runnable threads wait for a CPU). The others' scheduler data says what they run (each
+ * labelled "[not sampled:
+ * ...]"). */
+static bool window_done(size_t sampled, size_t runnable, double ms)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (sampled >= runnable || ms >= SNAP_WINDOW_MS)
+		return true;
+	if (cpus <= 0 || runnable <= (size_t)cpus)
+		return false;
+	return ms >= 2 * SNAP_SHORT_MS || (sampled >= (size_t)cpus && ms >= SNAP_SHORT_MS);
+}
+
+/* Sample until window_done, or the VM exits. */
 static int sample_window(struct pstack_ctx *c, size_t runnable, char *err, size_t errlen)
 {
 	struct snap sn = {.c = c};
@@ -91,6 +113,7 @@ static int sample_window(struct pstack_ctx *c, size_t runnable, char *err, size_
 				  .only_erlang = c->o->only_erlang,
 				  .group = GROUP_PID, /* split_group reads "<pid> name" */
 				  .erlang_names = c->o->erlang_names,
+				  .snapshot = true,
 				  .on_record = on_record,
 				  .record_ctx = &sn};
 	struct sampler *s;
@@ -108,26 +131,53 @@ static int sample_window(struct pstack_ctx *c, size_t runnable, char *err, size_
 			rc = TARGET_EGONE;
 			break;
 		}
-	} while (rc == 0 && !*c->stop && sn.sampled < runnable &&
-		 now_ms() - start < SNAP_WINDOW_MS);
+	} while (rc == 0 && !*c->stop && !window_done(sn.sampled, runnable, now_ms() - start));
 	sampler__free(s);
 	return rc;
 }
 
-/* No sample: what its ErtsSchedulerData says runs there, with that process's stack. */
+/* Every unsampled scheduler's current_process, in a few reads (mem__read_many) whatever their
+ * number; ps->process stays 0 when unknown or unreadable, and ps->stack says which. */
+static int read_current(struct pstack_ctx *c)
+{
+	const struct target_value *o = &c->t->off[XP_OFF_ESD_CURRENT_PROCESS];
+	struct mem_req *q = calloc(c->nscheds ? c->nscheds : 1, sizeof(*q));
+	size_t i, n = 0;
+
+	if (!q)
+		return -ENOMEM;
+	for (i = 0; i < c->nscheds; i++) {
+		struct pstack_sched *ps = &c->scheds[i];
+		const struct target_sched *sch = ps->sched;
+
+		if (ps->sampled)
+			continue;
+		ps->stack = "none";
+		if (!sch->esdp || !sch->esdp_checked || !o->present) {
+			ps->stack = "scheduler data unknown";
+			continue;
+		}
+		q[n++] = (struct mem_req){.addr = sch->esdp + (uint64_t)o->value,
+					  .buf = &ps->process,
+					  .len = sizeof(ps->process)};
+	}
+	mem__read_many(c->t->mem, q, n);
+	for (i = 0; i < n; i++) {
+		if (q[i].rc)
+			*(uint64_t *)q[i].buf = 0;
+	}
+	free(q);
+	return 0;
+}
+
+/* No sample: what its ErtsSchedulerData says runs there (read_current), with that process's
+ * stack. */
 static void from_sched_data(struct pstack_ctx *c, struct pstack_sched *ps)
 {
-	const struct target_sched *sch = ps->sched;
-	const struct target_value *o = &c->t->off[XP_OFF_ESD_CURRENT_PROCESS];
 	struct process_snap s;
 	enum estack_end end;
 
-	ps->stack = "none";
-	if (!sch->esdp || !sch->esdp_checked || !o->present) {
-		ps->stack = "scheduler data unknown";
-		return;
-	}
-	if (mem__read_u64(c->t->mem, sch->esdp + (uint64_t)o->value, &ps->process) || !ps->process)
+	if (!ps->process)
 		return;
 	if (process__read_snap(&c->pr, ps->process, &s)) {
 		ps->stack = "process unreadable";
@@ -155,7 +205,13 @@ int pstack__schedulers(struct pstack_ctx *c, char *err, size_t errlen)
 		c->scheds[i].thread_state = thread_state(c->t->pid, c->t->sched[i].tid);
 		runnable += c->scheds[i].thread_state == 'R';
 	}
+	/* As record does: 100 runnable scheduler threads on 2 cores would otherwise delay each
+	 * step of the snapshot by their time slices. */
+	if (!c->o->keep_priority)
+		run__raise_priority(c->t->pid);
 	if (c->nscheds && (rc = sample_window(c, runnable, err, errlen)))
+		return rc;
+	if ((rc = read_current(c)))
 		return rc;
 	for (i = 0; i < c->nscheds; i++) {
 		struct pstack_sched *ps = &c->scheds[i];

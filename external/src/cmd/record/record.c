@@ -11,6 +11,9 @@
 #include "commands.h"
 #include "continuous.h"
 #include "outfile.h"
+#include "perf_loss.h"
+#include "record/flight.h"
+#include "record/ring.h"
 #include "report/report.h"
 #include "run.h"
 
@@ -25,6 +28,9 @@ const char cmd__sampling_usage[] =
     "                        else refused, exit 6, and pids print as <pid 0x...>)\n"
     "  --name REGNAME        keep one registered process\n"
     "  --only-erlang         leave out native frames\n"
+    "  --fold-recursion      (record, top, blame) N consecutive frames of one function (direct\n"
+    "                        recursion) become one frame, \"mod:f/1 [recursive x2000]\": a\n"
+    "                        2,000-deep recursion is one line, not 2,000; off by default\n"
     "  --lines               (record, top, blame) name Erlang frames with their source line, as\n"
     "                        a stack trace's {file, line}: \"mod:fun/2 (mod.erl:12)\"; a caller's\n"
     "                        line is its call's. Each line is then a frame of its own\n"
@@ -57,6 +63,7 @@ const char cmd__sampling_usage[] =
 const char record__usage[] =
     "Usage: extrospect record [OPTIONS] -o FILE [-o FILE...] PID\n"
     "       extrospect record [OPTIONS] --every INTERVAL [-o DIR/] [--push URL] PID\n"
+    "       extrospect record [OPTIONS] --ring DURATION [--trigger T...] -o DIR/ PID\n"
     "\n"
     "Sample a running VM and write where it spent its time, per Erlang process, as a flame\n"
     "graph or a pprof profile. Stacks are mixed: Erlang frames, the JIT's shared fragments\n"
@@ -69,13 +76,49 @@ const char record__usage[] =
     "\n"
     "  -o, --output FILE     where to write (required); up to 4 times: one recording, several\n"
     "                        files, each in the format its name says\n"
-    "  --format svg|speedscope|collapsed|pprof\n"
+    "  --format svg|speedscope|collapsed|pprof|trace\n"
     "                        default: from FILE's extension (.svg, .json, .pb.gz or .pprof,\n"
     "                        else collapsed). pprof is profile.proto gzipped, as go tool pprof,\n"
     "                        Pyroscope, Parca and Grafana read it: sample types samples/count\n"
     "                        and cpu/nanoseconds (1e9/HZ per sample; samples only with\n"
     "                        --event cycles), labels pid, registered_name or initial_call, and\n"
-    "                        scheduler; native frames in their file's mapping with its build-id\n"
+    "                        scheduler; native frames in their file's mapping with its build-id.\n"
+    "                        trace (.trace.json): a timeline in the Chrome trace event format\n"
+    "                        (Perfetto, chrome://tracing, speedscope): one track per scheduler\n"
+    "                        thread, each run of one process on it one slice (its registered\n"
+    "                        name, '$initial_call' or pid; args pid and name) with the sampled\n"
+    "                        functions nested under it, ts in wall-clock microseconds since the\n"
+    "                        epoch. A run's edges are within half a sampling period of the\n"
+    "                        truth; it ends where another process is sampled, or after 2.5\n"
+    "                        periods with no sample, not counting time its thread was preempted\n"
+    "                        by the OS. Samples then go under one root per process (--group pid)\n"
+    "\n"
+    "Flight recorder (catching a rare slow moment; runs until Ctrl-C or SIGTERM):\n"
+    "  --ring DURATION       hold the last DURATION of samples in memory (1s to 1h: 30s, 5m):\n"
+    "                        16 bytes a sample, about 15.6 KiB a second per busy scheduler at\n"
+    "                        997 Hz, plus each distinct stack once (the summary says what is "
+    "held)\n"
+    "  -o DIR/               on a trigger, one dump into DIR covering the ring's window and\n"
+    "                        --after: STAMP-TRIGGER.trace.json (the timeline), .folded (its\n"
+    "                        collapsed stacks) and .txt (a one-screen summary: the trigger, the\n"
+    "                        longest runs and where they were), STAMP its UTC time\n"
+    "  --after DURATION      go on recording this long after a trigger (default 2s; 0: none)\n"
+    "  --max-dumps N         exit after N dumps\n"
+    "  --min-gap DURATION    no dump within DURATION of the last one (a flapping trigger)\n"
+    "  --trigger long-run=DURATION  one process seen running on a scheduler without a break\n"
+    "                        for DURATION (a NIF or BIF that does not yield, a long computation):\n"
+    "                        from the samples, a compare per sample\n"
+    "  --trigger gc=DURATION one garbage collection of one process this long, from its\n"
+    "                        consecutive samples in GC code: a compare per sample\n"
+    "  --trigger msgq=NAME:N the message queue of the process registered as NAME held N\n"
+    "                        messages (OTP 27+): its Process read from outside every 100 ms\n"
+    "                        (one read of a few hundred bytes), found once by reading every\n"
+    "                        registered process's name (again at most once a second while it is\n"
+    "                        not found); fires again only after the queue fell under N/2\n"
+    "  SIGUSR2               dump now (an application's own latency alarm, an operator)\n"
+    "  A dump is written through the same complete-or-nothing path as -o FILE. Triggers while a\n"
+    "  dump is pending are counted, not dumped. A VM that exits, or Ctrl-C, while one is pending\n"
+    "  still gets it, ending at the last sample, and the dump says so.\n"
     "\n"
     "Continuous profiling (one sampler for the whole run, no sample lost between intervals):\n"
     "  --every INTERVAL      one pprof profile per INTERVAL (60s, 5m, 1h; 1s to 1d), named by\n"
@@ -103,7 +146,11 @@ const char record__usage[] =
     "  extrospect record --lines -d 10 -o lines.svg 4242   # which line of each function\n"
     "  extrospect record --group pid -d 10 -o procs.svg 4242  # one root per process\n"
     "  extrospect record --every 60s --keep 1440 -o /var/lib/extrospect/ 4242\n"
-    "  extrospect record --every 15s --push http://pyroscope:4040 --label env=prod 4242\n";
+    "  extrospect record --every 15s --push http://pyroscope:4040 --label env=prod 4242\n"
+    "  extrospect record -d 5 -o vm.trace.json 4242       # a timeline: ui.perfetto.dev\n"
+    "  extrospect record --ring 30s --trigger long-run=200ms --max-dumps 5 -o /var/tmp/xp/ 4242\n"
+    "  extrospect record --ring 1m --min-gap 5m -o /var/tmp/xp/ 4242 & kill -USR2 $!\n"
+    "  extrospect record --ring 30s --trigger msgq=my_server:10000 --trigger gc=50ms -o d/ 4242\n";
 
 const char top__usage[] =
     "Usage: extrospect top [OPTIONS] PID\n"
@@ -121,10 +168,11 @@ const char top__usage[] =
     "  extrospect top 4242\n"
     "  extrospect top -d 10 4242 > top.txt\n"
     "  extrospect top --erlang-pid '<0.811.0>' 4242\n"
-    "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n";
+    "  extrospect top --lines --only-erlang -d 10 4242   # the hottest lines, not functions\n"
+    "  extrospect record --fold-recursion -d 10 -o deep.svg 4242   # one frame per recursion\n";
 
 static int write_one(const char *path, enum cli_format fmt, const struct agg *a, const char *title,
-		     const struct pprof_meta *m, char *err, size_t errlen)
+		     const struct pprof_meta *m, struct trace_input *tin, char *err, size_t errlen)
 {
 	struct outfile of;
 	int rc;
@@ -141,6 +189,8 @@ static int write_one(const char *path, enum cli_format fmt, const struct agg *a,
 		rc = report__speedscope(a, of.f, title);
 	else if (fmt == CLI_FMT_PPROF)
 		rc = report__pprof(a, m, of.f);
+	else if (fmt == CLI_FMT_TRACE)
+		rc = report__trace(tin, of.f);
 	else
 		rc = report__collapsed(a, of.f);
 	/* Complete or nothing: a full disk leaves no truncated report behind. */
@@ -151,9 +201,9 @@ static int write_one(const char *path, enum cli_format fmt, const struct agg *a,
 
 /* Every -o from the one recording. */
 static int write_report(const struct cli_opts *o, const struct agg *a, const struct run_ctx *ctx,
-			int64_t start_ns, char *err, size_t errlen)
+			int64_t start_ns, struct trace_input *tin, char *err, size_t errlen)
 {
-	char title[64], comment[160];
+	char title[64], comment[160], *notes;
 	struct pprof_meta m;
 	size_t i;
 	int rc;
@@ -162,19 +212,26 @@ static int write_report(const struct cli_opts *o, const struct agg *a, const str
 	cmd__pprof_meta(o, ctx->t, &m, comment, sizeof(comment));
 	m.time_ns = start_ns;
 	m.duration_ns = (int64_t)(ctx->final.elapsed_s * 1e9);
+	m.notes = notes = perf_loss__text(&ctx->final_perf, ctx->t);
 	for (i = 0; i < o->noutputs; i++) {
-		if ((rc = write_one(o->outputs[i], o->formats[i], a, title, &m, err, errlen)))
+		if ((rc =
+			 write_one(o->outputs[i], o->formats[i], a, title, &m, tin, err, errlen))) {
+			free(notes);
 			return rc;
+		}
 		/* Groups are processes with --group pid, kinds of process by default. */
 		fprintf(stderr, "extrospect: wrote %s (%zu stacks, %zu %s)\n", o->outputs[i],
 			agg__nstacks(a), agg__ngroups(a),
 			o->group == GROUP_PID ? "processes" : "roots");
 	}
+	free(notes);
 	return 0;
 }
 
-/* Sample into a fresh aggregate (ctx->agg, freed by the caller even on failure). */
-static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size_t errlen)
+/* Sample into a fresh aggregate (ctx->agg, freed by the caller even on failure); with a ring,
+ * every kept sample is held in it too (--format trace). */
+static int sample(const struct cli_opts *o, struct run_ctx *ctx, struct ring *ring, char *err,
+		  size_t errlen)
 {
 	int rc;
 
@@ -182,6 +239,13 @@ static int sample(const struct cli_opts *o, struct run_ctx *ctx, char *err, size
 	ctx->opts.labels = ctx->labels;
 	if ((rc = agg__new(&ctx->agg)))
 		return rc;
+	if (ring) {
+		ring__init(ring, ctx->t, ctx->agg, 0);
+		ctx->opts.on_record = ring__on_record;
+		ctx->opts.on_switch = ring__on_switch;
+		ctx->opts.record_ctx = ring;
+		ctx->opts.group = GROUP_PID; /* a run is one process's */
+	}
 	rc = run__sample(ctx);
 	if (rc)
 		snprintf(err, errlen, "%s", ctx->err);
@@ -194,23 +258,35 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	struct run_ctx ctx = {
 	    .t = t, .stop = stop, .progress = isatty(STDERR_FILENO), .verbose = o->verbose};
 	int64_t start_ns = cmd__wall_ns();
+	struct trace_input tin = {0};
+	struct ring ring = {0};
+	bool trace = false;
 	struct agg *a;
 	size_t i;
 	int rc;
 
 	if (o->every_s)
 		return cmd__record_every(o, t, stop, err, errlen);
-	for (i = 0; i < o->noutputs; i++)
+	if (o->ring_ns)
+		return cmd__record_ring(o, t, stop, err, errlen);
+	for (i = 0; i < o->noutputs; i++) {
 		ctx.labels |= o->formats[i] == CLI_FMT_PPROF;
-	rc = sample(o, &ctx, err, errlen);
+		trace |= o->formats[i] == CLI_FMT_TRACE;
+	}
+	rc = sample(o, &ctx, trace ? &ring : NULL, err, errlen);
 	a = ctx.agg;
 	if (rc)
 		goto cleanup;
 	run__summary(&ctx, o->output, stderr);
-	if ((rc = write_report(o, a, &ctx, start_ns, err, errlen)))
+	if (trace && (rc = flight__trace_all(&ring, o, &tin)))
+		goto cleanup;
+	if ((rc = write_report(o, a, &ctx, start_ns, &tin, err, errlen)))
 		goto cleanup;
 	rc = ctx.target_exited ? TARGET_EGONE : 0;
 cleanup:
+	ring__input_free(&tin);
+	ring.gen[0].agg = NULL; /* ctx.agg, freed here */
+	ring__free(&ring);
 	agg__free(a);
 	return rc;
 }
@@ -355,7 +431,7 @@ int cmd__top(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *
 
 	ctx.tick = live ? top_tick : NULL;
 	ctx.progress = !live && isatty(STDERR_FILENO);
-	rc = sample(o, &ctx, err, errlen);
+	rc = sample(o, &ctx, NULL, err, errlen);
 	a = ctx.agg;
 	if (rc)
 		goto cleanup;

@@ -9,6 +9,7 @@
 
 #include "ptab.h"
 #include "info.h"
+#include "perf_loss.h"
 #include "report/report.h"
 #include "run.h"
 
@@ -220,6 +221,7 @@ static void verbose_summary(const struct run_ctx *ctx, FILE *f)
 
 	fprintf(f, "Sampler counters (--verbose)\n");
 	info__print_mem_failures(ctx->t, f);
+	perf_loss__print_rings(&ctx->final_perf, f);
 	fprintf(f,
 		"  native unwinds: %" PRIu64 " (%" PRIu64 " frames, %" PRIu64
 		" by the fast path); ended:",
@@ -267,6 +269,7 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 	if (ps->lost || ps->throttled)
 		fprintf(f, "  perf: %" PRIu64 " records lost, %" PRIu64 " throttles\n", ps->lost,
 			ps->throttled);
+	perf_loss__print(ps, ctx->t, f);
 	if (st->erlang)
 		fprintf(
 		    f, "  Erlang stacks: %" PRIu64 " walked, %.1f%% complete to the stack bottom\n",
@@ -287,6 +290,18 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"  scheduler work for a process (signals, system tasks, GC when "
 			"scheduled): %" PRIu64 " samples, kept as that process's\n",
 			st->system_task);
+	if (st->dirty_task)
+		fprintf(f,
+			"  dirty system tasks for a process (collections too large for a normal "
+			"scheduler): %" PRIu64
+			" samples, kept as that process's where it resumes (%" PRIu64
+			" with its state read after the sample)\n",
+			st->dirty_task, st->dirty_task_late);
+	if (st->gc_state)
+		fprintf(f,
+			"  in a garbage collection (the process's state says so): %" PRIu64
+			" samples, labelled [garbage collection]\n",
+			st->gc_state);
 	if (st->stack_unreadable_kept)
 		fprintf(
 		    f,
@@ -323,6 +338,14 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"  in-kernel capture: %" PRIu64 " of %" PRIu64
 			" Erlang samples walked as copied at the sample\n",
 			st->captured, st->erlang);
+	if (!st->kcapture_why[0] &&
+	    (st->not_captured[NOT_CAPTURED_NO_RECORD] || st->not_captured[NOT_CAPTURED_OTHER]))
+		fprintf(f,
+			"  in-kernel capture: no copy of the sample's process for %" PRIu64
+			" samples (no record: ring full or copy failed) and %" PRIu64
+			" (a copy of another process): read after the sample\n",
+			st->not_captured[NOT_CAPTURED_NO_RECORD],
+			st->not_captured[NOT_CAPTURED_OTHER]);
 	if (ps->bpf_unattached)
 		fprintf(f, "  in-kernel capture: not attached to %" PRIu64 " threads\n",
 			ps->bpf_unattached);
@@ -360,6 +383,7 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so)
 				    .all_threads = o->all_threads,
 				    .include_idle = o->include_idle,
 				    .only_erlang = o->only_erlang,
+				    .fold_recursion = o->fold_recursion,
 				    .lines = o->lines,
 				    .erlang_pid = o->erlang_pid,
 				    .name = o->name,

@@ -23,6 +23,7 @@
 #define RUN_STOP   1
 #define RUN_ROTATE 2
 #define RUN_REPORT 3
+#define RUN_DUMP   4 /* SIGUSR2, for record --ring: a dump now (flight.c takes it) */
 
 struct run_ctx {
 	struct target *t;
@@ -50,6 +51,9 @@ struct run_ctx {
 
 /* 0 (also when the VM exited: see target_exited), or a negative errno with err set. */
 int run__sample(struct run_ctx *ctx);
+/* Rank this process RUN_NICE_AHEAD nice levels above the VM (when permitted): samples are read
+ * as they arrive, not when a busy scheduler thread's time slice ends. */
+void run__raise_priority(pid_t vm);
 /* Take the request what (RUN_ROTATE, RUN_REPORT) from *stop: true when it was there, and *stop is
  * 0 again. With the signals blocked, so that a stop asked in between is not lost. */
 bool run__take(volatile sig_atomic_t *stop, sig_atomic_t what);

@@ -15,7 +15,7 @@
  * SPIN_CORES on average, and at least SPIN_OVER_WAKE times as much as it already spends in the
  * system calls that sleep and wake it: those calls are what spinning saves, and with the flag off
  * every idle moment costs one. A VM whose schedulers wake each other for short messages can use
- * more CPU with the flag off (measured: README, "Is the VM burning CPU busy-waiting?"). */
+ * more CPU with the flag off (measured: docs/guide.md, "Is the VM burning CPU busy-waiting?"). */
 #define SPIN_SHARE_PCT 10.0
 #define SPIN_CORES     0.01
 #define SPIN_OVER_WAKE 2

@@ -1,0 +1,160 @@
+/* The dump's one-screen summary: the trigger, the window, the longest runs (which process ran
+ * where, for how long, mostly in which function), the busiest processes. See flight.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flight.h"
+#include "report/report.h"
+#include "triggers.h"
+
+#define TOP_RUNS  8
+#define TOP_FUNCS 32
+
+struct top_run {
+	struct trace_run r;
+	const char *fn; /* the innermost Erlang function most of its samples were in */
+	unsigned pct;
+};
+
+struct runs {
+	struct trace_input *in;
+	struct top_run top[TOP_RUNS];
+	size_t n, nruns;
+};
+
+/* The innermost Erlang function of a sample, or NULL. */
+static const char *leaf_erlang(const struct trace_sample *s)
+{
+	uint32_t i = s->nframes;
+
+	while (i-- > 0) {
+		if (agg__frame_kind(s->agg, s->frames[i]) == FRAME_ERLANG)
+			return agg__frame_name(s->agg, s->frames[i]);
+	}
+	return NULL;
+}
+
+static void main_function(const struct runs *rs, struct top_run *t)
+{
+	const char *name[TOP_FUNCS];
+	size_t count[TOP_FUNCS], n = 0, i, j, best = 0;
+
+	for (i = t->r.first; i <= t->r.last; i++) {
+		const char *fn = leaf_erlang(&rs->in->samples[i]);
+
+		if (!fn)
+			continue;
+		for (j = 0; j < n && strcmp(name[j], fn); j++)
+			;
+		if (j == n && n == TOP_FUNCS)
+			continue;
+		if (j == n) {
+			name[n] = fn;
+			count[n++] = 0;
+		}
+		count[j]++;
+	}
+	t->fn = NULL;
+	for (j = 0; j < n; j++) {
+		if (count[j] > best) {
+			best = count[j];
+			t->fn = name[j];
+		}
+	}
+	t->pct = (unsigned)(100 * best / (t->r.last - t->r.first + 1));
+}
+
+static int on_run(const struct trace_run *r, void *ctx)
+{
+	struct runs *rs = ctx;
+	int64_t len = r->end_ns - r->start_ns;
+	size_t i;
+
+	rs->nruns++;
+	if (!r->process)
+		return 0;
+	for (i = rs->n; i > 0 && rs->top[i - 1].r.end_ns - rs->top[i - 1].r.start_ns < len; i--)
+		;
+	if (i >= TOP_RUNS)
+		return 0;
+	memmove(&rs->top[i + 1], &rs->top[i],
+		((rs->n < TOP_RUNS ? rs->n : TOP_RUNS - 1) - i) * sizeof(rs->top[0]));
+	rs->top[i] = (struct top_run){.r = *r};
+	rs->n += rs->n < TOP_RUNS;
+	return 0;
+}
+
+static void print_runs(struct runs *rs, FILE *f)
+{
+	char when[48];
+	size_t i;
+
+	fprintf(f,
+		"\nLongest runs (one process on one scheduler without a break; edges within half a "
+		"sampling period of its CPU time):\n");
+	for (i = 0; i < rs->n; i++) {
+		struct top_run *t = &rs->top[i];
+
+		main_function(rs, t);
+		flight__stamp(t->r.start_ns, when, sizeof(when), false);
+		fprintf(f, "  %s ran %s for %.0f ms from %s", rs->in->threads[t->r.thread].name,
+			t->r.group, (double)(t->r.end_ns - t->r.start_ns) / 1e6, when + 11);
+		if (t->fn)
+			fprintf(f, ", in %s (%u%% of its samples)", t->fn, t->pct);
+		if (t->r.gc_samples)
+			fprintf(f, ", %zu samples in garbage collection", t->r.gc_samples);
+		if (t->r.preempted_ns >= 1000000)
+			fprintf(f, " (%.0f ms of it its thread was preempted by the OS)",
+				(double)t->r.preempted_ns / 1e6);
+		if (t->r.start_unc_ns >= 1000000 || t->r.end_unc_ns >= 1000000)
+			fprintf(f,
+				" (start uncertain by %.0f ms, end by %.0f ms: the OS preempted "
+				"its thread there)",
+				(double)t->r.start_unc_ns / 1e6, (double)t->r.end_unc_ns / 1e6);
+		fputc('\n', f);
+	}
+	if (!rs->n)
+		fprintf(f, "  (no Erlang process was sampled in the window)\n");
+}
+
+int flight__summary(struct trace_input *in, const struct trig_event *ev, int64_t offset_ns,
+		    const char *partial, FILE *f)
+{
+	struct runs rs = {.in = in};
+	char a[48], b[48], c[48];
+	struct agg *agg = NULL;
+	int rc;
+
+	flight__stamp((int64_t)ev->time_ns + offset_ns, a, sizeof(a), false);
+	fprintf(f, "extrospect flight recorder dump: BEAM pid %d\n", in->vm_pid);
+	fprintf(f, "Trigger: %s at %s: %s\n", trig__name(ev->kind), a, ev->detail);
+	if ((rc = report__trace_runs(in, on_run, &rs)))
+		return rc;
+	if (in->nsamples) {
+		int64_t lo = in->samples[0].time_ns, hi = lo;
+
+		for (size_t i = 0; i < in->nsamples; i++) {
+			lo = in->samples[i].time_ns < lo ? in->samples[i].time_ns : lo;
+			hi = in->samples[i].time_ns > hi ? in->samples[i].time_ns : hi;
+		}
+		flight__stamp(lo, b, sizeof(b), false);
+		flight__stamp(hi, c, sizeof(c), false);
+		fprintf(f,
+			"Window: %s to %s (%.1f s): %zu samples, %zu runs on %zu scheduler "
+			"threads, %.3f ms apart\n",
+			b, c + 11, (double)(hi - lo) / 1e9, in->nsamples, rs.nruns, in->nthreads,
+			(double)in->period_ns / 1e6);
+	}
+	if (partial)
+		fprintf(f, "Partial: %s\n", partial);
+	print_runs(&rs, f);
+	if ((rc = ring__input_agg(in, &agg)) == 0 && agg__total(agg)) {
+		fputc('\n', f);
+		report__top_processes(agg, f, 5);
+	}
+	agg__free(agg);
+	fprintf(f, "\nClock: %s\n", in->clock_note ? in->clock_note : "");
+	return rc ? rc : report__finish(f);
+}

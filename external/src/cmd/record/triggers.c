@@ -1,0 +1,100 @@
+/* The flight recorder's triggers. See triggers.h. A run is what the timeline calls one
+ * (report/trace.h): samples of one process on one scheduler with no gap of more than
+ * TRACE_GAP_PERIODS periods between them; its length is counted from half a period before its
+ * first sample to half a period after its last, as the timeline draws it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/trace.h"
+#include "triggers.h"
+
+const char *trig__name(enum trig_kind k)
+{
+	static const char *const names[] = {"sigusr2", "long-run", "gc", "msgq"};
+
+	return k < TRIG_COUNT ? names[k] : "?";
+}
+
+int trig__init(struct triggers *tr, const struct trig_opts *o, size_t nsched, uint32_t freq_hz)
+{
+	*tr = (struct triggers){
+	    .o = *o, .period_ns = 1000000000ull / (freq_hz ? freq_hz : 997), .nsched = nsched};
+	tr->sched = calloc(nsched ? nsched : 1, sizeof(*tr->sched));
+	return tr->sched ? 0 : -ENOMEM;
+}
+
+void trig__free(struct triggers *tr)
+{
+	free(tr->sched);
+	tr->sched = NULL;
+}
+
+static bool fire(struct trig_event *ev, enum trig_kind k, uint64_t time_ns, const char *sched_name,
+		 const char *group, uint64_t len_ns)
+{
+	ev->kind = k;
+	ev->time_ns = time_ns;
+	snprintf(ev->detail, sizeof(ev->detail),
+		 k == TRIG_GC ? "%s ran one garbage collection of %s for %.0f ms"
+			      : "%s ran %s for %.0f ms without a break",
+		 sched_name, group, (double)len_ns / 1e6);
+	return true;
+}
+
+void trig__switch(struct triggers *tr, size_t sched, uint64_t time_ns, bool out, bool preempt)
+{
+	struct trig_sched *s;
+
+	if (sched >= tr->nsched)
+		return;
+	s = &tr->sched[sched];
+	if (out) {
+		s->out_ns = preempt ? time_ns : 0; /* time blocked counts as a gap */
+	} else if (s->out_ns && time_ns > s->out_ns) {
+		s->off_ns += time_ns - s->out_ns;
+		s->out_ns = 0;
+	}
+}
+
+bool trig__sample(struct triggers *tr, size_t sched, const char *sched_name, uint64_t time_ns,
+		  const char *group, bool process, bool gc, struct trig_event *ev)
+{
+	uint64_t gap = (uint64_t)((double)tr->period_ns * TRACE_GAP_PERIODS), len;
+	struct trig_sched *s;
+	bool same;
+
+	if (sched >= tr->nsched)
+		return false;
+	s = &tr->sched[sched];
+	if (!process) /* the scheduler's own loop: a gap, if long enough, as any other */
+		return false;
+	same = process && s->group[0] && time_ns - s->last_ns <= gap + s->off_ns &&
+	       report__trace_same(s->group, group);
+	s->off_ns = 0;
+	if (!same) {
+		snprintf(s->group, sizeof(s->group), "%s", process ? group : "");
+		s->first_ns = time_ns;
+		s->fired = false;
+	}
+	if (gc && !(same && s->gc_open)) {
+		s->gc_first_ns = time_ns;
+		s->gc_fired = false;
+	}
+	s->gc_open = gc && process;
+	s->last_ns = time_ns;
+	if (!process)
+		return false;
+	len = time_ns - s->first_ns + tr->period_ns;
+	if (tr->o.long_run_ns && !s->fired && len >= tr->o.long_run_ns) {
+		s->fired = true;
+		return fire(ev, TRIG_LONG_RUN, time_ns, sched_name, group, len);
+	}
+	len = time_ns - s->gc_first_ns + tr->period_ns;
+	if (tr->o.gc_ns && gc && !s->gc_fired && len >= tr->o.gc_ns) {
+		s->gc_fired = true;
+		return fire(ev, TRIG_GC, time_ns, sched_name, group, len);
+	}
+	return false;
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# ctest e2e.ring.OTP.MODE: the flight recorder (record --ring) and the timeline (--format trace)
+# against test/targets/xp_stall.erl, whose registered server xp_stall_server stalls every 2.5 s
+# for 150, 300 or 450 ms in rare_slow_path/1 and logs each stall's wall-clock start and length.
+# Asserts, with trace_check.py:
+#   - record -d 1 -o X.trace.json writes a valid Chrome trace event file, every track named
+#   - --trigger long-run=100ms --max-dumps 3: exits 0 by itself after 3 dumps named
+#     STAMP-long-run, each with its .folded and .txt, the .txt naming the trigger
+#   - SIGUSR2 after each of 2 stalls: 2 dumps named STAMP-sigusr2; SIGTERM exits 0
+#   - --trigger msgq=xp_stall_inbox:400 (its queue holds 500 for 0.5 s every 2.5 s): one dump
+#     named STAMP-msgq whose summary names the queue, on OTP 27+; OTP 25 (no queue length) is
+#     refused with exit 6 and the reason
+#   - every stall that began while a recorder ran, up to its last trigger, is in a dump as a run
+#     of xp_stall_server whose length is the stall's within 10 % or 15 ms, starting within 30 ms
+#     of the stall's own timestamp, with xp_stall:rare_slow_path/1 nested in it (a run the VM
+#     moved to the other scheduler is joined with its continuation there; edges the timeline
+#     says are uncertain, the OS having preempted the scheduler's thread there, by that much)
+# Prints the measured start and duration errors. About 30 s.
+# Exit 0 pass, 1 fail, 77 skip (reason printed).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+otp=${1:?usage: ring_test.sh 25|27|29 agent|noagent}
+mode=${2:?usage: ring_test.sh 25|27|29 agent|noagent}
+check=$(dirname "$0")/trace_check.py
+xp_require_sampler
+command -v python3 >/dev/null || xp_skip "python3 not installed"
+
+xp_start_vm "$otp" "$mode" xp_stall +S 2
+log=$XP_VM_DIR/stalls.log
+now_us() { date +%s%6N; }
+stalls() { if [[ -f "$log" ]]; then wc -l <"$log"; else echo 0; fi; }
+dumps() { find "$1" -name '*.trace.json' 2>/dev/null | wc -l; }
+more_stalls() { (($(stalls) > $1)); }
+more_dumps() { (($(dumps "$1") >= $2)); }
+attached() { xp_has_perf_fd "$spid"; }
+gone() { ! kill -0 "$1" 2>/dev/null; }
+
+# 1. record --format trace: a valid file.
+xp_sampler record -d 1 -o "$XP_VM_DIR/vm.trace.json" "$XP_VM_PID" 2>"$XP_VM_DIR/trace.err" ||
+	{ cat "$XP_VM_DIR/trace.err"; xp_die "record -d 1 --format trace failed"; }
+if python3 "$check" validate "$XP_VM_DIR/vm.trace.json"; then
+	xp_pass "record -o vm.trace.json: a valid trace event file"
+else
+	xp_fail "record -o vm.trace.json: not a valid trace event file"
+fi
+
+# 2. long-run: three dumps, then it exits by itself.
+dir=$XP_VM_DIR/long
+"$XP_SAMPLER" record --ring 4s --after 1s --trigger long-run=100ms --max-dumps 3 -o "$dir/" \
+	"$XP_VM_PID" 2>"$XP_VM_DIR/long.err" &
+spid=$!
+xp_defer "kill -KILL $spid 2>/dev/null"
+xp_await 20 attached || xp_die "record --ring did not attach within 20 s"
+since=$(now_us)
+xp_await 30 gone "$spid" || xp_fail "--max-dumps 3: still running after 30 s"
+rc=0
+wait "$spid" || rc=$?
+sed 's/^/    | /' "$XP_VM_DIR/long.err"
+xp_expect "long-run: exit status after --max-dumps" 0 "$rc"
+xp_expect "long-run: dumps" 3 "$(dumps "$dir")"
+last=$(find "$dir" -name '*.trace.json' -printf '%f\n' | sort | tail -n 1)
+until=$(date -u -d "$(sed -E 's/^(....)(..)(..)T(..)(..)(..)\.(...)Z.*/\1-\2-\3 \4:\5:\6.\7/' <<<"$last")" +%s%6N)
+if python3 "$check" stalls --log "$log" --since "$since" --until "$until" --kind long-run \
+	--server xp_stall_server --function 'xp_stall:rare_slow_path/1' "$dir"; then
+	xp_pass "long-run: every stall in a dump, as a run of its length and start"
+else
+	xp_fail "long-run: a stall missing or mismeasured (above)"
+fi
+
+# 3. SIGUSR2 just after each of two stalls.
+dir=$XP_VM_DIR/usr2
+"$XP_SAMPLER" record --ring 4s --after 0.3s -o "$dir/" "$XP_VM_PID" 2>"$XP_VM_DIR/usr2.err" &
+spid=$!
+xp_defer "kill -KILL $spid 2>/dev/null"
+xp_await 20 attached || xp_die "record --ring did not attach within 20 s"
+n=$(stalls)
+xp_await 10 more_stalls "$n" || xp_die "no stall logged within 10 s"
+since=$(now_us)
+for i in 1 2; do
+	n=$(stalls)
+	xp_await 10 more_stalls "$n" || xp_die "no stall logged within 10 s"
+	kill -USR2 "$spid"
+	xp_await 10 more_dumps "$dir" "$i" || xp_fail "SIGUSR2 $i: no dump within 10 s"
+done
+until=$(now_us)
+kill -TERM "$spid"
+rc=0
+wait "$spid" || rc=$?
+sed 's/^/    | /' "$XP_VM_DIR/usr2.err"
+xp_expect "SIGUSR2: exit status after SIGTERM" 0 "$rc"
+xp_expect "SIGUSR2: dumps" 2 "$(dumps "$dir")"
+if python3 "$check" stalls --log "$log" --since "$since" --until "$until" --kind sigusr2 \
+	--server xp_stall_server --function 'xp_stall:rare_slow_path/1' "$dir"; then
+	xp_pass "SIGUSR2: every stall in a dump, as a run of its length and start"
+else
+	xp_fail "SIGUSR2: a stall missing or mismeasured (above)"
+fi
+
+# 4. msgq: the inbox's queue, read from outside.
+dir=$XP_VM_DIR/msgq
+rc=0
+xp_sampler record --ring 3s --after 0.2s --trigger msgq=xp_stall_inbox:400 --max-dumps 1 \
+	-o "$dir/" "$XP_VM_PID" 2>"$XP_VM_DIR/msgq.err" || rc=$?
+sed 's/^/    | /' "$XP_VM_DIR/msgq.err"
+if ((otp < 27)); then
+	xp_expect "msgq on OTP $otp: refused, exit" 6 "$rc"
+	if grep -q 'keeps no message queue length' "$XP_VM_DIR/msgq.err"; then
+		xp_pass "msgq on OTP $otp: says why"
+	else
+		xp_fail "msgq on OTP $otp: no reason given"
+	fi
+else
+	xp_expect "msgq: exit status after --max-dumps 1" 0 "$rc"
+	txt=$(find "$dir" -name '*-msgq.txt' | head -n 1)
+	if [[ -n "$txt" ]] && grep -Eq '^Trigger: msgq at .*: the message queue of xp_stall_inbox held [0-9]+ messages \(>= 400\)' "$txt"; then
+		xp_pass "msgq: a dump whose summary names the queue"
+	else
+		xp_fail "msgq: no dump naming the queue in $dir"
+	fi
+	if python3 "$check" validate "$dir"/*.trace.json; then
+		xp_pass "msgq: a valid trace"
+	else
+		xp_fail "msgq: the trace is not valid"
+	fi
+fi
+xp_summary
