@@ -485,44 +485,30 @@ static bool is_exit_code(const struct jit_range *r)
 		     strcmp(r->name, "erts_beamasm:continue_exit/0") == 0);
 }
 
-/* A sample of a process exiting: its time, under "[process exiting]" with the native frames,
- * complete (there is no stack to cut), never "read too late". */
-static void exiting_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
-			   const struct where *w)
+/* A sample of a process whose stack is not walked, kept with its native frames under leaf (NULL:
+ * none) and the walk's end. A process exiting: its time, under "[process exiting]", complete
+ * (there is no stack to cut), never "read too late". A dirty system task's sample without the
+ * capture, whose process was read after it in a garbage collection: its stack is being moved
+ * (c_p->stop in the new heap, heap and hend the old one's), so it is not walked; its innermost
+ * frame is where it resumes (c_p->i, read with the rest), its callers unknown: read too late. */
+static void stackless_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
+			     const struct where *w, enum estack_end end)
 {
 	struct estack_result *er = &s->er;
+	bool exiting = end == ESTACK_END_BOTTOM;
 
 	if (sampler_frames__filtered_out(s, p)) {
 		s->st.excluded_filter++;
 		return;
 	}
 	erlang_stack__none(er);
-	rec->exiting = true;
-	s->st.exiting++;
-	s->st.captured += s->cap != NULL;
+	er->end = end;
+	rec->exiting = exiting;
+	s->st.exiting += exiting;
+	s->st.captured += exiting && s->cap != NULL;
 	s->st.erlang++;
-	s->st.estack_end[ESTACK_END_BOTTOM]++;
-	sampler_frames__erlang(s, rec, p, er, NULL, NULL, false, w->ur);
-}
-
-/* A dirty system task's sample without the capture, whose process was read after it in a garbage
- * collection: its stack is being moved (c_p->stop in the new heap, heap and hend the old one's),
- * so it is not walked. Its innermost frame is where it resumes (c_p->i, read with the rest), its
- * callers unknown: read too late. */
-static void late_task_sample(struct sampler *s, struct sample_record *rec, struct process_view *p,
-			     const struct where *w)
-{
-	struct estack_result *er = &s->er;
-
-	if (sampler_frames__filtered_out(s, p)) {
-		s->st.excluded_filter++;
-		return;
-	}
-	erlang_stack__none(er);
-	er->end = ESTACK_END_MOVED_ON;
-	s->st.erlang++;
-	s->st.estack_end[er->end]++;
-	sampler_frames__erlang(s, rec, p, er, w->leaf, NULL, false, w->ur);
+	s->st.estack_end[end]++;
+	sampler_frames__erlang(s, rec, p, er, exiting ? NULL : w->leaf, NULL, false, w->ur);
 }
 
 static void resolve(struct sampler *s, const struct perf_sample *ps)
@@ -584,7 +570,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		return;
 	}
 	if (is_exit_code(w.leaf) && !task) {
-		exiting_sample(s, &rec, &p, &w);
+		stackless_sample(s, &rec, &p, &w, ESTACK_END_BOTTOM);
 		return;
 	}
 	if (w.dirty)
@@ -598,7 +584,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	}
 	task_state(s, &rec, &w, &p, task);
 	if (rec.dirty_task && rec.gc && !s->cap) {
-		late_task_sample(s, &rec, &p, &w);
+		stackless_sample(s, &rec, &p, &w, ESTACK_END_MOVED_ON);
 		return;
 	}
 	/* FP layout, native sample: the runtime entry saved rbp to c_p->frame_pointer beside
