@@ -132,4 +132,5 @@ void compose__block(const struct agent *a, struct xp_agent_block *b, uint64_t ge
 	compose_addrs(a, b);
 	compose_sched(a, b);
 	spies__region(a->spies, &b->spy);
+	events__region(a->events, &b->tracer);
 }

@@ -145,6 +145,7 @@ static void agent_free(struct agent *a)
 	if (a->lock)
 		enif_mutex_destroy(a->lock);
 	codeix__free(a->codeix);
+	events__free(a->events);
 	enif_free(a);
 }
 
@@ -163,6 +164,9 @@ static struct agent *agent_new(ErlNifEnv *env, ERL_NIF_TERM info, uint64_t *gen)
 	a->instance = *gen;
 	a->row = layout__find(a->facts.erts_version, a->facts.flavor, "x86_64");
 	calib__reset(&a->calib);
+	/* Without it, no events: the rest of the agent works. */
+	events__new(env, a->facts.n_normal + a->facts.n_dirty_cpu + a->facts.n_dirty_io,
+		    &a->events);
 	return a;
 }
 
@@ -489,6 +493,10 @@ static ErlNifFunc nif_funcs[] = {
     {"spy_start", 3, spy_nif__start, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"spy_stop", 1, spy_nif__stop, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"spy_info", 0, spy_nif__info, 0},
+    {"enabled", 3, events_nif__enabled, 0},
+    {"trace", 5, events_nif__trace, 0},
+    {"tracer_report", 3, events_nif__report, 0},
+    {"tracer_info", 0, events_nif__info, 0},
 };
 
 ERL_NIF_INIT(extrospect_nif, nif_funcs, load, NULL, upgrade, unload)

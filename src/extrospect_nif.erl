@@ -2,13 +2,16 @@
 %%
 %% The load info hands the NIF the facts it publishes (releases, schedulers, flavour) and a
 %% VM-wide monotonic generation, so a reloaded library never republishes an old generation.
-%% After a fresh load the agent (if running) is told, so it recalibrates.
+%% After a fresh load the agent (if running) is told, so it recalibrates, and so is the events
+%% process, which clears its trace flags (the old library's tracer is gone with its session).
 -module(extrospect_nif).
 
 -export([self_proc/0, calib_begin/0, calib_self/1, calib_dirty_cpu/2, calib_dirty_io/2,
          calib_probe/5, calib_memory/3, calib_scan/1, calib_codeix/2, calib_finish/1, info/0,
          write_perf_map/1,
          spy_start/3, spy_stop/1, spy_info/0]).
+%% erl_tracer callbacks of the event tracer, and its control (extrospect_events.erl).
+-export([enabled/3, trace/5, tracer_report/3, tracer_info/0]).
 -export([load_info/0, nif_path/0]).
 
 -on_load(init/0).
@@ -19,10 +22,8 @@ init() ->
     Path = nif_path(),
     case erlang:load_nif(Path, load_info()) of
         ok ->
-            case whereis(extrospect_agent) of
-                undefined -> ok;
-                Agent -> Agent ! {extrospect_nif, loaded}
-            end,
+            [P ! {extrospect_nif, loaded}
+             || Name <- [extrospect_agent, extrospect_events], P <- [whereis(Name)], is_pid(P)],
             ok;
         {error, {Reason, Text}} ->
             logger:error("extrospect: cannot load ~ts: ~p ~ts", [Path, Reason, Text]),
@@ -81,3 +82,10 @@ spy_start(_N, _Policy, _Generation) -> erlang:nif_error(nif_not_loaded).
 spy_stop(_Generation) -> erlang:nif_error(nif_not_loaded).
 %% The spies' slots, as maps.
 spy_info() -> erlang:nif_error(nif_not_loaded).
+%% erl_tracer: called by the VM for each event of a process traced by {extrospect_nif, Session}.
+enabled(_Tag, _Session, _Tracee) -> erlang:nif_error(nif_not_loaded).
+trace(_Tag, _Session, _Tracee, _Term, _Opts) -> erlang:nif_error(nif_not_loaded).
+%% The events process's outcome: Session, on | off | refused, a reason number (extrospect_abi.h).
+tracer_report(_Session, _State, _Why) -> erlang:nif_error(nif_not_loaded).
+%% The event tracer's control slot.
+tracer_info() -> erlang:nif_error(nif_not_loaded).

@@ -1,4 +1,5 @@
-%% Top supervisor: one child, extrospect_agent, which owns calibration and the probe process.
+%% Top supervisor: extrospect_agent, which owns calibration and the probe process, and
+%% extrospect_events, which sets and clears the event tracer's flags.
 -module(extrospect_sup).
 -behaviour(supervisor).
 
@@ -14,4 +15,10 @@ init([]) ->
               shutdown => 5000,
               type => worker,
               modules => [extrospect_agent]},
-    {ok, {#{strategy => one_for_one, intensity => 3, period => 10}, [Agent]}}.
+    Events = #{id => extrospect_events,
+               start => {extrospect_events, start_link, []},
+               restart => permanent,
+               shutdown => 5000,
+               type => worker,
+               modules => [extrospect_events]},
+    {ok, {#{strategy => one_for_one, intensity => 3, period => 10}, [Agent, Events]}}.

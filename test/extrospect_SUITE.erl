@@ -44,7 +44,7 @@ info_map(_Config) ->
     ?assertEqual(jit, maps:get(flavor, I)),
     ?assertEqual(ra_or_fp(), maps:get(frame_layout, I)),
     ?assert(maps:get(max_normal_nif_us, I) < 1000),
-    #{block := #{magic_ok := true, abi_version := 1, size := 27496}} = I,
+    #{block := #{magic_ok := true, abi_version := 1, size := 27616}} = I,
     #{spies := #{version := 1, count := 2}} = I,
     ok.
 

@@ -20,6 +20,8 @@ agent_test_() ->
               {"spies: two parked, named threads of this VM", fun spies_default/0},
               {"spies: parked ones cost ~10 wakeups a second", fun spies_idle_cost/0},
               {"spies: start_spies/1 and stop_spies/0", fun spies_restart/0},
+              {"events: the tracer is off, its thread costs ~10 wakeups a second",
+               fun events_idle/0},
               {timeout, 600, {"100 unload/reload cycles", fun reload_cycles/0}},
               {timeout, 120, {"application restart", fun app_restart/0}}]
      end}.
@@ -170,7 +172,7 @@ addresses() ->
 
 block() ->
     #{block := B} = extrospect:info(),
-    ?assertMatch(#{magic_ok := true, abi_version := 1, size := 27496}, B),
+    ?assertMatch(#{magic_ok := true, abi_version := 1, size := 27616}, B),
     ?assert(maps:get(generation, B) > 0),
     ?assertEqual(0, maps:get(seq, B) band 1).
 
@@ -281,6 +283,26 @@ spies_idle_cost() ->
          ?debugFmt("parked spy ~b: ~b context switches in 1 s", [T, N]),
          ?assert(N =< 15)
      end || {T, N0} <- Before].
+
+%% The event tracer with no sampler: off, no flag set, its xp_tracer thread looks at its slot
+%% every 100 ms and does nothing else; enabled/3 with a session that is not live discards.
+events_idle() ->
+    ?assertMatch(#{state := off, flags_on := 0}, extrospect_nif:tracer_info()),
+    ?assertMatch(#{tracer := #{state := off}}, extrospect_events:status()),
+    ?assertEqual(discard, extrospect_nif:enabled(send, 12345, self())),
+    ?assertEqual(remove, extrospect_nif:enabled(trace_status, 12345, self())),
+    [T] = [Tid || {Tid, "xp_tracer"} <- threads()],
+    N0 = switches(T),
+    receive after 1000 -> ok end,
+    N = switches(T) - N0,
+    ?debugFmt("xp_tracer: ~b context switches in 1 s", [N]),
+    ?assert(N =< 15).
+
+threads() ->
+    Dir = "/proc/self/task",
+    {ok, Tids} = file:list_dir(Dir),
+    [{list_to_integer(T), string:trim(binary_to_list(C))}
+     || T <- Tids, {ok, C} <- [file:read_file(filename:join([Dir, T, "comm"]))]].
 
 switches(Tid) ->
     {ok, B} = file:read_file("/proc/self/task/" ++ integer_to_list(Tid) ++ "/status"),

@@ -134,6 +134,7 @@ struct agent {
 	uint64_t calls;
 	struct spies *spies;   /* spy.c; swapped under lock, stopped by whoever swapped it out */
 	struct codeix *codeix; /* calib_codeix.c: the diff under way, taken by its steps */
+	struct events *events; /* tracer_nif.c: the event tracer, made at load; NULL without */
 };
 
 /* extrospect_nif.c, for the NIFs defined elsewhere (spy_nif.c): per-call timing, and
@@ -146,6 +147,17 @@ int agent__publish(struct agent *a, uint64_t generation);
 ERL_NIF_TERM spy_nif__start(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM spy_nif__stop(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM spy_nif__info(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+
+/* tracer_nif.c: the event tracer of this instance (its rings and control thread) and the
+ * erl_tracer callbacks. n_threads: the VM's schedulers of every type. */
+struct events;
+int events__new(ErlNifEnv *env, unsigned n_threads, struct events **out);
+void events__free(struct events *e);
+void events__region(const struct events *e, struct xp_tracer_region *r);
+ERL_NIF_TERM events_nif__enabled(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM events_nif__trace(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM events_nif__report(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM events_nif__info(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 
 /* calib.c: recording evidence (on a->calib: caller holds agent->lock). */
 void calib__reset(struct calib *c);

@@ -200,6 +200,132 @@ struct xp_spy_region {
 _Static_assert(sizeof(struct xp_spy_slot) == 128, "spy slot size is part of the ABI");
 _Static_assert(sizeof(struct xp_spy_region) == 127 * 8, "spy region keeps its reserved size");
 
+/* The event tracer (c_src/tracer.c), appended to the block by ABI 1.1 (XP_ABI_MINOR 1): an
+ * erl_tracer NIF (extrospect_nif:enabled/3, trace/5) that the VM calls for each event of the
+ * processes the agent traces. Each call writes one fixed-size record into a ring in the agent's
+ * memory; the sampler copies the rings with process_vm_readv and never writes them. A producer
+ * reserves an index with an atomic add on its ring's head, stores seq 0, the fields, then
+ * seq = (uint32_t)(index + 1); a ring is overwritten when the sampler is late: a record whose
+ * seq is not its index + 1, or whose index is below head - records once copied, is a drop,
+ * counted by the reader. Each OS thread that emits takes a ring of its own (tid in the ring
+ * header) while there are free rings; later threads share the last ring.
+ *
+ * Tracing is started and stopped from outside through the control slot, as spies are leased:
+ * the sampler writes the first XP_TRACER_WRITABLE bytes (want, lease, owner, sample_n) with
+ * process_vm_writev; an agent thread (xp_tracer) polls the slot every 100 ms, asks the agent's
+ * events process to set or clear the trace flags, and stops tracing when the lease counter has
+ * not moved for lease_ns; from then on enabled/3 discards every event and removes the tracer
+ * from each process it is asked about. An old block (size without this region) has none. */
+#define XP_ABI_MINOR		 1u
+#define XP_TRACER_REGION_VERSION 1u
+#define XP_TRACER_LEASE_NS	 1000000000ull
+#define XP_TRACER_MAX_RINGS	 128
+
+/* struct xp_tracer_ctl.want / flags_on: the trace flags asked for / in force. */
+#define XP_EVF_PROCS   (1u << 0) /* spawn, exit */
+#define XP_EVF_SEND    (1u << 1) /* send (with the receiver) */
+#define XP_EVF_RUNNING (1u << 2) /* in, out (scheduling) */
+#define XP_EVF_GC      (1u << 3) /* gc_{minor,major}_{start,end} */
+
+enum xp_ev_kind {
+	XP_EV_NONE = 0,
+	XP_EV_SPAWN, /* pid: parent, extra: the child's pid */
+	XP_EV_EXIT,  /* pid: the exiting process, arg: enum xp_exit_class */
+	XP_EV_SEND,  /* pid: sender, extra: receiver's pid (a name resolved), 0 unknown */
+	XP_EV_IN,    /* pid scheduled in (arg 1: in_exiting) */
+	XP_EV_OUT,   /* pid scheduled out; arg: enum xp_out_how */
+	XP_EV_GC_MINOR_START,
+	XP_EV_GC_MINOR_END,
+	XP_EV_GC_MAJOR_START,
+	XP_EV_GC_MAJOR_END,
+	XP_EV_KIND_COUNT
+};
+
+/* XP_EV_OUT.arg: the process's state word at the schedule-out (read through the calibrated
+ * Process.state offset): still active (preempted, yielding: it goes back to a run queue), or
+ * waiting (in receive), or exiting, or unknown (no verified offsets). */
+enum xp_out_how { XP_OUT_WAITING = 0, XP_OUT_RUNNABLE = 1, XP_OUT_EXITING = 2, XP_OUT_UNKNOWN = 3 };
+
+enum xp_exit_class {
+	XP_EXIT_NORMAL = 0,
+	XP_EXIT_SHUTDOWN, /* shutdown or {shutdown, _} */
+	XP_EXIT_KILLED,
+	XP_EXIT_NOPROC, /* noproc, noconnection */
+	XP_EXIT_ERROR,	/* any other reason */
+	XP_EXIT_CLASS_COUNT
+};
+
+struct xp_ev {
+	uint64_t ts_ns; /* CLOCK_MONOTONIC of the producing thread */
+	uint64_t pid;	/* the tracee's pid term (local pids are immediates) */
+	uint64_t extra;
+	uint32_t seq; /* (uint32_t)(index + 1) once whole; 0 while written */
+	uint16_t kind;
+	uint16_t arg;
+};
+_Static_assert(sizeof(struct xp_ev) == 32, "event record size is part of the ABI");
+
+struct xp_ev_ring {
+	uint64_t head;	 /* next index to reserve (records ever reserved) */
+	int32_t tid;	 /* the OS thread that owns it; 0 free; shared ring: the first */
+	uint32_t shared; /* 1: the last ring, shared by threads beyond the others */
+	uint64_t reserved[6];
+	/* followed by ring_records struct xp_ev */
+};
+_Static_assert(sizeof(struct xp_ev_ring) == 64, "ring header size is part of the ABI");
+
+enum xp_tracer_state {
+	XP_TRACER_OFF = 0,
+	XP_TRACER_STARTING, /* asked the events process to set the flags */
+	XP_TRACER_ON,
+	XP_TRACER_STOPPING,
+	XP_TRACER_REFUSED, /* reason says why */
+};
+
+enum xp_tracer_why {
+	XP_TRACER_WHY_NONE = 0,
+	XP_TRACER_WHY_OTHER_TRACER, /* OTP < 27: another tracer is set (dbg, recon_trace...) */
+	XP_TRACER_WHY_TRACE_FAILED, /* erlang:trace/3 or trace:process/4 failed */
+	XP_TRACER_WHY_NO_PROCESS,   /* the agent's events process is not running */
+	XP_TRACER_WHY_LEASE,	    /* stopped: the lease ran out */
+};
+
+struct xp_tracer_ctl {
+	/* Written by the leasing sampler (one process_vm_writev, want last). */
+	uint64_t lease;	   /* renewal counter: any change renews */
+	uint64_t owner;	   /* the sampler's OS pid (informative) */
+	uint64_t sample_n; /* trace one process in sample_n (by pid hash); 0 or 1: every one */
+	uint64_t want;	   /* XP_EVF_*; 0 stops */
+	/* Written by the agent only. */
+	uint64_t session;	  /* bumped at every start */
+	uint64_t lease_expiry_ns; /* agent CLOCK_MONOTONIC; 0 when off */
+	uint32_t state;		  /* enum xp_tracer_state */
+	uint32_t reason;	  /* enum xp_tracer_why */
+	uint64_t flags_on;	  /* XP_EVF_* in force */
+	uint64_t started_ns, stopped_ns;
+	uint64_t sample_on; /* the sample_n in force */
+	uint64_t caps;	    /* XP_TRACER_CAP_*, set at each start */
+	uint64_t reserved[4];
+};
+/* A schedule-out's record says runnable or waiting (Process.id and .state verified). */
+#define XP_TRACER_CAP_RUNQ (1u << 0)
+#define XP_TRACER_WRITABLE 32 /* bytes of the control slot the sampler may write */
+_Static_assert(sizeof(struct xp_tracer_ctl) == 128, "tracer control size is part of the ABI");
+
+struct xp_tracer_region {
+	uint32_t version;      /* 0: no event tracer; XP_TRACER_REGION_VERSION */
+	uint32_t nrings;       /* <= XP_TRACER_MAX_RINGS */
+	uint64_t rings_addr;   /* ring i at rings_addr + i * ring_bytes */
+	uint64_t ring_bytes;   /* 64 + ring_records * 32 */
+	uint32_t ring_records; /* a power of two */
+	uint32_t record_size;  /* sizeof(struct xp_ev) */
+	uint64_t ctl_addr;     /* struct xp_tracer_ctl */
+	uint32_t ctl_size;
+	int32_t watcher_tid; /* the xp_tracer thread */
+	uint64_t lease_ns;
+	uint64_t reserved[8];
+};
+
 enum xp_flavor { XP_FLAVOR_UNKNOWN = 0, XP_FLAVOR_JIT = 1, XP_FLAVOR_EMU = 2 };
 enum xp_frame_layout { XP_LAYOUT_RA = 0, XP_LAYOUT_FP = 1, XP_LAYOUT_UNKNOWN = 255 };
 
@@ -242,6 +368,8 @@ struct xp_agent_block {
 	uint32_t n_sched; /* valid entries in sched[] */
 	struct xp_sched sched[XP_MAX_SCHED];
 	struct xp_spy_region spy;
+	/* ABI 1.1: agents before it publish a smaller size, and readers zero what it lacks. */
+	struct xp_tracer_region tracer;
 };
 
 #endif /* EXTROSPECT_ABI_H */

@@ -1,5 +1,6 @@
 /* Unit tests for agent-block validation (agent.c): every way a block read from a VM can be wrong
  * is refused with its own status, and a good block is accepted with its strings terminated. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,11 @@ int main(void)
 	good_block(b);
 	b->n_addrs = XP_ADDR_SLOTS + 1;
 	CHECK_INT("address count beyond array", AGENT_BAD_COUNTS, agent__validate(b, sizeof(*b)));
+	good_block(b);
+	b->size = offsetof(struct xp_agent_block, tracer); /* ABI 1.0: no tracer region */
+	b->tracer.version = 7;
+	CHECK_INT("ABI 1.0 block", AGENT_OK, agent__validate(b, sizeof(*b)));
+	CHECK_INT("ABI 1.0 block reads no tracer region", 0, (int)b->tracer.version);
 	good_block(b);
 	b->size = sizeof(*b) + 4096; /* a newer agent with more fields: still readable */
 	CHECK_INT("larger block from a newer minor", AGENT_OK, agent__validate(b, sizeof(*b)));

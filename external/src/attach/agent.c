@@ -39,8 +39,11 @@ enum agent_status agent__validate(struct xp_agent_block *b, size_t len)
 		return AGENT_BAD_MAGIC;
 	if (b->abi_version != XP_ABI_VERSION)
 		return AGENT_BAD_ABI;
-	if (b->size < sizeof(*b) || len < sizeof(*b))
+	/* ABI 1.0 ended before the tracer region: what an older agent lacks reads as zero. */
+	if (b->size < offsetof(struct xp_agent_block, tracer) || len < sizeof(*b))
 		return AGENT_SHORT;
+	if (b->size < sizeof(*b))
+		memset((char *)b + b->size, 0, sizeof(*b) - b->size);
 	if (b->seq & 1)
 		return AGENT_TORN;
 	if (b->n_offsets > XP_OFF_SLOTS || b->n_addrs > XP_ADDR_SLOTS || b->n_sched > XP_MAX_SCHED)

@@ -4,7 +4,7 @@
  *   0 success, 1 internal error, 2 usage error, 3 no such process, 4 not a BEAM VM,
  *   5 permission denied, 6 unsupported OTP (no built-in layout and no agent),
  *   7 the VM exited while being read, 8 node unreachable (inject), 9 cookie refused (inject),
- *   10 perf-map refused to replace a map it did not write. */
+ *   10 perf-map refused to replace a map it did not write, or events refused by the agent. */
 #include <errno.h>
 #include <signal.h>
 #include <unistd.h>
@@ -99,7 +99,7 @@ static const struct {
     {TARGET_ENOPROC, EXIT_NO_PROCESS},	{TARGET_ENOTBEAM, EXIT_NOT_BEAM},
     {TARGET_EPERM, EXIT_PERMISSION},	{TARGET_EUNSUPPORTED, EXIT_UNSUPPORTED},
     {TARGET_EGONE, EXIT_TARGET_EXITED}, {PERFMAP_EREFUSED, EXIT_REFUSED},
-    {CMD_EUSAGE, EXIT_USAGE},
+    {CMD_EUSAGE, EXIT_USAGE},		{EVENTS_EREFUSED, EXIT_REFUSED},
 };
 
 static int exit_code_for(int err)

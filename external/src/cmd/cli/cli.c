@@ -30,10 +30,11 @@ static const char usage_tail[] =
     "Exit codes:\n"
     "  0 success            1 internal error          2 usage error\n"
     "  3 no such process    4 not a BEAM VM            5 permission denied\n"
-    "  6 unsupported OTP (no built-in layout and no agent)\n"
+    "  6 unsupported OTP (no built-in layout and no agent; events: no agent)\n"
     "  7 the VM exited while being read\n"
     "  8 node or epmd unreachable (inject)  9 the node refused the cookie (inject)\n"
-    "  10 perf-map refused to replace a map it did not write\n";
+    "  10 perf-map refused to replace a map it did not write; events: the agent refused to\n"
+    "     trace (another tracer on OTP 25-26, another sampler reading events)\n";
 
 void cli__help(FILE *f, const struct command *command)
 {
@@ -104,7 +105,10 @@ enum {
 	OPT_MAX_DUMPS,
 	OPT_MIN_GAP,
 	OPT_TRIGGER,
-	OPT_FOLD_RECURSION
+	OPT_FOLD_RECURSION,
+	OPT_TOP,
+	OPT_SAMPLE,
+	OPT_SLOWEST
 };
 
 static const struct option longopts[] = {
@@ -134,6 +138,9 @@ static const struct option longopts[] = {
     {"all", no_argument, NULL, OPT_ALL},
     {"stacks", no_argument, NULL, OPT_STACKS},
     {"gc", no_argument, NULL, OPT_GC},
+    {"top", required_argument, NULL, OPT_TOP},
+    {"sample", required_argument, NULL, OPT_SAMPLE},
+    {"slowest", required_argument, NULL, OPT_SLOWEST},
     {"follow", no_argument, NULL, OPT_FOLLOW},
     {"node", required_argument, NULL, OPT_NODE},
     {"cookie", required_argument, NULL, OPT_COOKIE},
@@ -166,6 +173,14 @@ static bool watch_allows(int c)
 	       c == OPT_CPU_HZ || c == 'o' || c == OPT_FORMAT;
 }
 
+/* events: its own few (events.c's usage). */
+static bool events_allows(int c)
+{
+	return c == 'h' || c == 'd' || c == OPT_JSON || c == OPT_ERLANG_NAMES ||
+	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_TOP || c == OPT_SAMPLE ||
+	       c == OPT_SLOWEST;
+}
+
 /* Which options each command accepts (its row's CO_* groups). */
 static bool allowed(const struct command *cmd, int c)
 {
@@ -173,6 +188,8 @@ static bool allowed(const struct command *cmd, int c)
 
 	if (cmd->opts & CO_WATCH)
 		return watch_allows(c);
+	if (cmd->opts & CO_EVENTS)
+		return events_allows(c);
 	switch (c) {
 	case 'h':
 		return true;
@@ -448,9 +465,20 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->duration_s = v;
 		return 0;
 	case 'n':
+	case OPT_TOP:
 		if (cli__parse_number(arg, 1, 10000, &v))
 			break;
 		o->limit = (unsigned)v;
+		return 0;
+	case OPT_SAMPLE:
+		if (cli__parse_number(arg, 1, 1000000, &v))
+			break;
+		o->events_sample = (uint64_t)v;
+		return 0;
+	case OPT_SLOWEST:
+		if (cli__parse_number(arg, 1, 1000, &v))
+			break;
+		o->events_slowest = (unsigned)v;
 		return 0;
 	case OPT_EVENT:
 		if (strcmp(arg, "cpu-clock") && strcmp(arg, "cycles"))
@@ -523,7 +551,10 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	    : c == OPT_MAX_DUMPS ? "--max-dumps (a number of dumps, 1 or more)"
 	    : c == OPT_TRIGGER
 		? "--trigger (long-run=DURATION, gc=DURATION or msgq=NAME:N, like long-run=200ms)"
-		: "--format (svg, speedscope, collapsed, pprof or trace)");
+	    : c == OPT_TOP     ? "--top (1 to 10000)"
+	    : c == OPT_SAMPLE  ? "--sample (1 to 1000000: one process in N)"
+	    : c == OPT_SLOWEST ? "--slowest (1 to 1000)"
+			       : "--format (svg, speedscope, collapsed, pprof or trace)");
 	return -EINVAL;
 }
 

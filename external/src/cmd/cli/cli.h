@@ -61,10 +61,12 @@ struct cli_opts {
 	char **functions;	 /* blame: the native functions (argv) */
 	size_t nfunctions;
 	const char *node, *cookie, *cookie_file, *code_path; /* inject */
-	uint64_t interval_ns;  /* watch: --rate as a snapshot interval */
-	bool watch_poll;       /* watch --method poll: the sampler reads the struct, no spy */
-	unsigned watch_cpu_hz; /* watch --cpu-hz: scheduler samples a second (0: the default) */
-	bool watch_cpu_off;    /* watch --cpu-hz 0: no scheduler sampler */
+	uint64_t interval_ns;	 /* watch: --rate as a snapshot interval */
+	bool watch_poll;	 /* watch --method poll: the sampler reads the struct, no spy */
+	unsigned watch_cpu_hz;	 /* watch --cpu-hz: scheduler samples a second (0: the default) */
+	bool watch_cpu_off;	 /* watch --cpu-hz 0: no scheduler sampler */
+	uint64_t events_sample;	 /* events --sample N: one process in N (0: every one) */
+	unsigned events_slowest; /* events --slowest N */
 };
 
 /* CLI_MAN, CLI_COMPLETION: the build's --help-man and --help-completion (docgen.c). */

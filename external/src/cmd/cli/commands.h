@@ -44,6 +44,12 @@ int cmd__blame(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 /* sched.c */
 int cmd__sched(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	       size_t errlen);
+/* events/events.c */
+int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
+		size_t errlen);
+extern const char events__usage[];
+/* events: the agent refused to trace, or another sampler holds its tracer (exit status 10). */
+#define EVENTS_EREFUSED (-1201)
 /* perfmap_cmd.c */
 int cmd__perfmap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 		 size_t errlen);

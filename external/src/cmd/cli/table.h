@@ -34,6 +34,7 @@ enum command_opts {
 				   * exactly one of --erlang-pid and --name */
 	CO_SORT = 1u << 15,	  /* --sort COLUMN, --watch SECONDS */
 	CO_CONTINUOUS = 1u << 16, /* --every, --keep, --push, --app-name, --label; -o repeatable */
+	CO_EVENTS = 1u << 17, /* events' own: -d, --json, --erlang-pid, --name, --top, --sample */
 };
 
 /* How a command's --help text and the sampling options combine. */

@@ -57,6 +57,9 @@ void run__raise_priority(pid_t vm);
 /* Take the request what (RUN_ROTATE, RUN_REPORT) from *stop: true when it was there, and *stop is
  * 0 again. With the signals blocked, so that a stop asked in between is not lost. */
 bool run__take(volatile sig_atomic_t *stop, sig_atomic_t what);
+/* Rank this process a few nice levels above the VM (when allowed): it gets a CPU as soon as it
+ * wakes, not when a busy scheduler thread's slice ends (events drains its rings on time). */
+void run__raise_priority(pid_t vm);
 /* The summary: samples, kept, excluded, dropped by reason, lost records, stack validity. */
 void run__summary(const struct run_ctx *ctx, const char *what, FILE *f);
 
