@@ -813,8 +813,10 @@ phase_complete() {
 		}
 		END { print n + 0, c + 0 }' "$folded")
 	echo "FIGURE: OTP $otp $mode $case $tag $phase: $c of $n stacks complete"
-	# Without the capture (class-nobpf) stacks read too late are incomplete by design.
-	if ((n >= 200)) && [[ -z "${CLASS_LATE_OK:-}" ]]; then
+	# Without the capture (class-nobpf) stacks read too late are incomplete by design. xp_defer's
+	# phases are only measured: a collection's native samples in munmap of the old heap keep
+	# "[Erlang callers unknown: stack unreadable]" (up to 1.3 % of a phase, issue 23).
+	if ((n >= 200)) && [[ -z "${CLASS_LATE_OK:-}" && "$CLASS_PROC" == xp_class ]]; then
 		at_least "$tag $phase: stacks complete to the stack bottom" "$c" "$n" 99.5
 	fi
 }
