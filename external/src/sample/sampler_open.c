@@ -134,7 +134,8 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 		po.wakeup_events = 0;
 	}
 	/* A ring holds PERF_RING_SECONDS of one CPU's samples at the rate asked (perf.h): with
-	 * shared rings, one per CPU whatever the number of threads (README, "Memory"). */
+	 * shared rings, one per CPU whatever the number of threads (docs/accuracy-and-cost.md, "Big
+	 * VMs"). */
 	po.mmap_pages = s->opts.snapshot ? PERF_RING_MIN_PAGES
 					 : perf__ring_pages(po.freq_hz, po.stack_bytes,
 							    page > 0 ? (size_t)page : 4096);

@@ -192,7 +192,7 @@ int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		snprintf(err, errlen,
 			 "events needs the extrospect agent in the VM (its event "
 			 "tracer runs inside): start the extrospect application, or "
-			 "`extrospect inject` (README, \"The agent\")");
+			 "`extrospect inject` (docs/agent.md)");
 		return TARGET_EUNSUPPORTED;
 	}
 	st = evring__open(t, &r);

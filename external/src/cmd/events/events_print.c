@@ -1,6 +1,6 @@
-/* events: the report, as text or JSON (format in README.md, "events"). Per kind: the count and
- * rate VM-wide, the distribution where the kind has a duration (p50, p90, p99, p99.9, max, in
- * microseconds), then the processes with most events of that kind, top first. */
+/* events: the report, as text or JSON (format in docs/guide.md, "How long do messages wait?"). Per
+ * kind: the count and rate VM-wide, the distribution where the kind has a duration (p50, p90, p99,
+ * p99.9, max, in microseconds), then the processes with most events of that kind, top first. */
 #include <stdlib.h>
 #include <string.h>
 
