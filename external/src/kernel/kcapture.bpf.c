@@ -75,9 +75,28 @@ static __always_inline int try_copy(struct kcap_raw *r, __u64 edge, __u64 len, b
 	return copy_at(r, up ? edge - len : edge, len);
 }
 
+/* From edge on (!up): the longest readable span of part + n pages, n found by halving (a failed
+ * read zero-fills the buffer, so the best one is read again at the end). A collection's stack
+ * copied to its new block ends at that block's end, past which the next pages may be absent. */
+static __always_inline void copy_from_edge(struct kcap_raw *r, __u64 edge, __u64 part, __u64 len)
+{
+	__u64 lo = 0, hi = (len - part) / PAGE + 1, mid;
+
+	if (try_copy(r, edge, part, false))
+		return;
+	for (__u32 i = 0; i < 7 && hi - lo > 1; i++) {
+		mid = (lo + hi) / 2;
+		if (!try_copy(r, edge, part + mid * PAGE, false))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	try_copy(r, edge, part + lo * PAGE, false);
+}
+
 /* Copy up to len bytes; pages never touched make bpf_probe_read_user fail rather than fault them
  * in: if the whole span fails, try the page at its end (up: hend's) and the next one, then that
- * page alone. */
+ * page alone; from edge on (!up), the longest span that reads. */
 static __always_inline void copy_stack(struct kcap_raw *r, __u64 edge, __u64 len, bool up)
 {
 	/* The bytes of edge's page below edge (up) or from edge on (!up), 1..PAGE. */
@@ -85,6 +104,10 @@ static __always_inline void copy_stack(struct kcap_raw *r, __u64 edge, __u64 len
 
 	if (!try_copy(r, edge, len, up))
 		return;
+	if (!up && len > part) {
+		copy_from_edge(r, edge, part, len);
+		return;
+	}
 	if (len > part + PAGE) {
 		len = part + PAGE;
 		if (!try_copy(r, edge, len, up))

@@ -605,7 +605,11 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 			return;
 		}
 		s->st.stack_unreadable_kept++;
-		sampler_frames__unknown_callers(s, &rec, &p, "stack unreadable",
+		/* In a collection (the state says so), the collector is moving or freeing it:
+		 * during a realloc of the heap block it is at no address the process holds. */
+		sampler_frames__unknown_callers(s, &rec, &p,
+						rec.gc ? "stack unreadable in a garbage collection"
+						       : "stack unreadable",
 						rec.dirty_task ? w.leaf : NULL, w.ur);
 		return;
 	}

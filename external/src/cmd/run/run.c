@@ -303,11 +303,11 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			" samples, labelled [garbage collection]\n",
 			st->gc_state);
 	if (st->stack_unreadable_kept)
-		fprintf(
-		    f,
-		    "  native samples whose Erlang stack was unreadable (its heap freed): %" PRIu64
-		    ", kept as their process's with the callers unknown\n",
-		    st->stack_unreadable_kept);
+		fprintf(f,
+			"  native samples whose Erlang stack was unreadable (its heap freed or "
+			"being moved): %" PRIu64
+			", kept as their process's with the callers unknown\n",
+			st->stack_unreadable_kept);
 	if (st->deep_stale)
 		fprintf(f,
 			"  stacks deeper than their copy at the sample: %" PRIu64
