@@ -166,8 +166,11 @@ addresses() ->
              false -> ?assertEqual({Name, undefined}, {Name, D})
          end
      end || {Name, Src} <- maps:to_list(Sources)],
-    %% Each load steps the_active_code_index and the_staging_code_index: exactly two words.
-    ?assertMatch(#{codeix_words := 2}, maps:get(timing, extrospect:info())),
+    %% Each load steps the_active_code_index and the_staging_code_index: at least those two
+    %% words. Another word of beam.smp's data may happen to step by one as often (seen once in
+    %% CI: 3); the ranges table then picks the index, checked against .dynsym above.
+    #{codeix_words := Words} = maps:get(timing, extrospect:info()),
+    ?assert(Words >= 2),
     ok.
 
 block() ->
