@@ -200,15 +200,15 @@ int pstack__schedulers(struct pstack_ctx *c, char *err, size_t errlen)
 	c->scheds = calloc(c->nscheds ? c->nscheds : 1, sizeof(*c->scheds));
 	if (!c->scheds)
 		return -ENOMEM;
+	/* As record does: 100 runnable scheduler threads on 2 cores would otherwise delay each
+	 * step of the snapshot, its /proc reads first, by their time slices. */
+	if (!c->o->keep_priority)
+		run__raise_priority(c->t->pid);
 	for (i = 0; i < c->nscheds; i++) {
 		c->scheds[i].sched = &c->t->sched[i];
 		c->scheds[i].thread_state = thread_state(c->t->pid, c->t->sched[i].tid);
 		runnable += c->scheds[i].thread_state == 'R';
 	}
-	/* As record does: 100 runnable scheduler threads on 2 cores would otherwise delay each
-	 * step of the snapshot by their time slices. */
-	if (!c->o->keep_priority)
-		run__raise_priority(c->t->pid);
 	if (c->nscheds && (rc = sample_window(c, runnable, err, errlen)))
 		return rc;
 	if ((rc = read_current(c)))
