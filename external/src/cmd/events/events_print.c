@@ -190,7 +190,41 @@ static const struct evproc *proc_of(const struct evstats *s, uint64_t pid)
 	return evstats__find((struct evstats *)s, pid);
 }
 
-static void json_slowest(struct json *j, const struct evstats *s)
+static const char *const when_name[] = {"during", "before", "after"};
+
+/* The stack of e's process (events_stacks.h): false when none is kept near it. */
+static bool slow_stack(const struct events_out *o, const struct evproc *p, const struct slow_ev *e,
+		       struct evs_hit *h)
+{
+	return o->stacks && p && p->pid_text[0] &&
+	       evstacks__find(o->stacks, p->pid_text, e->ts - e->ns, e->ts, h);
+}
+
+static void json_stack(struct json *j, const struct events_out *o, const struct evproc *p,
+		       const struct slow_ev *e)
+{
+	struct evs_hit h;
+
+	json__key(j, "stack");
+	if (!slow_stack(o, p, e, &h)) {
+		json__null(j);
+		return;
+	}
+	json__object(j);
+	json__kv_string(j, "sampled", when_name[h.when]);
+	json__key(j, "gap_us");
+	json__double(j, (double)h.gap_ns / 1e3, 1);
+	json__kv_int(j, "samples_during", h.samples_during);
+	json__kv_bool(j, "in_gc", h.gc);
+	json__key(j, "frames"); /* innermost first */
+	json__array(j);
+	for (uint32_t i = 0; i < h.n; i++)
+		json__string(j, h.frames[i]);
+	json__end_array(j);
+	json__end_object(j);
+}
+
+static void json_slowest(struct json *j, const struct evstats *s, const struct events_out *o)
 {
 	const struct evproc *p, *q;
 	unsigned k, i;
@@ -217,8 +251,7 @@ static void json_slowest(struct json *j, const struct evstats *s)
 				q = proc_of(s, e->other);
 				json__kv_string(j, "sender", q ? q->pid_text : NULL);
 			}
-			json__key(j, "stack");
-			json__null(j);
+			json_stack(j, o, p, e);
 			json__end_object(j);
 		}
 		json__end_array(j);
@@ -282,7 +315,7 @@ void events__print_json(const struct evstats *s, const struct events_out *o, FIL
 		json__end_object(&j);
 	}
 	if (s->slowest)
-		json_slowest(&j, s);
+		json_slowest(&j, s, o);
 	json__end_object(&j);
 	fputc('\n', f);
 }
@@ -358,7 +391,32 @@ static void text_kind_head(FILE *f, const struct evstats *s, enum pkind k, doubl
 	}
 }
 
-static void text_slowest(FILE *f, const struct evstats *s)
+/* Under a slowest line: its process's stack, innermost first (at most 8 frames). */
+static void text_stack(FILE *f, const struct events_out *o, const struct evproc *p,
+		       const struct slow_ev *e)
+{
+	struct evs_hit h;
+	uint32_t i;
+
+	if (!o->stacks)
+		return;
+	if (!slow_stack(o, p, e, &h)) {
+		fprintf(f, "        (no sample of it within 10 ms)\n");
+		return;
+	}
+	if (h.when == EVS_DURING)
+		fprintf(f, "        sampled during it (%u sample%s)%s:\n", h.samples_during,
+			h.samples_during == 1 ? "" : "s", h.gc ? ", in the collection" : "");
+	else
+		fprintf(f, "        sampled %.1f ms %s it:\n", (double)h.gap_ns / 1e6,
+			when_name[h.when]);
+	for (i = 0; i < h.n && i < 8; i++)
+		fprintf(f, "          %s\n", h.frames[i]);
+	if (h.n > 8)
+		fprintf(f, "          ... %u more\n", h.n - 8);
+}
+
+static void text_slowest(FILE *f, const struct evstats *s, const struct events_out *o)
 {
 	static const char *const what[SLOW_KINDS] = {"collections (pause)", "run-queue waits",
 						     "message waits (send to the receiver's run)"};
@@ -366,8 +424,8 @@ static void text_slowest(FILE *f, const struct evstats *s)
 	unsigned k, i;
 
 	for (k = 0; k < SLOW_KINDS; k++) {
-		fprintf(f, "\nslowest %s; no stack: the process is not read at that moment\n",
-			what[k]);
+		fprintf(f, "\nslowest %s%s\n", what[k],
+			o->stacks ? "" : "; no stack (no sampler: see the warning above)");
 		for (i = 0; i < s->nslow[k]; i++) {
 			const struct slow_ev *e = &s->slow[k][i];
 
@@ -382,6 +440,7 @@ static void text_slowest(FILE *f, const struct evstats *s)
 				fprintf(f, " (from %s)", q ? q->pid_text : "?");
 			}
 			fputc('\n', f);
+			text_stack(f, o, p, e);
 		}
 	}
 }
@@ -431,5 +490,5 @@ void events__print_text(const struct evstats *s, const struct events_out *o, FIL
 		free(ix);
 	}
 	if (s->slowest)
-		text_slowest(f, s);
+		text_slowest(f, s, o);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "events_stacks.h"
 #include "events_stats.h"
 
 /* What the command prints. */
@@ -21,6 +22,7 @@ struct events_out {
 	const char *otp;
 	uint64_t rings_addr, rings_bytes; /* the agent's rings: where, and their fixed size */
 	unsigned nrings;
+	struct evstacks *stacks; /* --slowest's stacks, NULL: none */
 };
 void events__print_text(const struct evstats *s, const struct events_out *o, FILE *f);
 void events__print_json(const struct evstats *s, const struct events_out *o, FILE *f);
