@@ -20,8 +20,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-otp=${1:?usage: events_test.sh 25|27|29 agent|noagent}
-mode=${2:?usage: events_test.sh 25|27|29 agent|noagent}
+otp=${1:?usage: events_test.sh 25|27|29 agent|noagent|uprobes}
+mode=${2:?usage: events_test.sh 25|27|29 agent|noagent|uprobes}
 
 oracle() { cat "$XP_VM_DIR/events_oracle.txt"; }
 # FIELD (2 pid, 3 count, 4 ms, 5 extra: xp_ev_gc's median pause) of worker NAME in an oracle copy.
@@ -175,11 +175,54 @@ check_other_tracer() {
 	xp_await 10 other_is false || xp_fail "the target did not clear its own tracer"
 }
 
+# --source uprobes, no agent: the rates as for the tracer (5 %), xp_ev_gc's collections counted
+# and their median pause within 25 % of its own timing (minor and major are not told, so the
+# total); OTP 29's stripped beam.smp: exit 6 and the reason.
+check_uprobes() {
+	local rc=0 got med
+	xp_sampler events -d 5 --json --top 50 --source uprobes "$XP_VM_PID" >"$json" \
+		2>"$XP_VM_DIR/events.err" || rc=$?
+	oracle >"$XP_VM_DIR/o2"
+	touch "$XP_VM_DIR/dump"
+	xp_await 10 test ! -e "$XP_VM_DIR/dump" || xp_die "the target did not dump its counts"
+	if [[ "$otp" == 29 ]]; then
+		xp_expect "exit status of 'events --source uprobes' on a stripped beam.smp" 6 "$rc"
+		grep -q "not in beam.smp's symbols" "$XP_VM_DIR/events.err" &&
+			xp_pass "uprobes on a stripped beam.smp: refused, and says why" ||
+			xp_fail "uprobes on a stripped beam.smp: $(cat "$XP_VM_DIR/events.err")"
+		return
+	fi
+	xp_expect "exit status of 'events --source uprobes'" 0 "$rc"
+	xp_expect "mechanism" uprobes "$(jq -r .mechanism "$json")"
+	check_rate "spawns of xp_ev_spawner (uprobes)" "$(jrate spawn xp_ev_spawner)" "$(rate xp_ev_spawner)"
+	check_rate "sends of xp_ev_fast (uprobes)" "$(jrate send xp_ev_fast)" "$(rate xp_ev_fast)"
+	check_rate "sends of xp_ev_slow (uprobes)" "$(jrate send xp_ev_slow)" "$(rate xp_ev_slow)"
+	# An exited child is often freed before its pid is read: exits are counted VM-wide (the
+	# spawner's children are nearly all of them), not per parent.
+	check_rate "exits VM-wide (uprobes; the spawner's children)" \
+		"$(jq -r '.exit.per_second' "$json")" "$(rate xp_ev_spawner)"
+	med=$(ofield "$XP_VM_DIR/o2" xp_ev_gc 5)
+	got=$(jq -r '.gc.processes[] | select(.name == "xp_ev_gc") | .p50_us' "$json")
+	if [[ "$got" =~ ^[0-9.]+$ ]] && within "$got" "$med" 25; then
+		xp_pass "median pause of xp_ev_gc (uprobes) $got us, its own timing $med us (within 25 %)"
+	else
+		xp_fail "median pause of xp_ev_gc (uprobes): $got us, its own timing $med us"
+	fi
+	check_rate "collections of xp_ev_gc (uprobes)" \
+		"$(jq -r '.gc.processes[] | select(.name == "xp_ev_gc") | .per_second' "$json")" \
+		"$(rate xp_ev_gc)"
+}
+
 xp_require_sampler
-xp_start_vm "$otp" "$mode" xp_events
+xp_start_vm "$otp" "$([[ $mode == uprobes ]] && echo noagent || echo "$mode")" xp_events
 json=$XP_VM_DIR/events.json
 xp_await 10 test -s "$XP_VM_DIR/events_oracle.txt" || xp_die "the target wrote no oracle"
 
+if [[ "$mode" == uprobes ]]; then
+	check_uprobes
+	xp_summary
+	exit
+fi
 if [[ "$mode" == noagent ]]; then
 	rc=0
 	xp_sampler events -d 1 "$XP_VM_PID" >/dev/null 2>"$XP_VM_DIR/events.err" || rc=$?

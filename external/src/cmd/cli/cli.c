@@ -108,7 +108,8 @@ enum {
 	OPT_FOLD_RECURSION,
 	OPT_TOP,
 	OPT_SAMPLE,
-	OPT_SLOWEST
+	OPT_SLOWEST,
+	OPT_SOURCE
 };
 
 static const struct option longopts[] = {
@@ -141,6 +142,7 @@ static const struct option longopts[] = {
     {"top", required_argument, NULL, OPT_TOP},
     {"sample", required_argument, NULL, OPT_SAMPLE},
     {"slowest", required_argument, NULL, OPT_SLOWEST},
+    {"source", required_argument, NULL, OPT_SOURCE},
     {"follow", no_argument, NULL, OPT_FOLLOW},
     {"node", required_argument, NULL, OPT_NODE},
     {"cookie", required_argument, NULL, OPT_COOKIE},
@@ -178,7 +180,7 @@ static bool events_allows(int c)
 {
 	return c == 'h' || c == 'd' || c == OPT_JSON || c == OPT_ERLANG_NAMES ||
 	       c == OPT_ERLANG_PID || c == OPT_NAME || c == OPT_TOP || c == OPT_SAMPLE ||
-	       c == OPT_SLOWEST;
+	       c == OPT_SLOWEST || c == OPT_SOURCE;
 }
 
 /* Which options each command accepts (its row's CO_* groups). */
@@ -480,6 +482,11 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 			break;
 		o->events_slowest = (unsigned)v;
 		return 0;
+	case OPT_SOURCE:
+		if (strcmp(arg, "tracer") && strcmp(arg, "uprobes"))
+			break;
+		o->events_uprobes = strcmp(arg, "uprobes") == 0;
+		return 0;
 	case OPT_EVENT:
 		if (strcmp(arg, "cpu-clock") && strcmp(arg, "cycles"))
 			break;
@@ -554,6 +561,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 	    : c == OPT_TOP     ? "--top (1 to 10000)"
 	    : c == OPT_SAMPLE  ? "--sample (1 to 1000000: one process in N)"
 	    : c == OPT_SLOWEST ? "--slowest (1 to 1000)"
+	    : c == OPT_SOURCE  ? "--source (tracer or uprobes)"
 			       : "--format (svg, speedscope, collapsed, pprof or trace)");
 	return -EINVAL;
 }

@@ -67,6 +67,7 @@ struct cli_opts {
 	bool watch_cpu_off;	 /* watch --cpu-hz 0: no scheduler sampler */
 	uint64_t events_sample;	 /* events --sample N: one process in N (0: every one) */
 	unsigned events_slowest; /* events --slowest N */
+	bool events_uprobes;	 /* events --source uprobes */
 };
 
 /* CLI_MAN, CLI_COMPLETION: the build's --help-man and --help-completion (docgen.c). */

@@ -15,6 +15,7 @@
 #include "events_print.h"
 #include "events_stacks.h"
 #include "events_stats.h"
+#include "events_uprobes.h"
 
 #define DRAIN_NS     10000000ull  /* between drains */
 #define RENEW_NS     100000000ull /* between lease renewals */
@@ -59,6 +60,13 @@ const char events__usage[] =
     "                        after it within 10 ms, the gap given. It samples the scheduler\n"
     "                        threads at 997 Hz as record does, and costs what record costs\n"
     "  --json                one JSON object on stdout (keys spawn, exit, send, gc, sched)\n"
+    "  --source SOURCE       tracer (default): the agent's event tracer, as above; uprobes:\n"
+    "                        uprobes on beam.smp's exported functions, no agent needed, root\n"
+    "                        (system-wide probes), OTP 25 and 27 only (the newest OTP's\n"
+    "                        beam.smp is stripped): spawn, exit, send counts and collection\n"
+    "                        pauses (minor and major not told), no run-queue or message waits;\n"
+    "                        each call traps into the kernel, so it costs the VM more (the\n"
+    "                        table in docs/accuracy-and-cost.md)\n"
     "\n"
     "Exit status: 0, 6 without the agent (or an agent without the event tracer), 10 when\n"
     "the agent refused (another tracer on OTP 25, another sampler reading events).\n"
@@ -68,7 +76,8 @@ const char events__usage[] =
     "  extrospect events -d 5 --name my_server 4242\n"
     "  extrospect events -d 10 --slowest 10 4242       # the ten longest collections, waits,\n"
     "                                                  # each with its process's stack\n"
-    "  extrospect events -d 10 --json 4242 | jq '.send.processes[0]'\n";
+    "  extrospect events -d 10 --json 4242 | jq '.send.processes[0]'\n"
+    "  extrospect events -d 5 --source uprobes 4242   # no agent in the VM\n";
 
 static uint64_t now_ns(void)
 {
@@ -163,21 +172,23 @@ static int run_loop(struct evring *r, struct evstats *s, struct evstacks *x,
 }
 
 static int report(const struct cli_opts *o, struct target *t, struct evring *r, struct evstats *s,
-		  struct evstacks *x)
+		  struct evstacks *x, uint64_t uprobes_lost)
 {
 	struct events_out out = {
 	    .json = o->json,
 	    .top = o->limit ? o->limit : 10,
 	    .only = o->erlang_pid ? o->erlang_pid : o->name,
 	    .seconds = (double)(s->t1 - s->t0) / 1e9,
-	    .read = r->read,
-	    .lapped = r->lost[EVLOSS_LAPPED],
-	    .torn = r->lost[EVLOSS_TORN],
-	    .mechanism = s->sample_n > 1 ? "erl_tracer, sampled" : "erl_tracer",
+	    .read = r ? r->read : evstats__records(s),
+	    .lapped = r ? r->lost[EVLOSS_LAPPED] : uprobes_lost,
+	    .torn = r ? r->lost[EVLOSS_TORN] : 0,
+	    .mechanism = !r		   ? "uprobes"
+			 : s->sample_n > 1 ? "erl_tracer, sampled"
+					   : "erl_tracer",
 	    .otp = t->otp_release,
-	    .rings_addr = r->region.rings_addr,
-	    .rings_bytes = (uint64_t)r->region.nrings * r->region.ring_bytes,
-	    .nrings = r->region.nrings,
+	    .rings_addr = r ? r->region.rings_addr : 0,
+	    .rings_bytes = r ? (uint64_t)r->region.nrings * r->region.ring_bytes : 0,
+	    .nrings = r ? r->region.nrings : 0,
 	    .stacks = x,
 	};
 
@@ -187,6 +198,24 @@ static int report(const struct cli_opts *o, struct target *t, struct evring *r, 
 	else
 		events__print_text(s, &out, stdout);
 	return fflush(stdout) ? -EIO : 0;
+}
+
+/* --source uprobes: no agent, no lease; --slowest without stacks (not sampled). */
+static int events_uprobes(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
+			  char *err, size_t errlen)
+{
+	struct evstats s;
+	uint64_t lost = 0;
+	int rc;
+
+	if (evstats__init(&s, o->events_slowest))
+		return -ENOMEM;
+	rc = events__uprobes(t, o, o->duration_s > 0 ? o->duration_s : DEFAULT_S, stop, &s, &lost,
+			     err, errlen);
+	if (!rc)
+		rc = report(o, t, NULL, &s, NULL, lost);
+	evstats__free(&s);
+	return rc;
 }
 
 int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
@@ -199,6 +228,8 @@ int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	uint64_t started = 0;
 	int rc;
 
+	if (o->events_uprobes)
+		return events_uprobes(o, t, stop, err, errlen);
 	if (!target__has_agent(t)) {
 		snprintf(err, errlen,
 			 "events needs the extrospect agent in the VM (its event "
@@ -241,7 +272,7 @@ int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if (evring__drain(&r, hold_cb, &s) == EVRING_OK)
 		evstats__process(&s, UINT64_MAX);
 	if (!rc)
-		rc = report(o, t, &r, &s, x);
+		rc = report(o, t, &r, &s, x, 0);
 cleanup:
 	evstacks__free(x);
 	evring__stop(&r);

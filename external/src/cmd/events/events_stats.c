@@ -309,7 +309,7 @@ static void on_send(struct evstats *s, size_t si, uint64_t to, uint64_t ts)
 	}
 }
 
-static void on_gc(struct evstats *s, struct evproc *p, uint16_t kind, uint64_t ts)
+static void on_gc(struct evstats *s, struct evproc *p, uint16_t kind, uint16_t arg, uint64_t ts)
 {
 	bool major = kind == XP_EV_GC_MAJOR_START || kind == XP_EV_GC_MAJOR_END;
 
@@ -323,7 +323,8 @@ static void on_gc(struct evstats *s, struct evproc *p, uint16_t kind, uint64_t t
 		p->gc_ts = 0;
 		return;
 	}
-	add_dist(s, p, major ? ED_GC_MAJOR : ED_GC_MINOR, ts - p->gc_ts);
+	if (arg != EV_GC_KIND_UNKNOWN)
+		add_dist(s, p, major ? ED_GC_MAJOR : ED_GC_MINOR, ts - p->gc_ts);
 	add_dist(s, p, ED_GC, ts - p->gc_ts);
 	{
 		struct slow_ev e = {ts - p->gc_ts, ts, p->pid, 0, major};
@@ -375,7 +376,7 @@ static void process_one(struct evstats *s, const struct xp_ev *e, unsigned ring)
 		p->wake_ts = 0;
 		break;
 	default:
-		on_gc(s, p, e->kind, e->ts_ns);
+		on_gc(s, p, e->kind, e->arg, e->ts_ns);
 		break;
 	}
 }
@@ -385,6 +386,15 @@ static int cmp_ts(const void *a, const void *b)
 	const struct xp_ev *x = a, *y = b;
 
 	return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
+}
+
+uint64_t evstats__records(const struct evstats *s)
+{
+	uint64_t n = 0;
+
+	for (size_t k = 0; k < XP_EV_KIND_COUNT; k++)
+		n += s->kinds[k];
+	return n;
 }
 
 void evstats__process(struct evstats *s, uint64_t watermark)

@@ -50,6 +50,10 @@ struct evproc {
 	char pid_text[32];
 };
 
+/* xp_ev.arg of a collection's start and end when minor or major is not told (the uprobes
+ * source): counted in the pauses, in neither kind's. */
+#define EV_GC_KIND_UNKNOWN 0xffffu
+
 /* One of the slowest events of a kind (--slowest). */
 enum slow_kind { SLOW_GC = 0, SLOW_SCHED, SLOW_SEND, SLOW_KINDS };
 struct slow_ev {
@@ -90,5 +94,7 @@ void evstats__hold(struct evstats *s, const struct xp_ev *ev, unsigned ring);
 /* Process, in time order, every held record older than watermark. */
 void evstats__process(struct evstats *s, uint64_t watermark);
 struct evproc *evstats__find(struct evstats *s, uint64_t pid);
+/* Records processed in the window, every kind. */
+uint64_t evstats__records(const struct evstats *s);
 
 #endif /* XP_EVENTS_STATS_H */
