@@ -56,6 +56,8 @@ not_run_reason() {
 	*" inject "*) echo "needs a distributed node: inject_test.sh" ;;
 	*--perf-data*) echo "needs perf's own recording: perfmap_test.sh" ;;
 	*" watch "*) echo "needs its xp_watch target and spies: watch_test.sh" ;;
+	*" events "*--source\ uprobes*) [[ "$otp" != 29 ]] ||
+		echo "uprobes need beam.smp's symbols, stripped on 29: events_test.sh checks its exit 6" ;;
 	*" events "*) [[ "$mode" == agent ]] || echo "needs the agent: events_test.sh checks its exit 6" ;;
 	*"\$("*) echo "needs the shell's expansion" ;;
 	esac
