@@ -78,11 +78,12 @@ int evstacks__poll(struct evstacks *x, int timeout_ms)
 static bool is_pid(struct evstacks *x, uint32_t g, const char *pid_text, size_t len)
 {
 	const char *name;
+	bool yes;
 
 	if (g < x->nmatch && x->match[g])
 		return x->match[g] == 1;
 	name = agg__group_name(x->agg, g);
-	bool yes = name && !strncmp(name, pid_text, len) && (name[len] == ' ' || !name[len]);
+	yes = name && !strncmp(name, pid_text, len) && (name[len] == ' ' || !name[len]);
 	if (g < x->nmatch)
 		x->match[g] = yes ? 1 : 2;
 	return yes;
@@ -107,8 +108,11 @@ bool evstacks__find(struct evstacks *x, const char *pid_text, uint64_t from, uin
 	memset(h, 0, sizeof(*h));
 	free(x->match);
 	x->nmatch = agg__ngroups(x->agg) + 1;
-	if (!len || !(x->match = calloc(x->nmatch, 1)))
-		return x->nmatch = 0, false;
+	x->match = len ? calloc(x->nmatch, 1) : NULL;
+	if (!x->match) {
+		x->nmatch = 0;
+		return false;
+	}
 	for (uint64_t i = first; i < x->next; i++) {
 		const struct evs_sample *e = &x->ring[i % EVS_KEEP];
 
