@@ -210,6 +210,7 @@ static int events_uprobes(const struct cli_opts *o, struct target *t, volatile s
 
 	if (evstats__init(&s, o->events_slowest))
 		return -ENOMEM;
+	run__raise_priority(t->pid); /* as the tracer's reader: a ring left full loses hits */
 	rc = events__uprobes(t, o, o->duration_s > 0 ? o->duration_s : DEFAULT_S, stop, &s, &lost,
 			     err, errlen);
 	if (!rc)
