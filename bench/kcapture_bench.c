@@ -127,8 +127,7 @@ static int run(enum kind kind, double secs, double *ns_per_run, double *spins_pe
 	static uint64_t proc[8], cur;
 	static uint8_t heap[HEAP_BYTES], gc[GC_BYTES];
 	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP, 2, RATE_HZ, 0, 0};
-	struct perf_opts o = {
-	    PERF_EV_CPU_CLOCK, RATE_HZ, 8192, 64, 0, -1, false, false, false, false};
+	struct perf_opts o = {PERF_EV_CPU_CLOCK, RATE_HZ, 8192, 64, 0, -1, false, false, false};
 	volatile int stop = 0;
 	struct spinner sp = {.stop = &stop};
 	struct perf_session *ps = NULL;

@@ -116,8 +116,8 @@ static void fake_process(uint64_t *p, uint8_t *heap, uint8_t *stop)
 
 static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
 {
-	struct perf_opts o = {PERF_EV_CPU_CLOCK,    997,   8192,  64,	 1,
-			      kcapture__prog_fd(k), false, false, false, false};
+	struct perf_opts o = {PERF_EV_CPU_CLOCK,    997,   8192,  64,	1,
+			      kcapture__prog_fd(k), false, false, false};
 	struct spinner sp[NTHREADS];
 	struct perf_session *ps = NULL;
 	volatile int stop = 0;

@@ -404,7 +404,7 @@ static void print_stats(const char *what, const struct perf_stats *st)
 }
 
 static const struct perf_opts opts_8k = {
-    PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0, false, false, false, false};
+    PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0, false, false, false};
 
 /* Registers and stacks of 1 s of samples. 0, or 77 when perf_event_open is refused. */
 static int test_live_samples(const struct child_info *ci)
@@ -463,36 +463,11 @@ static void test_cycles(const struct child_info *ci)
 	perf_session__free(s);
 }
 
-/* start_later: events open but silent until perf_session__start enables them (a program loads
- * meanwhile, sampler_open.c); then they sample. Both ring modes. */
-static void test_start_later(struct child_info *ci)
-{
-	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 8192, 64, 0, 0, false, false, false, true};
-	struct perf_session *s = NULL;
-	uint64_t before, after;
-
-	for (int shared = 0; shared < 2; shared++) {
-		o.shared_rings = shared;
-		if (!CHECK_INT("later.open", 0, perf_session__open(&s, ci->busy, NBUSY, &o)))
-			return;
-		before = 0;
-		poll_for(s, 200000000u, on_count, &before);
-		CHECK_INT("later.silent_before_start", 0, (long long)before);
-		CHECK_INT("later.start", 0, perf_session__start(s, 0));
-		CHECK_INT("later.start_twice", -EINVAL, perf_session__start(s, 0));
-		after = 0;
-		poll_for(s, 300000000u, on_count, &after);
-		CHECK("later.samples_after_start", after > 50);
-		perf_session__free(s);
-		s = NULL;
-	}
-}
-
 /* The sampler's CPU per second of sampling two busy threads with 16 KiB stacks; then the child
  * is killed and every fd must hang up without failing the session. */
 static void test_cost_and_exit(struct child_info *ci)
 {
-	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1, 0, false, false, false, false};
+	struct perf_opts o = {PERF_EV_CPU_CLOCK, 997, 16384, 64, 1, 0, false, false, false};
 	struct perf_session *s = NULL, *shared = NULL;
 	uint64_t n = 0, t0;
 	double c0, wall;
@@ -713,7 +688,6 @@ int main(void)
 	test_losses(&ci, false);
 	test_losses(&ci, true);
 	test_wakeup(&ci);
-	test_start_later(&ci);
 	test_cost_and_exit(&ci);
 	return check_done();
 }

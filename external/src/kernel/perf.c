@@ -210,8 +210,6 @@ static int session__start_event(struct perf_session *s, int fd, size_t ring)
 {
 	if (ring < s->nrings && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->rings[ring].fd))
 		return -errno;
-	if (s->opts.start_later)
-		return 0;
 	/* Without the program the thread is still sampled: its samples have no capture. */
 	if (s->opts.bpf_prog_fd > 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->opts.bpf_prog_fd))
 		s->stats.bpf_unattached++;
@@ -427,23 +425,6 @@ int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntid
 cleanup:
 	perf_session__free(s);
 	return err;
-}
-
-int perf_session__start(struct perf_session *s, int bpf_prog_fd)
-{
-	if (!s || !s->opts.start_later)
-		return -EINVAL;
-	s->opts.start_later = false;
-	s->opts.bpf_prog_fd = bpf_prog_fd;
-	for (size_t i = 0; i < s->n; i++) {
-		for (size_t k = 0; k < s->threads[i].nfds; k++) {
-			int err = session__start_event(s, s->threads[i].fds[k], SIZE_MAX);
-
-			if (err && err != -ESRCH)
-				return err;
-		}
-	}
-	return 0;
 }
 
 void perf_session__on_switch(struct perf_session *s, perf_switch_fn fn, void *ctx)

@@ -54,9 +54,6 @@ struct perf_opts {
 	 * and CPU): the memory follows the CPUs, which bound how many samples are taken at once,
 	 * not the threads. Refused (an old kernel, too many fds): one ring per thread. */
 	bool shared_rings;
-	/* Events opened (and their rings mapped) but neither given the program nor enabled until
-	 * perf_session__start: the program is loaded meanwhile (sampler_open.c). */
-	bool start_later;
 };
 
 /* A ring holds PERF_RING_SECONDS of samples at freq_hz, each stack_bytes + PERF_SAMPLE_FIXED,
@@ -127,9 +124,6 @@ typedef void (*perf_switch_fn)(uint32_t tid, uint64_t time, bool out, bool preem
  * that exit during open are skipped and counted. */
 int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntids,
 		       const struct perf_opts *opts);
-/* A session opened with start_later: attach bpf_prog_fd (> 0) to every event, as to those added
- * later, and enable them. 0 or -errno. */
-int perf_session__start(struct perf_session *s, int bpf_prog_fd);
 /* Add a thread later (a scheduler thread that appeared). */
 int perf_session__add_thread(struct perf_session *s, pid_t tid);
 /* Wait up to timeout_ms for data, then deliver every complete sample, oldest first across the

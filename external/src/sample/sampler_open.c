@@ -2,7 +2,6 @@
  * target's scheduler threads (or a replay with no events), polling them, its counters, closing.
  * Does not own: what is done with each sample (sampler.c). */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,51 +11,35 @@
 #include "process.h"
 #include "sampler_int.h"
 
-/* The in-kernel capture's configuration for this target. */
-static void kcapture_cfg(const struct sampler *s, struct kcap_cfg *c)
+/* The in-kernel capture, unless --no-bpf or the kernel says no (st.kcapture_why). Each scheduler
+ * thread whose esdp is known gets its current_process looked up at the sample. */
+static void open_kcapture(struct sampler *s)
 {
+	const struct target_value *htop = &s->t->off[XP_OFF_P_HTOP];
+	const struct target_value *hend = &s->t->off[XP_OFF_P_HEND];
+	struct kcap_cfg c = {.span_lo = s->pr.bounds_lo,
+			     .span_len = s->pr.bounds_len,
+			     .htop_off = (uint32_t)htop->value,
+			     .hend_off = (uint32_t)hend->value,
+			     .stop_off = (uint32_t)s->t->off[XP_OFF_P_STOP].value,
+			     .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value,
+			     .rate_hz = s->opts.freq_hz,
+			     .perf_stack = PERF_STACK_CAPTURED};
 	const struct target_value *state = &s->t->off[XP_OFF_P_STATE];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t i;
 
-	*c = (struct kcap_cfg){.span_lo = s->pr.bounds_lo,
-			       .span_len = s->pr.bounds_len,
-			       .htop_off = (uint32_t)s->t->off[XP_OFF_P_HTOP].value,
-			       .hend_off = (uint32_t)s->t->off[XP_OFF_P_HEND].value,
-			       .stop_off = (uint32_t)s->t->off[XP_OFF_P_STOP].value,
-			       .heap_off = (uint32_t)s->t->off[XP_OFF_P_HEAP].value,
-			       .rate_hz = s->opts.freq_hz,
-			       .perf_stack = PERF_STACK_CAPTURED,
-			       .cpus = cpus > 0 ? (uint32_t)cpus : 1};
+	c.cpus = cpus > 0 ? (uint32_t)cpus : 1;
 	if (state->present && state->value > 0 && state->value < 4096)
-		c->state_off = (uint32_t)state->value;
-}
+		c.state_off = (uint32_t)state->value;
 
-/* The capture's program loads (the verifier: 5-25 ms) on a thread of its own while the perf
- * events open (138 scheduler threads: 7-20 ms), which start once it is there. */
-struct kcap_load {
-	struct kcap_cfg cfg;
-	struct kcapture *kc;
-	char why[sizeof(((struct sampler_stats *)0)->kcapture_why)];
-};
-
-static void *kcap_load(void *arg)
-{
-	struct kcap_load *l = arg;
-
-	if (kcapture__open(&l->kc, &l->cfg, l->why, sizeof(l->why)))
-		l->kc = NULL;
-	return NULL;
-}
-
-/* The in-kernel capture, unless --no-bpf or the kernel says no (st.kcapture_why): the loaded
- * one taken over. Each scheduler thread whose esdp is known gets its current_process looked up
- * at the sample. */
-static void take_kcapture(struct sampler *s, struct kcap_load *l)
-{
-	snprintf(s->st.kcapture_why, sizeof(s->st.kcapture_why), "%s",
-		 s->opts.no_bpf ? "--no-bpf" : l->why);
-	s->kc = l->kc;
-	for (size_t i = 0; s->kc && i < s->t->nsched; i++)
+	if (s->opts.no_bpf) {
+		snprintf(s->st.kcapture_why, sizeof(s->st.kcapture_why), "--no-bpf");
+		return;
+	}
+	if (kcapture__open(&s->kc, &c, s->st.kcapture_why, sizeof(s->st.kcapture_why)))
+		return;
+	for (i = 0; i < s->t->nsched; i++)
 		sampler__watch_sched(s, &s->t->sched[i]);
 }
 
@@ -108,52 +91,6 @@ static bool rings_shared(void)
 	return !v || strcmp(v, "thread") != 0;
 }
 
-/* The session over tids, with smaller rings while locked memory says no. */
-static int open_session(struct sampler *s, const pid_t *tids, size_t n, struct perf_opts *po)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	int rc;
-
-	/* A ring holds PERF_RING_SECONDS of one CPU's samples at the rate asked (perf.h): with
-	 * shared rings, one per CPU whatever the number of threads (docs/accuracy-and-cost.md, "Big
-	 * VMs"). */
-	po->mmap_pages = s->opts.snapshot ? PERF_RING_MIN_PAGES
-					  : perf__ring_pages(po->freq_hz, po->stack_bytes,
-							     page > 0 ? (size_t)page : 4096);
-	/* Without CAP_IPC_LOCK a user may lock kernel.perf_event_mlock_kb (516 KiB) per CPU of
-	 * rings, then RLIMIT_MEMLOCK: beyond, mmap says EPERM. Smaller rings are read more often
-	 * (woken when a quarter full), down to PERF_MIN_RETRY_PAGES. */
-	for (;;) {
-		rc = n ? perf_session__open(&s->perf, tids, n, po) : -ESRCH;
-		if ((rc != -EPERM && rc != -EACCES) || po->mmap_pages <= PERF_MIN_RETRY_PAGES)
-			return rc;
-		po->mmap_pages /= 4;
-		if (po->mmap_pages < PERF_MIN_RETRY_PAGES)
-			po->mmap_pages = PERF_MIN_RETRY_PAGES;
-	}
-}
-
-/* The scheduler threads' ids (or every thread's, --all-threads); NULL when out of memory. */
-static pid_t *sampled_tids(const struct sampler *s, size_t *n)
-{
-	struct proc_task *tasks = NULL;
-	size_t ntasks = 0, i;
-	pid_t *tids;
-
-	*n = 0;
-	if (s->opts.all_threads && proc__tasks(s->t->pid, &tasks, &ntasks) == 0) {
-		tids = calloc(ntasks ? ntasks : 1, sizeof(*tids));
-		for (i = 0; tids && i < ntasks; i++)
-			tids[(*n)++] = tasks[i].tid;
-	} else {
-		tids = calloc(s->t->nsched ? s->t->nsched : 1, sizeof(*tids));
-		for (i = 0; tids && i < s->t->nsched; i++)
-			tids[(*n)++] = s->t->sched[i].tid;
-	}
-	free(tasks);
-	return tids;
-}
-
 static int open_perf(struct sampler *s, char *err, size_t errlen)
 {
 	struct perf_opts po = {.event = s->opts.event,
@@ -166,41 +103,52 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 			       .user_only = s->opts.user_only,
 			       .switches = s->opts.on_switch != NULL,
 			       .shared_rings = !s->opts.snapshot && rings_shared()};
-	struct perf_opts cap = po;
-	struct kcap_load ld = {.kc = NULL};
-	bool loading = false;
-	pthread_t th;
+	long page = sysconf(_SC_PAGESIZE);
+	struct proc_task *tasks = NULL;
 	pid_t *tids;
-	size_t n;
+	size_t ntasks = 0, n = 0, i;
 	int rc;
 
-	if (!(tids = sampled_tids(s, &n)))
-		return -ENOMEM;
-	/* Captured at the sample: nothing is lost by reading samples in batches, and wake-ups
-	 * were most of the sampler's cost (a wake-up every 8 samples: 3.5 % of a core on the
-	 * bench workload; woken when a ring is half full or every RUN_POLL_MS: 1.5 %). The Erlang
-	 * stack is in the capture, so perf copies less of the native one: a runtime call's C
-	 * frames take well under 8 KiB, and the unwinder reads any rest live (1.5 -> 1.3 %). */
-	cap.stack_bytes = PERF_STACK_CAPTURED;
-	cap.wakeup_events = 0;
-	cap.start_later = true;
-	if (!s->opts.no_bpf) {
-		kcapture_cfg(s, &ld.cfg);
-		loading = !pthread_create(&th, NULL, kcap_load, &ld);
-		if (!loading)
-			kcap_load(&ld);
+	if (s->opts.all_threads && proc__tasks(s->t->pid, &tasks, &ntasks) == 0) {
+		tids = calloc(ntasks ? ntasks : 1, sizeof(*tids));
+		for (i = 0; tids && i < ntasks; i++)
+			tids[n++] = tasks[i].tid;
+	} else {
+		tids = calloc(s->t->nsched ? s->t->nsched : 1, sizeof(*tids));
+		for (i = 0; tids && i < s->t->nsched; i++)
+			tids[n++] = s->t->sched[i].tid;
 	}
-	rc = open_session(s, tids, n, s->opts.no_bpf ? &po : &cap);
-	if (loading)
-		pthread_join(th, NULL);
-	take_kcapture(s, &ld);
-	if (!rc && s->kc)
-		rc = perf_session__start(s->perf, kcapture__prog_fd(s->kc));
-	else if (!rc && !s->opts.no_bpf) {
-		/* No capture after all: the events as they are without it. */
-		perf_session__free(s->perf);
-		s->perf = NULL;
-		rc = open_session(s, tids, n, &po);
+	free(tasks);
+	if (!tids)
+		return -ENOMEM;
+	open_kcapture(s);
+	if (s->kc) {
+		/* Captured at the sample: nothing is lost by reading samples in batches, and
+		 * wake-ups were most of the sampler's cost (a wake-up every 8 samples: 3.5 % of a
+		 * core on the bench workload; woken when a ring is half full or every RUN_POLL_MS:
+		 * 1.5 %). The Erlang stack is in the capture, so perf copies less of the native
+		 * one: a runtime call's C frames take well under 8 KiB, and the unwinder reads
+		 * any rest live (1.5 -> 1.3 %). */
+		po.bpf_prog_fd = kcapture__prog_fd(s->kc);
+		po.stack_bytes = PERF_STACK_CAPTURED;
+		po.wakeup_events = 0;
+	}
+	/* A ring holds PERF_RING_SECONDS of one CPU's samples at the rate asked (perf.h): with
+	 * shared rings, one per CPU whatever the number of threads (docs/accuracy-and-cost.md, "Big
+	 * VMs"). */
+	po.mmap_pages = s->opts.snapshot ? PERF_RING_MIN_PAGES
+					 : perf__ring_pages(po.freq_hz, po.stack_bytes,
+							    page > 0 ? (size_t)page : 4096);
+	/* Without CAP_IPC_LOCK a user may lock kernel.perf_event_mlock_kb (516 KiB) per CPU of
+	 * rings, then RLIMIT_MEMLOCK: beyond, mmap says EPERM. Smaller rings are read more often
+	 * (woken when a quarter full), down to PERF_MIN_RETRY_PAGES. */
+	for (;;) {
+		rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
+		if ((rc != -EPERM && rc != -EACCES) || po.mmap_pages <= PERF_MIN_RETRY_PAGES)
+			break;
+		po.mmap_pages /= 4;
+		if (po.mmap_pages < PERF_MIN_RETRY_PAGES)
+			po.mmap_pages = PERF_MIN_RETRY_PAGES;
 	}
 	free(tids);
 	if (!rc && s->opts.on_switch)
