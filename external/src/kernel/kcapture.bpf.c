@@ -75,23 +75,22 @@ static __always_inline int try_copy(struct kcap_raw *r, __u64 edge, __u64 len, b
 	return copy_at(r, up ? edge - len : edge, len);
 }
 
-/* From edge on (!up): the longest readable span of part + n pages, n found by halving (a failed
- * read zero-fills the buffer, so the best one is read again at the end). A collection's stack
- * copied to its new block ends at that block's end, past which the next pages may be absent. */
+/* From edge on (!up): the longest readable span of part + n pages, n found page by page (a byte
+ * of each: a page is there or not). A collection's stack copied to its new block ends at that
+ * block's end, past which the next pages may be absent. Linear, not halving: the verifier walks
+ * each of halving's 2^7 outcomes. */
 static __always_inline void copy_from_edge(struct kcap_raw *r, __u64 edge, __u64 part, __u64 len)
 {
-	__u64 lo = 0, hi = (len - part) / PAGE + 1, mid;
+	__u64 n = 0;
+	__u8 b;
 
-	if (try_copy(r, edge, part, false))
-		return;
-	for (__u32 i = 0; i < 7 && hi - lo > 1; i++) {
-		mid = (lo + hi) / 2;
-		if (!try_copy(r, edge, part + mid * PAGE, false))
-			lo = mid;
-		else
-			hi = mid;
+	for (__u32 i = 0; i < KCAP_STACK_MAX / PAGE; i++) {
+		if (part + (n + 1) * PAGE > len ||
+		    bpf_probe_read_user(&b, 1, (const void *)(edge + part + n * PAGE)))
+			break;
+		n++;
 	}
-	try_copy(r, edge, part + lo * PAGE, false);
+	try_copy(r, edge, part + n * PAGE, false);
 }
 
 /* Copy up to len bytes; pages never touched make bpf_probe_read_user fail rather than fault them
