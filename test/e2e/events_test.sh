@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest e2e.events.OTP.MODE: `extrospect events -d S PID` against the xp_events target on OTP
-# 25|27|29, with the agent (MODE agent) or without it (noagent: exit status 6 and the reason).
+# 25|27|29, with the agent (MODE agent) or without it (noagent: exit status 6 and the reason,
+# then the same counts with --source uprobes, refused on 29).
 # The oracle: the target's own counts, each worker's logged after each tick against
 # CLOCK_MONOTONIC (the clock of the agent's records), so that each rate is the workers' own over
 # the exact window events recorded (its JSON's window_ns): the spawner's spawn and exit rates,
@@ -20,8 +21,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-otp=${1:?usage: events_test.sh 25|27|29 agent|noagent|uprobes}
-mode=${2:?usage: events_test.sh 25|27|29 agent|noagent|uprobes}
+otp=${1:?usage: events_test.sh 25|27|29 agent|noagent}
+mode=${2:?usage: events_test.sh 25|27|29 agent|noagent}
 
 oracle() { cat "$XP_VM_DIR/events_oracle.txt"; }
 # FIELD (2 pid, 3 count, 4 ms, 5 extra: xp_ev_gc's median pause) of worker NAME in an oracle copy.
@@ -175,7 +176,7 @@ check_other_tracer() {
 	xp_await 10 other_is false || xp_fail "the target did not clear its own tracer"
 }
 
-# --source uprobes, no agent: the rates as for the tracer (5 %), xp_ev_gc's collections counted
+# --source uprobes, on the VM without the agent: the rates as for the tracer (5 %), xp_ev_gc's collections counted
 # and their median pause within 25 % of its own timing (minor and major are not told, so the
 # total); OTP 29's stripped beam.smp: exit 6 and the reason.
 check_uprobes() {
@@ -214,15 +215,10 @@ check_uprobes() {
 }
 
 xp_require_sampler
-xp_start_vm "$otp" "$([[ $mode == uprobes ]] && echo noagent || echo "$mode")" xp_events
+xp_start_vm "$otp" "$mode" xp_events
 json=$XP_VM_DIR/events.json
 xp_await 10 test -s "$XP_VM_DIR/events_oracle.txt" || xp_die "the target wrote no oracle"
 
-if [[ "$mode" == uprobes ]]; then
-	check_uprobes
-	xp_summary
-	exit
-fi
 if [[ "$mode" == noagent ]]; then
 	rc=0
 	xp_sampler events -d 1 "$XP_VM_PID" >/dev/null 2>"$XP_VM_DIR/events.err" || rc=$?
@@ -232,6 +228,7 @@ if [[ "$mode" == noagent ]]; then
 	else
 		xp_fail "without the agent: $(cat "$XP_VM_DIR/events.err")"
 	fi
+	check_uprobes
 	xp_summary
 	exit
 fi
