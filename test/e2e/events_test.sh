@@ -54,8 +54,18 @@ check_rate() {
 	fi
 }
 
+# A median pause against the target's own timing, within 25 %.
+check_pause() {
+	local what=$1 got=$2 want=$3
+	if [[ "$got" =~ ^[0-9.]+$ ]] && within "$got" "$want" 25; then
+		xp_pass "$what $got us, its own timing $want us (within 25 %)"
+	else
+		xp_fail "$what: $got us, its own timing $want us"
+	fi
+}
+
 check_rates() {
-	local o2=$1 sp fast slow gc med got
+	local o2=$1 sp fast slow gc got
 	sp=$(rate xp_ev_spawner)
 	fast=$(rate xp_ev_fast)
 	slow=$(rate xp_ev_slow)
@@ -67,13 +77,8 @@ check_rates() {
 	got=$(jq -r '.gc.processes[] | select(.name == "xp_ev_gc") | .major.count / $s' \
 		--argjson s "$(jq .seconds "$json")" "$json")
 	check_rate "major collections of xp_ev_gc" "$got" "$gc"
-	med=$(ofield "$o2" xp_ev_gc 5)
-	got=$(jq -r '.gc.processes[] | select(.name == "xp_ev_gc") | .major.p50_us' "$json")
-	if [[ "$got" =~ ^[0-9.]+$ ]] && within "$got" "$med" 25; then
-		xp_pass "median major pause of xp_ev_gc $got us, its own timing $med us (within 25 %)"
-	else
-		xp_fail "median major pause of xp_ev_gc: $got us, its own timing $med us"
-	fi
+	check_pause "median major pause of xp_ev_gc" "$(jq -r '.gc.processes[] |
+		select(.name == "xp_ev_gc") | .major.p50_us' "$json")" "$(ofield "$o2" xp_ev_gc 5)"
 	# 1 in 4 children exits {shutdown, x}: the shutdown class is a quarter of the spawner's.
 	got=$(jq -r '.exit.classes.shutdown / .seconds' "$json")
 	check_rate "exits of class shutdown" "$got" "$(awk -v r="$sp" 'BEGIN { printf "%.3f", r / 4 }')"
@@ -180,7 +185,7 @@ check_other_tracer() {
 # and their median pause within 25 % of its own timing (minor and major are not told, so the
 # total); OTP 29's stripped beam.smp: exit 6 and the reason.
 check_uprobes() {
-	local rc=0 got med
+	local rc=0
 	xp_sampler events -d 5 --json --top 50 --source uprobes "$XP_VM_PID" >"$json" \
 		2>"$XP_VM_DIR/events.err" || rc=$?
 	oracle >"$XP_VM_DIR/o2"
@@ -188,9 +193,11 @@ check_uprobes() {
 	xp_await 10 test ! -e "$XP_VM_DIR/dump" || xp_die "the target did not dump its counts"
 	if [[ "$otp" == 29 ]]; then
 		xp_expect "exit status of 'events --source uprobes' on a stripped beam.smp" 6 "$rc"
-		grep -q "not in beam.smp's symbols" "$XP_VM_DIR/events.err" &&
-			xp_pass "uprobes on a stripped beam.smp: refused, and says why" ||
+		if grep -q "not in beam.smp's symbols" "$XP_VM_DIR/events.err"; then
+			xp_pass "uprobes on a stripped beam.smp: refused, and says why"
+		else
 			xp_fail "uprobes on a stripped beam.smp: $(cat "$XP_VM_DIR/events.err")"
+		fi
 		return
 	fi
 	xp_expect "exit status of 'events --source uprobes'" 0 "$rc"
@@ -202,13 +209,8 @@ check_uprobes() {
 	# spawner's children are nearly all of them), not per parent.
 	check_rate "exits VM-wide (uprobes; the spawner's children)" \
 		"$(jq -r '.exit.per_second' "$json")" "$(rate xp_ev_spawner)"
-	med=$(ofield "$XP_VM_DIR/o2" xp_ev_gc 5)
-	got=$(jq -r '.gc.processes[] | select(.name == "xp_ev_gc") | .p50_us' "$json")
-	if [[ "$got" =~ ^[0-9.]+$ ]] && within "$got" "$med" 25; then
-		xp_pass "median pause of xp_ev_gc (uprobes) $got us, its own timing $med us (within 25 %)"
-	else
-		xp_fail "median pause of xp_ev_gc (uprobes): $got us, its own timing $med us"
-	fi
+	check_pause "median pause of xp_ev_gc (uprobes)" "$(jq -r '.gc.processes[] |
+		select(.name == "xp_ev_gc") | .p50_us' "$json")" "$(ofield "$XP_VM_DIR/o2" xp_ev_gc 5)"
 	check_rate "collections of xp_ev_gc (uprobes)" \
 		"$(jq -r '.gc.processes[] | select(.name == "xp_ev_gc") | .per_second' "$json")" \
 		"$(rate xp_ev_gc)"
