@@ -16,6 +16,7 @@
 #     of the stall's own timestamp, with xp_stall:rare_slow_path/1 nested in it (a run the VM
 #     moved to the other scheduler is joined with its continuation there; edges the timeline
 #     says are uncertain, the OS having preempted the scheduler's thread there, by that much)
+# The VM runs at nice -10 (XP_RING_NICE), as bench/ceiling's: see below.
 # Prints the measured start and duration errors. About 30 s.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
@@ -30,6 +31,21 @@ xp_require_sampler
 command -v python3 >/dev/null || xp_skip "python3 not installed"
 
 xp_start_vm "$otp" "$mode" xp_stall +S 2
+# The stalls are timed by the workload's own wall clock. A VM the OS keeps off its CPUs (at load
+# 30 on this shared 2-core machine it got 150 samples in 10 s) stretches them, and stamps a stall
+# hundreds of ms after its scheduler took the server, or runs it again after its 20 ms wait
+# without a sample in between: no sampler sees that, and the errors were the OS's, not the
+# timeline's. As bench/ceiling does, the VM runs at nice XP_RING_NICE (-10), and this session's
+# autogroup too (put back at exit); the recorder ranks itself 5 above the VM. 0: neither.
+NICE=${XP_RING_NICE:--10}
+if [[ "$NICE" != 0 ]]; then
+	for t in /proc/"$XP_VM_PID"/task/*; do renice -n "$NICE" -p "${t##*/}" >/dev/null; done
+	if [[ -w /proc/self/autogroup ]]; then
+		old_group=$(sed -n 's/.* nice //p' /proc/self/autogroup)
+		echo "$NICE" >/proc/self/autogroup 2>/dev/null &&
+			xp_defer "echo '$old_group' >/proc/self/autogroup"
+	fi
+fi
 log=$XP_VM_DIR/stalls.log
 now_us() { date +%s%6N; }
 stalls() { if [[ -f "$log" ]]; then wc -l <"$log"; else echo 0; fi; }
