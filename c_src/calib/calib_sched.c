@@ -1,7 +1,8 @@
 /* The scheduler table: ErtsSchedulerData field offsets from the narrowed candidate sets, the
  * stride from normal schedulers 1..N, array bases (normal: esdp of scheduler 1; dirty: an observed
  * esdp minus (dirty_no - 1) strides), every array element checked through mem__self_read, and OS
- * thread ids from /proc/self/task/TID/comm. Reference §5. Runs in the dirty scan.
+ * thread ids from /proc/self/task/TID/comm, and the run queues they point to (their index and
+ * back-pointer, for record --trigger runq). Reference §5. Runs in the dirty scan.
  * Does not own: observing esdp by running (calib_self.c, calib_dirty.c). */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -225,6 +226,61 @@ static void fill_esdp(const struct agent *a, struct calib *c)
 	}
 }
 
+static void runq_fail(struct calib *c, enum xp_reason why, const char *note)
+{
+	calib__fail(c, XP_OFF_ESD_RUN_QUEUE, why, note);
+	calib__fail(c, XP_OFF_RQ_IX, why, note);
+	calib__fail(c, XP_OFF_RQ_SCHEDULER, why, note);
+	calib__fail(c, XP_OFF_RQ_STRIDE, why, note);
+}
+
+/* The run queues (record --trigger runq): each normal scheduler's run_queue must hold a queue
+ * whose ix is its number - 1 and whose scheduler field points back at it, all at the aligned
+ * array's stride from one base. The lengths are only bounded, by the sampler on each read. */
+static void check_runq(const struct agent *a, struct calib *c)
+{
+	const struct xp_layout *r = a->row;
+	uint32_t i, ix, n = 0, first = first_of(&a->facts, XP_SCHED_NORMAL);
+	uint64_t rq, back, base = 0;
+
+	calib__fail(c, XP_OFF_RQ_LEN, XP_WHY_UNCHECKABLE, "a length: bounded on each read");
+	calib__fail(c, XP_OFF_RQ_PROCS_LEN, XP_WHY_UNCHECKABLE, "a length: bounded on each read");
+	calib__fail(c, XP_OFF_RQ_INFO_SIZE, XP_WHY_UNCHECKABLE, "a size: bounded on each read");
+	if (!r || r->off[XP_OFF_ESD_RUN_QUEUE] < 0 || r->off[XP_OFF_RQ_IX] < 0 ||
+	    r->off[XP_OFF_RQ_SCHEDULER] < 0 || r->off[XP_OFF_RQ_STRIDE] <= 0) {
+		runq_fail(c, XP_WHY_UNSUPPORTED, "no run-queue offsets in the table");
+		return;
+	}
+	for (i = 0; i < count_of(&a->facts, XP_SCHED_NORMAL) && first + i < XP_MAX_SCHED; i++) {
+		const struct xp_sched *s = &c->sched[first + i];
+
+		if (!(s->flags & XP_VAL_PRESENT) || !s->esdp || !s->number)
+			continue;
+		if (mem__self_read_u64(s->esdp + (uint64_t)r->off[XP_OFF_ESD_RUN_QUEUE], &rq) ||
+		    mem__self_read_u32(rq + (uint64_t)r->off[XP_OFF_RQ_IX], &ix) ||
+		    mem__self_read_u64(rq + (uint64_t)r->off[XP_OFF_RQ_SCHEDULER], &back) ||
+		    ix != s->number - 1 || back != s->esdp ||
+		    (n && rq != base + (uint64_t)ix * (uint64_t)r->off[XP_OFF_RQ_STRIDE])) {
+			runq_fail(c, XP_WHY_CHECK_FAILED,
+				  "a run queue's ix, back-pointer or place in the array");
+			return;
+		}
+		base = rq - (uint64_t)ix * (uint64_t)r->off[XP_OFF_RQ_STRIDE];
+		n++;
+	}
+	if (!n) {
+		runq_fail(c, XP_WHY_UNCHECKABLE, "no normal scheduler's data known");
+		return;
+	}
+	calib__table_ok(c, r, XP_OFF_ESD_RUN_QUEUE, "each normal scheduler's queue points back");
+	calib__table_ok(c, r, XP_OFF_RQ_IX, "each normal scheduler's queue has its index");
+	calib__table_ok(c, r, XP_OFF_RQ_SCHEDULER, "each normal scheduler's queue points back");
+	if (n >= 2)
+		calib__table_ok(c, r, XP_OFF_RQ_STRIDE, "the queues sit one stride apart");
+	else
+		calib__fail(c, XP_OFF_RQ_STRIDE, XP_WHY_UNCHECKABLE, "one normal scheduler");
+}
+
 void calib__sched_resolve(const struct agent *a, struct calib *c)
 {
 	resolve_esd_fields(c, a->row);
@@ -237,4 +293,5 @@ void calib__sched_resolve(const struct agent *a, struct calib *c)
 	check_stride(a, c);
 	fill_from_threads(a, c);
 	fill_esdp(a, c);
+	check_runq(a, c);
 }

@@ -60,6 +60,15 @@ enum xp_off_id {
 	/* Process.dictionary (ProcDict *, NULL when empty): proc_lib's '$initial_call' (appended).
 	 */
 	XP_OFF_P_DICTIONARY,
+	/* The run queues, for record --trigger runq (appended; B/erl_process.h ErtsRunQueue_,
+	 * ErtsSchedulerData_.run_queue). */
+	XP_OFF_ESD_RUN_QUEUE, /* ErtsSchedulerData.run_queue (ErtsRunQueue *) */
+	XP_OFF_RQ_IX,	      /* ErtsRunQueue.ix (int: the scheduler's number - 1) */
+	XP_OFF_RQ_SCHEDULER,  /* ErtsRunQueue.scheduler (back to its ErtsSchedulerData) */
+	XP_OFF_RQ_LEN,	      /* ErtsRunQueue.len (atomic32: processes and ports queued) */
+	XP_OFF_RQ_PROCS_LEN,  /* ErtsRunQueue.procs.prio_info[0].len (max priority) */
+	XP_OFF_RQ_INFO_SIZE,  /* sizeof(ErtsRunQueueInfo): prio_info[]'s stride */
+	XP_OFF_RQ_STRIDE,     /* sizeof(ErtsAlignedRunQueue) */
 	XP_OFF_COUNT
 };
 #define XP_OFF_SLOTS 64 /* room in the block; XP_OFF_COUNT <= XP_OFF_SLOTS */

@@ -13,6 +13,11 @@
  * them (c_src/calib/calib_probe.c: P_REDS; c_src/calib/calib_memory.c: the old heap and vheap
  * words) except P_MBUF_SZ; the sampler's memory_fields check tests them on a known process, and
  * test/e2e/heap_test.sh compares what they give with process_info on each release.
+ * The run-queue fields (ESD_RUN_QUEUE, RQ_*; record --trigger runq) were added in November 2026
+ * by a probe run on bookworm 25.2.3 (+deb12u4), trixie 27.3.4.1 (+deb13u3) and forky 29.1.1
+ * (every other offset it printed was unchanged); the sampler checks them on every read
+ * (external/src/cmd/record/trig_runq.c: the queue's ix and its pointer back to its scheduler's
+ * data) and test/e2e/runq_test.sh compares the length read with the VM's own count.
  * P_DICTIONARY (Process.dictionary, `ProcDict *dictionary` four words before u.initial in
  * B/erl_process.h 25.2.3:1063, 27.3.4.1:1087, 29.1.1:1110; no USE_VM_PROBES in Debian's builds)
  * was added in November 2026 from those trees; test/e2e/names_test.sh compares the
@@ -115,6 +120,13 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_REDS] = 280,
 		[XP_OFF_P_DICTIONARY] = 416,
 		[XP_OFF_P_SIZEOF] = 776,
+		[XP_OFF_ESD_RUN_QUEUE] = 232,
+		[XP_OFF_RQ_IX] = 0,
+		[XP_OFF_RQ_SCHEDULER] = 144,
+		[XP_OFF_RQ_LEN] = 208,
+		[XP_OFF_RQ_PROCS_LEN] = 240,
+		[XP_OFF_RQ_INFO_SIZE] = 12,
+		[XP_OFF_RQ_STRIDE] = 448,
 	    },
 	.alloc = ALLOC_25_29,
 	.fcalls_bytes = 8,
@@ -174,6 +186,13 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_REDS] = 272,
 		[XP_OFF_P_DICTIONARY] = 408,
 		[XP_OFF_P_SIZEOF] = 760,
+		[XP_OFF_ESD_RUN_QUEUE] = 232,
+		[XP_OFF_RQ_IX] = 0,
+		[XP_OFF_RQ_SCHEDULER] = 144,
+		[XP_OFF_RQ_LEN] = 208,
+		[XP_OFF_RQ_PROCS_LEN] = 240,
+		[XP_OFF_RQ_INFO_SIZE] = 12,
+		[XP_OFF_RQ_STRIDE] = 448,
 	    },
 	.alloc = ALLOC_25_29,
 	.fcalls_bytes = 4,
@@ -233,6 +252,14 @@ static const struct xp_layout rows[] = {
 		[XP_OFF_P_REDS] = 272,
 		[XP_OFF_P_DICTIONARY] = 408,
 		[XP_OFF_P_SIZEOF] = 768,
+		/* 28+ reordered ErtsRunQueue (the process queues first, ix after them). */
+		[XP_OFF_ESD_RUN_QUEUE] = 232,
+		[XP_OFF_RQ_IX] = 168,
+		[XP_OFF_RQ_SCHEDULER] = 224,
+		[XP_OFF_RQ_LEN] = 164,
+		[XP_OFF_RQ_PROCS_LEN] = 48,
+		[XP_OFF_RQ_INFO_SIZE] = 12,
+		[XP_OFF_RQ_STRIDE] = 384,
 	    },
 	.alloc = ALLOC_25_29,
 	.fcalls_bytes = 4,
@@ -286,6 +313,13 @@ static const char *const off_names[XP_OFF_COUNT] = {
     [XP_OFF_P_BIN_VHEAP_SZ] = "p_bin_vheap_sz",
     [XP_OFF_P_REDS] = "p_reds",
     [XP_OFF_P_DICTIONARY] = "p_dictionary",
+    [XP_OFF_ESD_RUN_QUEUE] = "esd_run_queue",
+    [XP_OFF_RQ_IX] = "rq_ix",
+    [XP_OFF_RQ_SCHEDULER] = "rq_scheduler",
+    [XP_OFF_RQ_LEN] = "rq_len",
+    [XP_OFF_RQ_PROCS_LEN] = "rq_procs_len",
+    [XP_OFF_RQ_INFO_SIZE] = "rq_info_size",
+    [XP_OFF_RQ_STRIDE] = "rq_stride",
 };
 
 static const char *const addr_names[XP_ADDR_COUNT] = {

@@ -43,7 +43,7 @@ static void test_rows_complete(void)
 			snprintf(name, sizeof(name), "OTP %s %s set", rows[i].otp_release,
 				 layout__off_name((enum xp_off_id)id));
 			CHECK(name, rows[i].off[id] != 0 || id == XP_OFF_P_ID ||
-					id == XP_OFF_ESD_REGISTERS);
+					id == XP_OFF_ESD_REGISTERS || id == XP_OFF_RQ_IX);
 		}
 	}
 }

@@ -10,11 +10,13 @@
 #   - --trigger msgq=xp_stall_inbox:400 (its queue holds 500 for 0.5 s every 2.5 s): one dump
 #     named STAMP-msgq whose summary names the queue, on OTP 27+; OTP 25 (no queue length) is
 #     refused with exit 6 and the reason
-#   - every stall that began while a recorder ran, up to its last trigger, is in a dump as a run
+#   - every stall that began once a recorder sampled, up to its last trigger (long-run) or the
+#     last stall logged before its last SIGUSR2, is in a dump as a run
 #     of xp_stall_server whose length is the stall's within 10 % or 15 ms, starting within 30 ms
 #     of the stall's own timestamp, with xp_stall:rare_slow_path/1 nested in it (a run the VM
 #     moved to the other scheduler is joined with its continuation there; edges the timeline
 #     says are uncertain, the OS having preempted the scheduler's thread there, by that much)
+# The VM runs at nice -10 (XP_RING_NICE), as bench/ceiling's: see below.
 # Prints the measured start and duration errors. About 30 s.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
@@ -29,13 +31,30 @@ xp_require_sampler
 command -v python3 >/dev/null || xp_skip "python3 not installed"
 
 xp_start_vm "$otp" "$mode" xp_stall +S 2
+# The stalls are timed by the workload's own wall clock. A VM the OS keeps off its CPUs (at load
+# 30 on this shared 2-core machine it got 150 samples in 10 s) stretches them, and stamps a stall
+# hundreds of ms after its scheduler took the server, or runs it again after its 20 ms wait
+# without a sample in between: no sampler sees that, and the errors were the OS's, not the
+# timeline's. As bench/ceiling does, the VM runs at nice XP_RING_NICE (-10), and this session's
+# autogroup too (put back at exit); the recorder ranks itself 5 above the VM. 0: neither.
+NICE=${XP_RING_NICE:--10}
+if [[ "$NICE" != 0 ]]; then
+	for t in /proc/"$XP_VM_PID"/task/*; do renice -n "$NICE" -p "${t##*/}" >/dev/null; done
+	if [[ -w /proc/self/autogroup ]]; then
+		old_group=$(sed -n 's/.* nice //p' /proc/self/autogroup)
+		echo "$NICE" >/proc/self/autogroup 2>/dev/null &&
+			xp_defer "echo '$old_group' >/proc/self/autogroup"
+	fi
+fi
 log=$XP_VM_DIR/stalls.log
 now_us() { date +%s%6N; }
 stalls() { if [[ -f "$log" ]]; then wc -l <"$log"; else echo 0; fi; }
 dumps() { find "$1" -name '*.trace.json' 2>/dev/null | wc -l; }
 more_stalls() { (($(stalls) > $1)); }
 more_dumps() { (($(dumps "$1") >= $2)); }
-attached() { xp_has_perf_fd "$spid"; }
+# Sampling, not only attached: the recorder prints this once every event is enabled (its perf fds
+# exist earlier, while the rest are opened), so that a stall after `since` is sampled whole.
+sampling() { grep -q '^extrospect: sampling ' "$1"; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 
 # 1. record --format trace: a valid file.
@@ -53,7 +72,7 @@ dir=$XP_VM_DIR/long
 	"$XP_VM_PID" 2>"$XP_VM_DIR/long.err" &
 spid=$!
 xp_defer "kill -KILL $spid 2>/dev/null"
-xp_await 20 attached || xp_die "record --ring did not attach within 20 s"
+xp_await 20 sampling "$XP_VM_DIR/long.err" || xp_die "record --ring did not sample within 20 s"
 since=$(now_us)
 xp_await 30 gone "$spid" || xp_fail "--max-dumps 3: still running after 30 s"
 rc=0
@@ -75,17 +94,19 @@ dir=$XP_VM_DIR/usr2
 "$XP_SAMPLER" record --ring 4s --after 0.3s -o "$dir/" "$XP_VM_PID" 2>"$XP_VM_DIR/usr2.err" &
 spid=$!
 xp_defer "kill -KILL $spid 2>/dev/null"
-xp_await 20 attached || xp_die "record --ring did not attach within 20 s"
+xp_await 20 sampling "$XP_VM_DIR/usr2.err" || xp_die "record --ring did not sample within 20 s"
 n=$(stalls)
 xp_await 10 more_stalls "$n" || xp_die "no stall logged within 10 s"
 since=$(now_us)
 for i in 1 2; do
 	n=$(stalls)
 	xp_await 10 more_stalls "$n" || xp_die "no stall logged within 10 s"
+	# The stalls to find are those logged before a SIGUSR2: the next one may begin before
+	# the dump is written (under load, seconds later), and no dump need hold it.
+	until=$(tail -n 1 "$log" | cut -d ' ' -f 1)
 	kill -USR2 "$spid"
 	xp_await 10 more_dumps "$dir" "$i" || xp_fail "SIGUSR2 $i: no dump within 10 s"
 done
-until=$(now_us)
 kill -TERM "$spid"
 rc=0
 wait "$spid" || rc=$?

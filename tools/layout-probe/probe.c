@@ -114,6 +114,15 @@ static void print_others(void)
 	OFF("ITAB_SEG_TABLE", IndexTable, seg_table);
 	OFF("REGS_X_REG_ARRAY", ErtsSchedulerRegisters, x_reg_array);
 	SZ("P_SIZEOF", sizeof(Process));
+	/* The run queues (record --trigger runq). */
+	OFF("ESD_RUN_QUEUE", ErtsSchedulerData, run_queue);
+	OFF("RQ_IX", ErtsRunQueue, ix);
+	OFF("RQ_SCHEDULER", ErtsRunQueue, scheduler);
+	OFF("RQ_LEN", ErtsRunQueue, len);
+	OFF("RQ_PROCS_LEN", ErtsRunQueue, procs.prio_info[0].len);
+	SZ("RQ_INFO_SIZE", sizeof(ErtsRunQueueInfo));
+	SZ("RQ_STRIDE", sizeof(ErtsAlignedRunQueue));
+	printf("\t\t\t\t/* ERTS_NO_PROC_PRIO_LEVELS = %d */\n", (int)ERTS_NO_PROC_PRIO_LEVELS);
 }
 
 /* erl_ao_firstfit_alloc.c keeps AOFF_Carrier_t in the .c file (25:107, 27 and 29 the same): its

@@ -530,39 +530,40 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 			break;
 		return 1; /* format given explicitly */
 	}
-	snprintf(
-	    err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
-	    c == 'F' && o->command && (o->command->opts & CO_WATCH)
-		? "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)"
-	    : c == 'F'		  ? "-F/--rate"
-	    : c == 'd'		  ? "-d/--duration"
-	    : c == 'n'		  ? "-n/--limit"
-	    : c == OPT_EVENT	  ? "--event (cpu-clock or cycles)"
-	    : c == OPT_THREADS	  ? "--threads (schedulers or all)"
-	    : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
-	    : c == OPT_NODE	  ? "--node (like name@host)"
-	    : c == OPT_METHOD	  ? "--method (spy or poll)"
-	    : c == OPT_CPU_HZ	  ? "--cpu-hz (0, or 1 to 100000)"
-	    : c == OPT_GROUP	  ? "--group (name, pid or none)"
-	    : c == OPT_SORT	? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "
-				  "memory; alloc: carriers, blocks, free, largest or frag)"
-	    : c == 'o'		? "-o (given at most 4 times)"
-	    : c == OPT_EVERY	? "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"
-	    : c == OPT_KEEP	? "--keep (a number of profiles, 1 or more)"
-	    : c == OPT_PUSH	? "--push (an http:// URL; for https use a local agent)"
-	    : c == OPT_APP_NAME ? "--app-name (no spaces or any of {}&?#=)"
-	    : c == OPT_LABEL	? "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"
-	    : c == OPT_RING	? "--ring (a duration from 1s to 1h, like 30s or 5m)"
-	    : c == OPT_AFTER	? "--after (a duration up to 10m, like 2s or 500ms; 0: none)"
-	    : c == OPT_MIN_GAP	? "--min-gap (a duration, like 10s)"
-	    : c == OPT_MAX_DUMPS ? "--max-dumps (a number of dumps, 1 or more)"
-	    : c == OPT_TRIGGER
-		? "--trigger (long-run=DURATION, gc=DURATION or msgq=NAME:N, like long-run=200ms)"
-	    : c == OPT_TOP     ? "--top (1 to 10000)"
-	    : c == OPT_SAMPLE  ? "--sample (1 to 1000000: one process in N)"
-	    : c == OPT_SLOWEST ? "--slowest (1 to 1000)"
-	    : c == OPT_SOURCE  ? "--source (tracer or uprobes)"
-			       : "--format (svg, speedscope, collapsed, pprof or trace)");
+	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
+		 c == 'F' && o->command && (o->command->opts & CO_WATCH)
+		     ? "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)"
+		 : c == 'F'	       ? "-F/--rate"
+		 : c == 'd'	       ? "-d/--duration"
+		 : c == 'n'	       ? "-n/--limit"
+		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
+		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
+		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
+		 : c == OPT_NODE       ? "--node (like name@host)"
+		 : c == OPT_METHOD     ? "--method (spy or poll)"
+		 : c == OPT_CPU_HZ     ? "--cpu-hz (0, or 1 to 100000)"
+		 : c == OPT_GROUP      ? "--group (name, pid or none)"
+		 : c == OPT_SORT
+		     ? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "
+		       "memory; alloc: carriers, blocks, free, largest or frag)"
+		 : c == 'o'	     ? "-o (given at most 4 times)"
+		 : c == OPT_EVERY    ? "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"
+		 : c == OPT_KEEP     ? "--keep (a number of profiles, 1 or more)"
+		 : c == OPT_PUSH     ? "--push (an http:// URL; for https use a local agent)"
+		 : c == OPT_APP_NAME ? "--app-name (no spaces or any of {}&?#=)"
+		 : c == OPT_LABEL    ? "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"
+		 : c == OPT_RING     ? "--ring (a duration from 1s to 1h, like 30s or 5m)"
+		 : c == OPT_AFTER    ? "--after (a duration up to 10m, like 2s or 500ms; 0: none)"
+		 : c == OPT_MIN_GAP  ? "--min-gap (a duration, like 10s)"
+		 : c == OPT_MAX_DUMPS ? "--max-dumps (a number of dumps, 1 or more)"
+		 : c == OPT_TRIGGER
+		     ? "--trigger (long-run=DURATION, gc=DURATION, msgq=NAME:N or runq=N, like "
+		       "long-run=200ms)"
+		 : c == OPT_TOP	    ? "--top (1 to 10000)"
+		 : c == OPT_SAMPLE  ? "--sample (1 to 1000000: one process in N)"
+		 : c == OPT_SLOWEST ? "--slowest (1 to 1000)"
+		 : c == OPT_SOURCE  ? "--source (tracer or uprobes)"
+				    : "--format (svg, speedscope, collapsed, pprof or trace)");
 	return -EINVAL;
 }
 
@@ -570,7 +571,8 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 static enum cli_result ring_args(struct cli_opts *o, const char *cmd, bool format_given, char *err,
 				 size_t errlen)
 {
-	bool trig = o->trig.long_run_ns || o->trig.gc_ns || o->trig.msgq_name[0];
+	bool trig =
+	    o->trig.long_run_ns || o->trig.gc_ns || o->trig.msgq_name[0] || o->trig.runq_len;
 
 	if (!o->ring_ns) {
 		if (o->after_ns || o->max_dumps || o->min_gap_ns || trig) {

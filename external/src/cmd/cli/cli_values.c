@@ -178,5 +178,16 @@ int cli__parse_trigger(const char *spec, struct trig_opts *o)
 		o->msgq_len = n;
 		return 0;
 	}
+	if (strncmp(spec, "runq=", 5) == 0) {
+		char *end;
+		long long n;
+
+		errno = 0;
+		n = strtoll(spec + 5, &end, 10);
+		if (errno || end == spec + 5 || *end || n < 1 || n > (1ll << 27))
+			return -EINVAL;
+		o->runq_len = n;
+		return 0;
+	}
 	return -EINVAL;
 }

@@ -33,10 +33,11 @@ struct trig_opts {
 	uint64_t gc_ns;
 	char msgq_name[256]; /* msgq=NAME:N */
 	int64_t msgq_len;
+	int64_t runq_len; /* runq=N */
 };
 /* "200ms", "1.5s", "30s", "5m", "1h" (a plain number is seconds) into ns, within [lo_s, hi_s]. */
 int cli__parse_duration(const char *s, double lo_s, double hi_s, uint64_t *ns);
-/* One --trigger: "long-run=200ms", "gc=50ms" or "msgq=NAME:N". 0 or -EINVAL. */
+/* One --trigger: "long-run=200ms", "gc=50ms", "msgq=NAME:N" or "runq=N". 0 or -EINVAL. */
 int cli__parse_trigger(const char *spec, struct trig_opts *o);
 
 #endif /* XP_CLI_VALUES_H */

@@ -16,6 +16,7 @@
 #include "report/report.h"
 #include "run.h"
 #include "trig_msgq.h"
+#include "trig_runq.h"
 #include "triggers.h"
 
 #define FLIGHT_DRAIN_NS (150 * 1000000ull) /* samples still on their way after --after */
@@ -27,6 +28,8 @@ struct flight {
 	struct triggers trig;
 	struct msgq_watch msgq; /* with --trigger msgq= */
 	bool have_msgq;
+	struct runq_watch runq; /* with --trigger runq=, else for the summary when it can */
+	bool have_runq;
 	char (*sched_name)[48];
 	char dir[4096];
 	bool pending;
@@ -138,7 +141,8 @@ static int write_file(struct flight *f, const char *base, const char *ext, struc
 	else if (strcmp(ext, ".folded") == 0)
 		rc = report__collapsed(a, of.f);
 	else
-		rc = flight__summary(in, &f->ev, off, partial, of.f);
+		rc =
+		    flight__summary(in, &f->ev, off, partial, f->have_runq ? &f->runq : NULL, of.f);
 	if ((rc = outfile__close(&of, rc)))
 		fprintf(stderr, "extrospect: cannot write %s: %s (nothing written)\n", path,
 			strerror(-rc));
@@ -149,10 +153,7 @@ static int write_dump(struct flight *f, const char *partial)
 {
 	int64_t err_ns, off = ring__clock_offset(&err_ns);
 	struct trace_mark mark = {.time_ns = (int64_t)f->ev.time_ns + off,
-				  .name = f->ev.kind == TRIG_SIGNAL ? "trigger: SIGUSR2"
-					  : f->ev.kind == TRIG_GC   ? "trigger: gc"
-					  : f->ev.kind == TRIG_MSGQ ? "trigger: msgq"
-								    : "trigger: long-run",
+				  .name = trig__mark(f->ev.kind),
 				  .detail = f->ev.detail};
 	char stamp[48], base[4160];
 	struct trace_input in;
@@ -194,6 +195,7 @@ static int turn(struct run_ctx *ctx, struct sampler *s)
 	uint64_t now = ring__now_ns();
 	struct trig_event ev2;
 	size_t bytes;
+	int rc = 0;
 
 	if (run__take(ctx->stop, RUN_DUMP)) {
 		struct trig_event ev = {.kind = TRIG_SIGNAL, .time_ns = now};
@@ -203,6 +205,14 @@ static int turn(struct run_ctx *ctx, struct sampler *s)
 	}
 	if (f->have_msgq && msgq__check(&f->msgq, now, &ev2))
 		trigger(f, &ev2);
+	if (f->have_runq && (rc = runq__check(&f->runq, now, &ev2)) == 1)
+		trigger(f, &ev2);
+	if (rc < 0 && f->o->trig.runq_len) {
+		snprintf(ctx->err, sizeof(ctx->err), "%s", f->runq.why);
+		return TARGET_EUNSUPPORTED;
+	}
+	if (rc < 0)
+		f->have_runq = false; /* the summary goes without run queues */
 	if (f->pending && now >= f->dump_at_ns + FLIGHT_DRAIN_NS) {
 		write_dump(f, NULL);
 		if (f->o->max_dumps && f->dumps >= f->o->max_dumps)
@@ -212,6 +222,21 @@ static int turn(struct run_ctx *ctx, struct sampler *s)
 		return -ENOMEM;
 	bytes = ring__bytes(&f->ring);
 	f->peak_bytes = bytes > f->peak_bytes ? bytes : f->peak_bytes;
+	return 0;
+}
+
+/* --trigger runq: its checks must pass; without it the run queues are read for the summary
+ * when they can be, and quietly not when they cannot. */
+static int prepare_runq(struct flight *f, char *err, size_t errlen)
+{
+	char why[256];
+	int rc = runq__init(&f->runq, f->t, f->o->trig.runq_len, why, sizeof(why));
+
+	if (rc == -ENOMEM || (rc && f->o->trig.runq_len)) {
+		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : why);
+		return rc == -ENOMEM ? rc : TARGET_EUNSUPPORTED;
+	}
+	f->have_runq = rc == 0;
 	return 0;
 }
 
@@ -247,7 +272,7 @@ static int prepare(struct flight *f, char *err, size_t errlen)
 			return rc == -ENOMEM ? rc : TARGET_EUNSUPPORTED;
 		f->have_msgq = true;
 	}
-	return 0;
+	return prepare_runq(f, err, errlen);
 }
 
 static void final_summary(const struct flight *f)
@@ -263,10 +288,18 @@ static void final_summary(const struct flight *f)
 		(double)ring__bytes(&f->ring) / 1048576.0, (double)f->peak_bytes / 1048576.0);
 	fprintf(stderr,
 		"  triggers fired: SIGUSR2 %" PRIu64 ", long-run %" PRIu64 ", gc %" PRIu64
-		", msgq %" PRIu64 "; not dumped: %" PRIu64 " while a dump was pending, %" PRIu64
-		" within --min-gap, %" PRIu64 " past --max-dumps\n",
+		", msgq %" PRIu64 ", runq %" PRIu64 "; not dumped: %" PRIu64
+		" while a dump was pending, %" PRIu64 " within --min-gap, %" PRIu64
+		" past --max-dumps\n",
 		f->fired[TRIG_SIGNAL], f->fired[TRIG_LONG_RUN], f->fired[TRIG_GC],
-		f->fired[TRIG_MSGQ], f->during_pending, f->within_gap, f->past_max);
+		f->fired[TRIG_MSGQ], f->fired[TRIG_RUNQ], f->during_pending, f->within_gap,
+		f->past_max);
+	if (f->have_runq)
+		fprintf(stderr,
+			"  run queues: read %" PRIu64
+			" times (%zu schedulers, every %d ms), %" PRIu64
+			" reads of a queue failed their checks\n",
+			f->runq.reads, f->runq.nq, TRIG_RUNQ_EVERY_MS, f->runq.bad);
 }
 
 int cmd__record_ring(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop,
@@ -315,6 +348,7 @@ int cmd__record_ring(const struct cli_opts *o, struct target *t, volatile sig_at
 cleanup:
 	ring__free(&f.ring);
 	trig__free(&f.trig);
+	runq__free(&f.runq);
 	free(f.sched_name);
 	return rc;
 }

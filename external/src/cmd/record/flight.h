@@ -23,8 +23,10 @@ int cmd__record_ring(const struct cli_opts *o, struct target *t, volatile sig_at
 int flight__trace_all(struct ring *r, const struct cli_opts *o, struct trace_input *in);
 /* The dump's one-screen summary (flight_summary.c). */
 struct trig_event;
+struct runq_watch;
+/* rq: the run queues' readings, or NULL (the runs then say nothing of them). */
 int flight__summary(struct trace_input *in, const struct trig_event *ev, int64_t offset_ns,
-		    const char *partial, FILE *f);
+		    const char *partial, const struct runq_watch *rq, FILE *f);
 /* "20261128T121500.123Z" for a wall-clock time in ns. */
 void flight__stamp(int64_t wall_ns, char *buf, size_t len, bool compact);
 

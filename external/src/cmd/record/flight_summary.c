@@ -7,6 +7,7 @@
 
 #include "flight.h"
 #include "report/report.h"
+#include "trig_runq.h"
 #include "triggers.h"
 
 #define TOP_RUNS  8
@@ -20,6 +21,8 @@ struct top_run {
 
 struct runs {
 	struct trace_input *in;
+	const struct runq_watch *rq; /* NULL: no run-queue readings */
+	int64_t offset_ns;	     /* wall clock - CLOCK_MONOTONIC */
 	struct top_run top[TOP_RUNS];
 	size_t n, nruns;
 };
@@ -86,6 +89,22 @@ static int on_run(const struct trace_run *r, void *ctx)
 	return 0;
 }
 
+/* "while its run queue held up to N processes": the readings within the run, widened by half
+ * their interval (a run shorter than it may fall between two). */
+static void runq_note(const struct runs *rs, const struct top_run *t, FILE *f)
+{
+	int64_t half = TRIG_RUNQ_EVERY_MS * 1000000ll / 2, n;
+	int64_t from = t->r.start_ns - rs->offset_ns - half,
+		to = t->r.end_ns - rs->offset_ns + half;
+
+	if (!rs->rq || from < 0)
+		return;
+	n = runq__max_in(rs->rq, t->r.thread, (uint64_t)from, (uint64_t)to);
+	if (n >= 0)
+		fprintf(f, ", while its run queue held up to %lld process%s", (long long)n,
+			n == 1 ? "" : "es");
+}
+
 static void print_runs(struct runs *rs, FILE *f)
 {
 	char when[48];
@@ -103,6 +122,7 @@ static void print_runs(struct runs *rs, FILE *f)
 			t->r.group, (double)(t->r.end_ns - t->r.start_ns) / 1e6, when + 11);
 		if (t->fn)
 			fprintf(f, ", in %s (%u%% of its samples)", t->fn, t->pct);
+		runq_note(rs, t, f);
 		if (t->r.gc_samples)
 			fprintf(f, ", %zu samples in garbage collection", t->r.gc_samples);
 		if (t->r.preempted_ns >= 1000000)
@@ -120,9 +140,9 @@ static void print_runs(struct runs *rs, FILE *f)
 }
 
 int flight__summary(struct trace_input *in, const struct trig_event *ev, int64_t offset_ns,
-		    const char *partial, FILE *f)
+		    const char *partial, const struct runq_watch *rq, FILE *f)
 {
-	struct runs rs = {.in = in};
+	struct runs rs = {.in = in, .rq = rq, .offset_ns = offset_ns};
 	char a[48], b[48], c[48];
 	struct agg *agg = NULL;
 	int rc;

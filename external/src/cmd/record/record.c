@@ -96,8 +96,9 @@ const char record__usage[] =
     "Flight recorder (catching a rare slow moment; runs until Ctrl-C or SIGTERM):\n"
     "  --ring DURATION       hold the last DURATION of samples in memory (1s to 1h: 30s, 5m):\n"
     "                        16 bytes a sample, about 15.6 KiB a second per busy scheduler at\n"
-    "                        997 Hz, plus each distinct stack once (the summary says what is "
-    "held)\n"
+    "                        997 Hz, plus each distinct stack once: about 93 KiB a second per\n"
+    "                        busy scheduler in all on bench/ring's VM (the summary says what is\n"
+    "                        held)\n"
     "  -o DIR/               on a trigger, one dump into DIR covering the ring's window and\n"
     "                        --after: STAMP-TRIGGER.trace.json (the timeline), .folded (its\n"
     "                        collapsed stacks) and .txt (a one-screen summary: the trigger, the\n"
@@ -115,6 +116,16 @@ const char record__usage[] =
     "                        (one read of a few hundred bytes), found once by reading every\n"
     "                        registered process's name (again at most once a second while it is\n"
     "                        not found); fires again only after the queue fell under N/2\n"
+    "  --trigger runq=N      N or more processes waiting in one scheduler's run queue (its\n"
+    "                        ErtsRunQueue's per-priority lengths; ports not counted): every\n"
+    "                        normal scheduler's queue read from outside at each turn of the\n"
+    "                        sampling loop, at most every 20 ms (10 to 50 times a second), one\n"
+    "                        process_vm_readv of ~300 bytes a scheduler; each read checked (the\n"
+    "                        queue's index, its pointer back to its scheduler, its lengths);\n"
+    "                        refused (exit 6) when a first read fails them; fires again only\n"
+    "                        after every queue fell under N/2. Without it the queues are still\n"
+    "                        read, when they can be, for the summary's \"while its run queue "
+    "held\"\n"
     "  SIGUSR2               dump now (an application's own latency alarm, an operator)\n"
     "  A dump is written through the same complete-or-nothing path as -o FILE. Triggers while a\n"
     "  dump is pending are counted, not dumped. A VM that exits, or Ctrl-C, while one is pending\n"
@@ -150,7 +161,8 @@ const char record__usage[] =
     "  extrospect record -d 5 -o vm.trace.json 4242       # a timeline: ui.perfetto.dev\n"
     "  extrospect record --ring 30s --trigger long-run=200ms --max-dumps 5 -o /var/tmp/xp/ 4242\n"
     "  extrospect record --ring 1m --min-gap 5m -o /var/tmp/xp/ 4242 & kill -USR2 $!\n"
-    "  extrospect record --ring 30s --trigger msgq=my_server:10000 --trigger gc=50ms -o d/ 4242\n";
+    "  extrospect record --ring 30s --trigger msgq=my_server:10000 --trigger gc=50ms -o d/ 4242\n"
+    "  extrospect record --ring 30s --trigger runq=500 --min-gap 1m -o /var/tmp/xp/ 4242\n";
 
 const char top__usage[] =
     "Usage: extrospect top [OPTIONS] PID\n"

@@ -12,9 +12,17 @@
 
 const char *trig__name(enum trig_kind k)
 {
-	static const char *const names[] = {"sigusr2", "long-run", "gc", "msgq"};
+	static const char *const names[] = {"sigusr2", "long-run", "gc", "msgq", "runq"};
 
 	return k < TRIG_COUNT ? names[k] : "?";
+}
+
+const char *trig__mark(enum trig_kind k)
+{
+	static const char *const marks[] = {"trigger: SIGUSR2", "trigger: long-run", "trigger: gc",
+					    "trigger: msgq", "trigger: runq"};
+
+	return k < TRIG_COUNT ? marks[k] : "trigger";
 }
 
 int trig__init(struct triggers *tr, const struct trig_opts *o, size_t nsched, uint32_t freq_hz)

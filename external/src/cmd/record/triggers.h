@@ -12,9 +12,11 @@
 
 #include "cli_values.h" /* struct trig_opts: what --trigger asked for */
 
-enum trig_kind { TRIG_SIGNAL = 0, TRIG_LONG_RUN, TRIG_GC, TRIG_MSGQ, TRIG_COUNT };
+enum trig_kind { TRIG_SIGNAL = 0, TRIG_LONG_RUN, TRIG_GC, TRIG_MSGQ, TRIG_RUNQ, TRIG_COUNT };
 
 const char *trig__name(enum trig_kind k);
+/* "trigger: long-run", the timeline's mark. */
+const char *trig__mark(enum trig_kind k);
 
 /* One fired trigger. */
 struct trig_event {
