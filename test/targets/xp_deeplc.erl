@@ -1,9 +1,8 @@
 %% A deep stack for bench/record_cost (issue 27, "deep stacks"): the registered process xp_deeplc
 %% runs a body-recursive list comprehension over [1..Depth] whose element function spins at the
 %% last element only. A comprehension's element is computed before its tail, so while it spins
-%% the stack holds Depth - 1 pending comprehension frames ('lc$^0'/1) below spin/2:
-%%   xp_deeplc:loop/1; xp_deeplc:'-run/1-lc$^0/1-0-'/1 (Depth - 1 times); xp_deeplc:elem/2;
-%%   xp_deeplc:spin/2
+%% the stack holds Depth comprehension frames below spin/2 (elem/2 tail-calls it):
+%%   xp_deeplc:loop/1; xp_deeplc:'-run/1-lc$^0/1-0-'/2 (Depth times); xp_deeplc:spin/2
 %% Depth from `-xp_deeplc_depth N` (default 2000).
 %%   erl -noshell ... -xp_deeplc_depth 2000 -run xp_deeplc start READYFILE agent|noagent HARNESS_OS_PID
 -module(xp_deeplc).
