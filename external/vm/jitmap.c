@@ -549,6 +549,7 @@ void jitmap__free(struct jitmap *map)
 		map->strings = next;
 	}
 	free(map->segs);
+	free(map->lcache);
 	free(map->files);
 	free(map->lines);
 	free(map->mods);

@@ -112,6 +112,10 @@ void jitmap__finish(struct jitmap *map)
 	map->nsegs = 0;
 	if (map->nranges)
 		qsort(map->ranges, map->nranges, sizeof(*map->ranges), range_cmp);
+	if (!map->lcache)
+		map->lcache = calloc(1u << LCACHE_LOG2, sizeof(*map->lcache));
+	else
+		memset(map->lcache, 0, (1u << LCACHE_LOG2) * sizeof(*map->lcache));
 	pts = malloc((2 * map->nranges + 1) * sizeof(*pts));
 	heap = malloc((map->nranges + 1) * sizeof(*heap));
 	map->segs = malloc((2 * map->nranges + 1) * sizeof(*map->segs));
@@ -152,17 +156,10 @@ const struct jit_range *jitmap__prologue_body(const struct jitmap *map, const st
 		   : NULL;
 }
 
-const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)
+static const struct jit_range *lookup_segs(const struct jitmap *map, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo = 0, hi = map->nsegs;
 
-	if (!map || !map->segs || !map->nsegs)
-		return NULL; /* not finished, or finishing ran out of memory */
-	/* The stack walker asks for every word that could be a return address; most are terms,
-	 * outside the code altogether (segs are disjoint and sorted). */
-	if (addr < map->segs[0].start || addr >= map->segs[map->nsegs - 1].end)
-		return NULL;
-	hi = map->nsegs;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -174,6 +171,28 @@ const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)
 	if (!lo || addr >= map->segs[lo - 1].end)
 		return NULL;
 	return &map->ranges[map->segs[lo - 1].range];
+}
+
+const struct jit_range *jitmap__lookup(const struct jitmap *map, uint64_t addr)
+{
+	struct jit_lcache *c;
+	const struct jit_range *r;
+
+	if (!map || !map->segs || !map->nsegs)
+		return NULL; /* not finished, or finishing ran out of memory */
+	/* The stack walker asks for every word that could be a return address; most are terms,
+	 * outside the code altogether (segs are disjoint and sorted). */
+	if (addr < map->segs[0].start || addr >= map->segs[map->nsegs - 1].end)
+		return NULL;
+	if (!map->lcache)
+		return lookup_segs(map, addr);
+	c = &map->lcache[(addr * 0x9e3779b97f4a7c15ull) >> (64 - LCACHE_LOG2)];
+	if (c->used && c->addr == addr)
+		return c->range ? &map->ranges[c->range - 1] : NULL;
+	r = lookup_segs(map, addr);
+	*c = (struct jit_lcache){
+	    .addr = addr, .range = r ? (uint32_t)(r - map->ranges) + 1 : 0, .used = true};
+	return r;
 }
 
 bool jitmap__line(const struct jitmap *map, const struct jit_range *r, uint64_t addr,

@@ -30,6 +30,16 @@ struct jit_seg {
 	uint32_t range;
 };
 
+/* A lookup's answer, cached by address: a stack walk asks for the same return addresses sample
+ * after sample (a deep recursion asks for one address thousands of times a sample), and a binary
+ * search over ~100k segments costs tens of cache misses. range: index + 1, 0 = no range. */
+#define LCACHE_LOG2 12
+struct jit_lcache {
+	uint64_t addr;
+	uint32_t range;
+	bool used;
+};
+
 /* The newest entry a walk read: where jitmap__extend's next walk stops. */
 struct jit_head {
 	uint64_t addr, symfile_addr, symfile_size;
@@ -45,6 +55,9 @@ struct jitmap {
 	size_t nmods, cap_mods;
 	struct jit_seg *segs; /* disjoint, sorted, newest range wins; NULL until finished */
 	size_t nsegs;
+	/* LCACHE slots, emptied whenever segs are rebuilt; written by lookups (a map is used by
+	 * one thread at a time). NULL: no cache. */
+	struct jit_lcache *lcache;
 	struct jit_line *lines; /* every range's line table, back to back */
 	size_t nlines, cap_lines;
 	const char **files; /* every module's file names, back to back */

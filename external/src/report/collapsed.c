@@ -10,25 +10,22 @@
 
 #include "report.h"
 
+/* Runs of plain bytes go out in one fwrite: a byte at a time was most of a deep profile's
+ * output time (78 MB of collapsed text for 5 s of a 2 000-deep stack, issue 27). */
 static void put_name(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '%':
-			fputs("%25", f);
-			break;
-		case ';':
-			fputs("%3B", f);
-			break;
-		case '\n':
-			fputs("%0A", f);
-			break;
-		case '\r':
-			fputs("%0D", f);
-			break;
-		default:
-			fputc(*s, f);
-		}
+	static const char *const esc[] = {
+	    ['%'] = "%25", [';'] = "%3B", ['\n'] = "%0A", ['\r'] = "%0D"};
+
+	for (;;) {
+		size_t n = strcspn(s, "%;\n\r");
+
+		if (n)
+			fwrite(s, 1, n, f);
+		if (!s[n])
+			return;
+		fputs(esc[(unsigned char)s[n]], f);
+		s += n + 1;
 	}
 }
 

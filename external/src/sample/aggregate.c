@@ -190,13 +190,26 @@ const char *agg__labelset_text(const struct agg *a, uint32_t id)
 
 /* ---- stacks -------------------------------------------------------------------------------- */
 
+/* Two frame ids a multiply, then a final mix (murmur3's fmix64) for the table's low bits: a
+ * byte a multiply was ~5 ns a frame, most of a 2 000-deep stack's cost in the aggregate. Kept in
+ * memory only: nothing outside this process sees it. */
 static uint64_t stack_hash(uint32_t group, uint32_t tag, const uint32_t *frames, uint32_t nframes)
 {
+	const uint64_t k = 0x9e3779b97f4a7c15ull;
 	uint64_t h = hash__bytes(HASH_INIT, &group, sizeof(group));
+	uint32_t i;
 
 	h = hash__bytes(h, &tag, sizeof(tag));
 	h = hash__bytes(h, &nframes, sizeof(nframes));
-	return hash__bytes(h, frames, nframes * sizeof(*frames));
+	for (i = 0; i + 1 < nframes; i += 2)
+		h = (h ^ (frames[i] | (uint64_t)frames[i + 1] << 32)) * k;
+	if (i < nframes)
+		h = (h ^ frames[i]) * k;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
 }
 
 static uint64_t stack_hash_id(const void *ctx, uint32_t id)

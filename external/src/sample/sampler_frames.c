@@ -184,13 +184,15 @@ static uint64_t leaf_pc(const struct sample_record *rec, const struct unwind_res
 
 /* The aggregate's frame id of a native frame; names are cached by pc, as resolving one through
  * libdw costs far more than the rest of a sample and samples must be resolved promptly. */
-static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_t *id)
+static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_t *id,
+			bool *dirty_main)
 {
 	struct native_name *slot = &s->names[(f->pc ^ (f->pc >> 13)) % NAME_SLOTS];
 	char name[512];
 
 	if (slot->used && slot->pc == f->pc && slot->activation == f->activation) {
 		*id = slot->id;
+		*dirty_main = slot->dirty_main;
 		return 0;
 	}
 	if (sampler_src__name(s, f, name, sizeof(name)))
@@ -198,8 +200,12 @@ static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_
 	if (agg__frame(s->agg, name, FRAME_NATIVE, id))
 		return -ENOMEM;
 	agg__frame_set_module(s->agg, *id, sampler_src__module(s, f->pc));
-	*slot =
-	    (struct native_name){.pc = f->pc, .id = *id, .activation = f->activation, .used = true};
+	*dirty_main = strcmp(name, "erts_dirty_process_main") == 0;
+	*slot = (struct native_name){.pc = f->pc,
+				     .id = *id,
+				     .activation = f->activation,
+				     .used = true,
+				     .dirty_main = *dirty_main};
 	return 0;
 }
 
@@ -214,11 +220,11 @@ static uint32_t native_frames(struct sampler *s, const struct unwind_result *ur,
 		return n;
 	for (i = ur->nframes; i-- > 0 && n < MAX_FRAMES;) {
 		uint32_t id;
+		bool dirty_main;
 
-		if (native_frame(s, &ur->frames[i], &id))
+		if (native_frame(s, &ur->frames[i], &id, &dirty_main))
 			continue;
-		if (ur->stop != UNWIND_STOP_JIT &&
-		    strcmp(agg__frame_name(s->agg, id), "erts_dirty_process_main") == 0) {
+		if (ur->stop != UNWIND_STOP_JIT && dirty_main) {
 			n = base;
 			continue;
 		}

@@ -50,6 +50,7 @@ struct native_name {
 	uint64_t pc;
 	uint32_t id;
 	bool activation, used;
+	bool dirty_main; /* named erts_dirty_process_main (a dirty scheduler's loop) */
 };
 
 /* A JIT range's frame id (emptied when the JIT map is replaced). */
