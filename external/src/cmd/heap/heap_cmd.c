@@ -2,6 +2,7 @@
  * JSON (heap_print.c), or readings every --watch seconds (heap_watch.c). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,9 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		rc = heap__watch(&c);
 		goto cleanup;
 	}
+	/* Only the rows shown are kept and sorted: -n 20 of a million processes sorts 20. */
+	if (o->limit && o->limit != UINT_MAX)
+		c.top = o->limit;
 	if ((rc = heap__read(&c)) && rc != TARGET_EGONE)
 		goto cleanup;
 	if (rc == TARGET_EGONE)
