@@ -24,6 +24,7 @@ struct mem {
 	void *fn_ctx;
 	mem_tap_fn tap;
 	void *tap_ctx;
+	struct mem_many *many; /* live: mem__read_many's iovecs and bounce buffer */
 };
 
 static int mem__fail(struct mem *m, enum mem_fail why, int err)
@@ -213,47 +214,94 @@ int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len)
 	return rc;
 }
 
-#define MEM_COALESCE_GAP 512 /* requests this close share one remote iovec */
+#define MEM_COALESCE_GAP 512	    /* requests this close share one remote iovec */
+#define MEM_BOUNCE_BYTES (2u << 20) /* the merged ranges of one process_vm_readv */
+#define MEM_DIRECT	 SIZE_MAX   /* a request read straight into its buffer */
 
-/* reqs[0..n) in one process_vm_readv: how many completed (all bytes read), in order. Requests
- * that follow one another in memory within MEM_COALESCE_GAP bytes share one remote range, the
- * gap's bytes landing in a scratch sink: the kernel pins and locks per remote range, and a
- * million Processes allocated side by side then cost a few thousand ranges, not a million. */
-static size_t readv_many(pid_t pid, const struct mem_req *reqs, size_t n, size_t *tried)
-{
+/* The live reader's scratch for mem__read_many, allocated on its first use. */
+struct mem_many {
 	struct iovec local[MEM_MANY_BATCH], remote[MEM_MANY_BATCH];
 	size_t ends[MEM_MANY_BATCH]; /* where each request's bytes end in the copied stream */
-	char sink[MEM_COALESCE_GAP];
-	size_t i, nl = 0, nr = 0, total = 0, done = 0;
+	size_t boff[MEM_MANY_BATCH]; /* where they are in bounce, or MEM_DIRECT */
+	uint8_t bounce[MEM_BOUNCE_BYTES];
+};
+
+/* reqs[i..g): the requests from i that follow one another in memory, each within
+ * MEM_COALESCE_GAP bytes of the one before and all within MEM_BOUNCE_BYTES of the first. */
+static size_t group_end(const struct mem_req *reqs, size_t i, size_t n)
+{
+	uint64_t start = reqs[i].addr, end = start + reqs[i].len;
+	size_t g;
+
+	for (g = i + 1; g < n && g - i < MEM_MANY_BATCH; g++) {
+		if (reqs[g].addr < end || reqs[g].addr - end > MEM_COALESCE_GAP ||
+		    reqs[g].addr - start > MEM_BOUNCE_BYTES - reqs[g].len)
+			break;
+		end = reqs[g].addr + reqs[g].len;
+	}
+	return g;
+}
+
+/* Local iovec for len bytes at p: the last one grows when p follows it (bounce ranges). */
+static void local_add(struct mem_many *s, size_t *nl, void *p, size_t len)
+{
+	struct iovec *last = *nl ? &s->local[*nl - 1] : NULL;
+
+	if (last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)p)
+		last->iov_len += len;
+	else
+		s->local[(*nl)++] = (struct iovec){.iov_base = p, .iov_len = len};
+}
+
+/* reqs[0..n) in one process_vm_readv: how many completed (all bytes read), in order. Requests
+ * that follow one another in memory within MEM_COALESCE_GAP bytes share one remote range, read
+ * into a bounce buffer and copied out: the kernel pins and copies per range and per local
+ * iovec, and a million Processes allocated side by side then cost a few thousand large copies,
+ * not a million small ones. A request alone is read straight into its buffer. */
+static size_t readv_many(struct mem *m, const struct mem_req *reqs, size_t n, size_t *tried)
+{
+	struct mem_many *s = m->many;
+	size_t i = 0, g, k, nl = 0, nr = 0, total = 0, used = 0, done = 0;
 	ssize_t got;
 
-	for (i = 0; i < n && nl < MEM_MANY_BATCH - 1; i++) {
-		uint64_t prev_end =
-		    nr ? (uint64_t)(uintptr_t)remote[nr - 1].iov_base + remote[nr - 1].iov_len : 0;
-		uint64_t gap = reqs[i].addr - prev_end;
+	while (i < n && nl < MEM_MANY_BATCH && nr < MEM_MANY_BATCH) {
+		uint64_t start = reqs[i].addr, span;
 
-		if (nr && reqs[i].addr >= prev_end && gap <= MEM_COALESCE_GAP) {
-			if (gap) {
-				local[nl++] = (struct iovec){.iov_base = sink, .iov_len = gap};
-				total += gap;
-			}
-			remote[nr - 1].iov_len += gap + reqs[i].len;
-		} else {
-			remote[nr++] = (struct iovec){.iov_base = (void *)(uintptr_t)reqs[i].addr,
-						      .iov_len = reqs[i].len};
+		g = group_end(reqs, i, n);
+		span = reqs[g - 1].addr + reqs[g - 1].len - start;
+		if (g - i == 1) {
+			s->remote[nr++] = (struct iovec){.iov_base = (void *)(uintptr_t)start,
+							 .iov_len = reqs[i].len};
+			local_add(s, &nl, reqs[i].buf, reqs[i].len);
+			total += reqs[i].len;
+			s->ends[i] = total;
+			s->boff[i++] = MEM_DIRECT;
+			continue;
 		}
-		local[nl++] = (struct iovec){.iov_base = reqs[i].buf, .iov_len = reqs[i].len};
-		total += reqs[i].len;
-		ends[i] = total;
+		if (span > MEM_BOUNCE_BYTES - used)
+			break;
+		s->remote[nr++] =
+		    (struct iovec){.iov_base = (void *)(uintptr_t)start, .iov_len = span};
+		local_add(s, &nl, s->bounce + used, span);
+		for (k = i; k < g; k++) {
+			s->boff[k] = used + (reqs[k].addr - start);
+			s->ends[k] = total + (reqs[k].addr - start) + reqs[k].len;
+		}
+		total += span;
+		used += span;
+		i = g;
 	}
 	*tried = n = i;
 	if (n == 0)
 		return 0;
-	got = process_vm_readv(pid, local, nl, remote, nr, 0);
+	got = process_vm_readv(m->pid, s->local, nl, s->remote, nr, 0);
 	/* The kernel copies the remote iovecs in order and stops at the first it cannot (in a
 	 * merged range, maybe in a gap: the request there is then read alone by the caller). */
-	for (i = 0; got > 0 && i < n && (size_t)got >= ends[i]; i++)
+	for (i = 0; got > 0 && i < n && (size_t)got >= s->ends[i]; i++) {
+		if (s->boff[i] != MEM_DIRECT)
+			memcpy(reqs[i].buf, s->bounce + s->boff[i], reqs[i].len);
 		done++;
+	}
 	return done;
 }
 
@@ -268,15 +316,17 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 
 	if (!m || (n && !reqs))
 		return -EINVAL;
+	if (m->kind == MEM_LIVE && !m->many)
+		m->many = malloc(sizeof(*m->many)); /* NULL: each request is read alone */
 	while (i < n && !(i && reqs[i - 1].rc == -ESRCH)) {
-		if (m->kind != MEM_LIVE || m->tap || !req_ok(&reqs[i])) {
+		if (m->kind != MEM_LIVE || m->tap || !m->many || !req_ok(&reqs[i])) {
 			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
 			i++;
 			continue;
 		}
 		for (k = i; k < n && k - i < MEM_MANY_BATCH && req_ok(&reqs[k]); k++)
 			;
-		done = readv_many(m->pid, reqs + i, k - i, &batch);
+		done = readv_many(m, reqs + i, k - i, &batch);
 		for (k = i; k < i + done; k++)
 			reqs[k].rc = 0;
 		i += done;
@@ -326,6 +376,7 @@ void mem__free(struct mem *m)
 	for (size_t i = 0; i < m->nregions; i++)
 		free((void *)m->regions[i].data);
 	free(m->regions);
+	free(m->many);
 	free(m);
 }
 

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,7 +377,8 @@ size_t process__snap_len(const struct process_reader *r)
 					     XP_OFF_P_BIN_OLD_VHEAP,
 					     XP_OFF_P_BIN_VHEAP_SZ,
 					     XP_OFF_P_REDS,
-					     XP_OFF_P_ABANDONED_HEAP};
+					     XP_OFF_P_ABANDONED_HEAP,
+					     XP_OFF_P_DICTIONARY};
 	size_t i, n = 0;
 
 	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
@@ -400,6 +402,17 @@ static void snap_memory_fields(const struct process_reader *r, const uint8_t *bu
 			snap_field(r, buf, n, XP_OFF_P_BIN_OLD_VHEAP, 8, &s->old_vheap) &&
 			snap_field(r, buf, n, XP_OFF_P_BIN_VHEAP_SZ, 8, &s->vheap_sz);
 	s->have_reds = snap_field(r, buf, n, XP_OFF_P_REDS, 8, &s->reds);
+}
+
+/* A snap zeroed but for its name buffers, emptied: a million processes are parsed twice each
+ * (pstack --all), and the buffers are most of a snap's 1.6 KB. */
+static void snap_clear(struct process_snap *s)
+{
+	memset(&s->v, 0, offsetof(struct process_view, name));
+	s->v.name[0] = s->v.initial[0] = s->v.pd_initial[0] = '\0';
+	s->v.pd_result = 0;
+	memset((uint8_t *)s + offsetof(struct process_snap, heap_sz), 0,
+	       sizeof(*s) - offsetof(struct process_snap, heap_sz));
 }
 
 int process__pid_offset(const struct process_reader *r, uint32_t *off)
@@ -430,7 +443,7 @@ int process__parse_snap(const struct process_reader *r, uint64_t addr, const uin
 {
 	struct process_view *p = &s->v;
 
-	memset(s, 0, sizeof(*s));
+	snap_clear(s);
 	p->addr = addr;
 	if (!addr || (addr & 7))
 		return -EINVAL;
@@ -452,6 +465,14 @@ int process__parse_snap(const struct process_reader *r, uint64_t addr, const uin
 			  s->msg_len >= 0 && s->msg_len < ((int64_t)1 << 40);
 	s->have_reg = snap_field(r, buf, n, XP_OFF_P_REG, 8, &s->reg);
 	s->have_initial = snap_field(r, buf, n, XP_OFF_P_INITIAL, 24, s->initial);
+	/* The identity as copied, as process__read_bounds's span keeps it: the dictionary's
+	 * search then starts from this copy's ProcDict * instead of reading it again. */
+	if (s->have_reg && s->have_initial &&
+	    snap_field(r, buf, n, XP_OFF_P_DICTIONARY, 8, &p->dict)) {
+		p->reg = s->reg;
+		memcpy(p->mfa, s->initial, sizeof(p->mfa));
+		p->ident_copied = true;
+	}
 	snap_memory_fields(r, buf, n, s);
 	return 0;
 }

@@ -229,11 +229,44 @@ static void test_read_many_gaps(void)
 	free(out);
 }
 
+/* 1024 requests of 4 KiB side by side: 4 MiB, more than one bounce buffer of merged ranges
+ * holds, so one call takes several process_vm_readv; every byte lands in its own buffer. */
+static void test_read_many_bounce(void)
+{
+	enum { N = 1024, LEN = 4096 };
+	uint8_t *src = malloc((size_t)N * LEN), *dst = malloc((size_t)N * LEN);
+	struct mem_req *q = calloc(N, sizeof(*q));
+	struct mem *m = NULL;
+	size_t i, ok = 0;
+
+	if (!src || !dst || !q || mem__open_live(&m, getpid())) {
+		CHECK("read_many bounce setup", false);
+		goto out;
+	}
+	for (i = 0; i < (size_t)N * LEN; i++)
+		src[i] = (uint8_t)(i * 13 + (i >> 12));
+	memset(dst, 0xee, (size_t)N * LEN);
+	for (i = 0; i < N; i++) /* every other buffer in reverse: no copy of the source's order */
+		q[i] = (struct mem_req){.addr = (uintptr_t)(src + i * LEN),
+					.buf = dst + (size_t)(N - 1 - i) * LEN,
+					.len = LEN};
+	CHECK_INT("read_many bounce returns 0", 0, mem__read_many(m, q, N));
+	for (i = 0; i < N; i++)
+		ok += q[i].rc == 0 && memcmp(dst + (N - 1 - i) * LEN, src + i * LEN, LEN) == 0;
+	CHECK_INT("every request's bytes, through the bounce buffer", N, (int)ok);
+out:
+	mem__free(m);
+	free(src);
+	free(dst);
+	free(q);
+}
+
 int main(void)
 {
 	test_live_self();
 	test_read_many();
 	test_read_many_gaps();
+	test_read_many_bounce();
 	test_live_gone();
 	test_live_perm();
 	test_snapshot();

@@ -4,13 +4,17 @@
 %% Does not own: the workloads (xp_idle, xp_demo) or anything the sampler checks.
 -module(xp_ready).
 
--export([boot/2, release/1, info/1, write/2, park_named/1, park/1]).
+-export([boot/2, release/1, info/1, write/2, park_named/1, park/1, listing/1]).
 
 %% The -run entry every target shares: [ReadyFile, Mode, HarnessOsPid], Mode = agent | noagent.
 boot([ReadyFile, Mode, HarnessPid], StartWorkload) ->
     Agent = start_agent(Mode),
     watchdog(HarnessPid),
     StartWorkload(),
+    case init:get_argument(xp_listing) of
+        {ok, _} -> spawn(fun() -> listing(filename:dirname(ReadyFile)) end);
+        error -> ok
+    end,
     write(ReadyFile, info(Agent)).
 
 %% The -run entry of the release test: the release boot already started the agent.
@@ -90,6 +94,30 @@ park(0) ->
 park(N) ->
     R = park(N - 1),
     R + 1.
+
+%% With -xp_listing (bench/pstack_bench, bench/heap_bench): the VM's own listing of every process,
+%% timed in the VM when the bench writes DIR/listing.req (its text: pstack or heap); the result,
+%% ms=... and processes=..., goes to DIR/listing.out (written complete, as the ready file is).
+%% pstack's is what a user runs instead of `pstack --all`, heap's recon's proc_count does.
+listing(Dir) ->
+    Req = filename:join(Dir, "listing.req"),
+    case file:read_file(Req) of
+        {ok, Kind} ->
+            ok = file:delete(Req),
+            Keys = listing_keys(string:trim(binary_to_list(Kind))),
+            {Us, N} = timer:tc(fun() ->
+                                       length([I || P <- erlang:processes(),
+                                                    I <- [erlang:process_info(P, Keys)],
+                                                    I =/= undefined])
+                               end),
+            write(filename:join(Dir, "listing.out"), [{ms, Us div 1000}, {processes, N}]);
+        {error, _} ->
+            receive after 20 -> ok end
+    end,
+    listing(Dir).
+
+listing_keys("pstack") -> [current_stacktrace, registered_name, status, message_queue_len];
+listing_keys("heap") -> [memory, total_heap_size, binary, message_queue_len].
 
 %% Halts the VM when the harness shell is gone (e.g. killed by a ctest timeout), so no VM outlives
 %% its test. Needs /proc inside the VM's root; without it there is no watchdog.

@@ -468,6 +468,10 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		return 0;
 	case 'n':
 	case OPT_TOP:
+		if (c == 'n' && strcmp(arg, "all") == 0) { /* heap -n all: every process */
+			o->limit = UINT_MAX;
+			return 0;
+		}
 		if (cli__parse_number(arg, 1, 10000, &v))
 			break;
 		o->limit = (unsigned)v;
@@ -535,7 +539,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		     ? "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)"
 		 : c == 'F'	       ? "-F/--rate"
 		 : c == 'd'	       ? "-d/--duration"
-		 : c == 'n'	       ? "-n/--limit"
+		 : c == 'n'	       ? "-n/--limit (1 to 10000, or all)"
 		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
 		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
 		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"

@@ -126,11 +126,44 @@ static void slim(struct heap_proc *p, const struct process_snap *s)
 	};
 }
 
+static void swap_rows(struct heap_row *a, struct heap_row *b)
+{
+	struct heap_row t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* heap -n N: rows[0..nrows) is a binary heap of the top N so far, the last of them at rows[0]
+ * (cmp_rows is a total order: the N kept are the first N of a full sort). The new row is at
+ * rows[nrows] (rows[top] once full). */
+static void top_add(struct heap_ctx *c)
+{
+	size_t i = c->nrows, k;
+
+	if (c->nrows == c->top) {
+		if (cmp_rows(&c->rows[c->top], &c->rows[0], &c->sort) >= 0)
+			return; /* after the last one kept */
+		c->rows[0] = c->rows[c->top];
+		for (i = 0; (k = 2 * i + 1) < c->top; i = k) { /* sift down */
+			if (k + 1 < c->top && cmp_rows(&c->rows[k + 1], &c->rows[k], &c->sort) > 0)
+				k++;
+			if (cmp_rows(&c->rows[k], &c->rows[i], &c->sort) <= 0)
+				break;
+			swap_rows(&c->rows[i], &c->rows[k]);
+		}
+		return;
+	}
+	for (c->nrows++; i && cmp_rows(&c->rows[i], &c->rows[(i - 1) / 2], &c->sort) > 0;
+	     i = (i - 1) / 2) /* sift up */
+		swap_rows(&c->rows[i], &c->rows[(i - 1) / 2]);
+}
+
 /* Keep the Process copied at proc (rc: its read) when plausible and in its slot ix. */
 static void keep(struct heap_ctx *c, uint64_t proc, uint32_t ix, const uint8_t *buf, size_t len,
 		 int rc)
 {
-	struct heap_row *r = &c->rows[c->n];
+	struct heap_row *r = &c->rows[c->top ? c->nrows : c->n];
 	struct process_snap s;
 
 	if (!rc)
@@ -148,6 +181,10 @@ static void keep(struct heap_ctx *c, uint64_t proc, uint32_t ix, const uint8_t *
 	r->order = process__pid_data(&c->pr.pids, s.v.pid);
 	add_row(c, r);
 	c->n++;
+	if (c->top)
+		top_add(c);
+	else
+		c->nrows = c->n;
 }
 
 /* Read every Process once, MEM_MANY_BATCH at a time in one process_vm_readv: 100,000 processes
@@ -158,7 +195,9 @@ static int read_all(struct heap_ctx *c, const uint32_t *ixs, const uint64_t *pro
 	struct mem_req *q = calloc(MEM_MANY_BATCH, sizeof(*q));
 	uint8_t *bufs = malloc((size_t)MEM_MANY_BATCH * len);
 
-	c->rows = calloc(n ? n : 1, sizeof(*c->rows));
+	c->rows = calloc(c->top && c->top < n ? c->top + 1 : n ? n : 1, sizeof(*c->rows));
+	if (c->top >= n)
+		c->top = 0; /* every row is kept anyway */
 	if (!c->rows || !q || !bufs) {
 		free(q);
 		free(bufs);
@@ -176,7 +215,7 @@ static int read_all(struct heap_ctx *c, const uint32_t *ixs, const uint64_t *pro
 	}
 	free(q);
 	free(bufs);
-	qsort_r(c->rows, c->n, sizeof(*c->rows), cmp_rows, &c->sort);
+	qsort_r(c->rows, c->nrows, sizeof(*c->rows), cmp_rows, &c->sort);
 	return 0;
 }
 
@@ -230,7 +269,7 @@ int heap__read(struct heap_ctx *c)
 
 	free(c->rows);
 	c->rows = NULL;
-	c->n = 0;
+	c->n = c->nrows = 0;
 	c->running = 0;
 	memset(c->skipped, 0, sizeof(c->skipped));
 	memset(c->faults, 0, sizeof(c->faults));

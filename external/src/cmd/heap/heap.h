@@ -63,7 +63,9 @@ struct heap_ctx {
 	struct ptab_stats st;
 	enum heap_col sort;
 	struct heap_row *rows; /* sorted, rows[0] the largest */
-	size_t n;
+	size_t n;	       /* processes listed: their totals are in sum */
+	size_t top;	       /* > 0: rows keeps only the top ones (heap -n N); 0: every row */
+	size_t nrows;	       /* rows kept: n, or at most top */
 	uint64_t skipped[HEAP_SKIP_COUNT];
 	uint64_t faults[SNAP_MEM_FAULT_COUNT]; /* rows whose memory fields were not all shown */
 	uint64_t running;		       /* listed while on a scheduler: a moving target */

@@ -2,6 +2,7 @@
  * JSON (heap_print.c), or readings every --watch seconds (heap_watch.c). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,8 @@ const char heap__usage[] =
     "  --sort COLUMN  total (default), heap, old, frag, stack, bin, msgq, reds or memory\n"
     "                 (memory: sizeof(Process) + every heap, a lower bound of process_info\n"
     "                 memory, which adds links, monitors, messages and the dictionary)\n"
-    "  -n N           show the top N processes (default 20)\n"
+    "  -n N           show the top N processes (default 20); -n all: every process, the rows\n"
+    "                 written as they are named (a script's aggregate of a million processes)\n"
     "  --watch SECS   read again every SECS seconds until Ctrl-C (or -d): rows sorted by the\n"
     "                 growth of the --sort column over the interval, with the growth since\n"
     "                 the first reading; 'long-lived: old/bin' flags a process whose old heap\n"
@@ -51,7 +53,7 @@ const char heap__usage[] =
     "  extrospect heap --sort bin -n 5 4242  # who holds the most refc binaries (a leak?)\n"
     "  extrospect heap --sort msgq 4242      # the longest message queues (OTP 27+)\n"
     "  extrospect heap --watch 10 --sort old 4242   # who accumulates long-lived data\n"
-    "  extrospect heap --json -n 10000 4242 | jq '.processes[] | select(.name == \"my_server\")'\n";
+    "  extrospect heap --json -n all 4242 | jq '.processes[] | select(.name == \"my_server\")'\n";
 
 int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	      size_t errlen)
@@ -77,6 +79,9 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		rc = heap__watch(&c);
 		goto cleanup;
 	}
+	/* Only the rows shown are kept and sorted: -n 20 of a million processes sorts 20. */
+	if (o->limit && o->limit != UINT_MAX)
+		c.top = o->limit;
 	if ((rc = heap__read(&c)) && rc != TARGET_EGONE)
 		goto cleanup;
 	if (rc == TARGET_EGONE)
@@ -85,6 +90,8 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 	else if (*stop)
 		fprintf(stderr, "extrospect: interrupted: %zu of %" PRIu64 " processes read\n", c.n,
 			c.st.used);
+	/* -n all: a million rows, written as they are named, in large blocks. */
+	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 	if (o->json) {
 		json__init(&j, stdout);
 		heap__print_json(&c, &j); /* the writer ends the document's line */
