@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,10 +21,22 @@
 #define MAX_DIRTY_SLEEP_US 50000u
 #define MAX_FIX_COUNTS	   16
 
+/* This thread's involuntary context switches (the OS preempting it), at the last now_ns(). */
+static __thread long entry_nivcsw;
+
+static long nivcsw(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
+}
+
+/* A NIF's start: the time, and the thread's preemptions so far. */
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
+	entry_nivcsw = nivcsw();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -40,11 +53,20 @@ static void raise_max(uint64_t *max, uint64_t d)
 /* Per-NIF maximum, and the normal-scheduler maximum the 1 ms budget is about. */
 static void timed(struct agent *a, enum nif_id id, uint64_t t0)
 {
+	long before = entry_nivcsw;
 	uint64_t d = now_ns() - t0;
 
 	raise_max(&a->max_ns[id], d);
-	if (enif_thread_type() == ERL_NIF_THR_NORMAL_SCHEDULER)
-		raise_max(&a->max_normal_ns, d);
+	if (enif_thread_type() != ERL_NIF_THR_NORMAL_SCHEDULER)
+		return;
+	/* Preempted by the OS meanwhile: the wall time is the machine's load, not the call's
+	 * work (a voluntary switch, a lock or a sleep, still counts). */
+	if (before >= 0 && entry_nivcsw != before) {
+		__atomic_fetch_add(&a->preempted_calls, 1, __ATOMIC_RELAXED);
+		raise_max(&a->max_preempted_ns, d);
+		return;
+	}
+	raise_max(&a->max_normal_ns, d);
 }
 
 void agent__timed(struct agent *a, enum nif_id id, uint64_t t0)

@@ -239,6 +239,10 @@ static ERL_NIF_TERM timing_map(ErlNifEnv *env, struct agent *a)
 
 	put(&m, env, "max_normal_nif_ns", enif_make_uint64(env, ns));
 	put(&m, env, "max_normal_nif_us", us(env, ns));
+	put(&m, env, "preempted_normal_nif_calls",
+	    enif_make_uint64(env, __atomic_load_n(&a->preempted_calls, __ATOMIC_RELAXED)));
+	put(&m, env, "max_preempted_normal_nif_us",
+	    us(env, __atomic_load_n(&a->max_preempted_ns, __ATOMIC_RELAXED)));
 	put(&m, env, "max_nif_us", per_nif(env, a));
 	put(&m, env, "scan_us", us(env, a->calib.scan_ns));
 	put(&m, env, "atom_candidates", enif_make_uint(env, a->calib.atom_candidates));

@@ -190,11 +190,15 @@ block() ->
     ?assert(maps:get(generation, B) > 0),
     ?assertEqual(0, maps:get(seq, B) band 1).
 
+%% Invariant 4: no normal-scheduler NIF call over 1 ms. A call the OS preempted (an involuntary
+%% switch, a loaded machine) is counted apart: its wall time is the machine's, not the call's.
 budget() ->
     I = extrospect:info(),
     Us = maps:get(max_normal_nif_us, I),
-    ?debugFmt("longest normal-scheduler NIF call: ~b us; per NIF: ~p",
-              [Us, maps:get(max_nif_us, maps:get(timing, I))]),
+    T = maps:get(timing, I),
+    ?debugFmt("longest normal-scheduler NIF call: ~b us (~b preempted calls apart, longest ~b us); "
+              "per NIF: ~p", [Us, maps:get(preempted_normal_nif_calls, T),
+                              maps:get(max_preempted_normal_nif_us, T), maps:get(max_nif_us, T)]),
     ?assert(Us < 1000).
 
 %% Alternately a fresh load (delete + purge: the library is dlclose'd and dlopen'ed again) and

@@ -129,7 +129,10 @@ struct agent {
 	uint64_t instance; /* generation of this library instance's load (orders instances) */
 	uint64_t published_generation;
 	int calibrated; /* a calibration finished since this instance was loaded (or inherited) */
-	uint64_t max_normal_ns;	    /* longest normal-scheduler call, updated atomically */
+	uint64_t max_normal_ns; /* longest normal-scheduler call, updated atomically */
+	/* Normal-scheduler calls during which the OS preempted the thread (an involuntary
+	 * switch): their time is the machine's, not the call's; kept out of max_normal_ns. */
+	uint64_t preempted_calls, max_preempted_ns;
 	uint64_t max_ns[NIF_COUNT]; /* longest call per NIF (dirty ones too) */
 	uint64_t calls;
 	struct spies *spies;   /* spy.c; swapped under lock, stopped by whoever swapped it out */
