@@ -355,6 +355,15 @@ xp_expect() {
 	fi
 }
 
+# xp_said WHAT PATTERN FILE: FILE (a command's stderr) says PATTERN (grep), else FAIL with it.
+xp_said() {
+	if grep -q -- "$2" "$3"; then
+		xp_pass "$1"
+	else
+		xp_fail "$1: not said; it said: $(head -c 1000 "$3")"
+	fi
+}
+
 # Root frames (the groups) of a collapsed file with their samples: "COUNT<TAB>ROOT" lines.
 xp_roots() {
 	awk '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); split(line, fr, ";"); c[fr[1]] += n }
