@@ -65,8 +65,10 @@ const char events__usage[] =
     "                        (system-wide probes), OTP 25 and 27 only (the newest OTP's\n"
     "                        beam.smp is stripped): spawn, exit, send counts and collection\n"
     "                        pauses (minor and major not told), no run-queue or message waits;\n"
-    "                        each call traps into the kernel, so it costs the VM more (the\n"
-    "                        table in docs/accuracy-and-cost.md)\n"
+    "                        each call traps into the kernel (the table in\n"
+    "                        docs/accuracy-and-cost.md). The kernel writes a breakpoint into\n"
+    "                        the VM's code (its own copy of those pages) for the run: the one\n"
+    "                        mode in which the VM's memory is changed, hence opt-in\n"
     "\n"
     "Exit status: 0, 6 without the agent (or an agent without the event tracer; uprobes: a\n"
     "stripped beam.smp), 10 when the agent refused (another tracer on OTP 25, another sampler\n"
@@ -212,8 +214,8 @@ static int events_uprobes(const struct cli_opts *o, struct target *t, volatile s
 	if (evstats__init(&s, o->events_slowest))
 		return -ENOMEM;
 	run__raise_priority(t->pid); /* as the tracer's reader: a ring left full loses hits */
-	rc = events__uprobes(t, o, o->duration_s > 0 ? o->duration_s : DEFAULT_S, stop, &s, &lost,
-			     err, errlen);
+	rc = events__uprobes(t, o->duration_s > 0 ? o->duration_s : DEFAULT_S, stop, &s, &lost, err,
+			     errlen);
 	if (!rc)
 		rc = report(o, t, NULL, &s, NULL, lost);
 	evstats__free(&s);

@@ -9,6 +9,7 @@
  * schedule-in or -out: run-queue waits and message waits are not measured. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -194,11 +195,12 @@ static int record(struct uprobe_set *u, struct upctx *c, double secs, volatile s
 {
 	uint64_t end, now;
 	struct timespec nap = {0, (long)DRAIN_NS};
+	int rc;
 
 	/* Enabling installs the breakpoints (each a copy of a page of beam.smp's text in the VM,
 	 * up to ~0.5 s for them all): the window starts once they are in. */
-	if (uprobe_set__enable(u))
-		return -errno;
+	if ((rc = uprobe_set__enable(u)))
+		return rc;
 	c->s->t0 = now_ns();
 	end = c->s->t0 + (uint64_t)(secs * 1e9);
 	while (!*stop && (now = now_ns()) < end) {
@@ -212,44 +214,53 @@ static int record(struct uprobe_set *u, struct upctx *c, double secs, volatile s
 	return 0;
 }
 
-int events__uprobes(struct target *t, const struct cli_opts *o, double secs,
-		    volatile sig_atomic_t *stop, struct evstats *s, uint64_t *lost, char *err,
-		    size_t errlen)
+/* The probes opened, or an error with err set. */
+static int open_probes(struct upctx *c, struct uprobe_set **u, char *err, size_t errlen)
 {
-	static struct upctx c; /* 64 KiB of pending entries: off the stack */
 	struct uprobe_spec sp[P_COUNT];
-	struct uprobe_set *u = NULL;
 	int rc;
 
-	(void)o;
-	memset(&c, 0, sizeof(c));
-	c.t = t;
-	c.s = s;
-	if (process__reader(&c.pr, t) || process__pid_offset(&c.pr, &c.pid_off)) {
+	if (process__reader(&c->pr, c->t) || process__pid_offset(&c->pr, &c->pid_off)) {
 		snprintf(err, errlen, "uprobes: the Process layout of this VM is unknown");
 		return TARGET_EUNSUPPORTED;
 	}
-	if ((rc = offsets(t, sp, err, errlen)))
+	if ((rc = offsets(c->t, sp, err, errlen)))
 		return rc;
-	rc = uprobe_set__open(&u, t->exe_host, sp, P_COUNT, RING_PAGES);
-	if (rc) {
-		snprintf(err, errlen, "uprobes: %s",
-			 rc == -EACCES || rc == -EPERM
-			     ? "perf_event_open refused: system-wide uprobes need root or "
-			       "CAP_PERFMON"
-			 : rc == -ENOENT ? "this kernel has no uprobe PMU"
-					 : strerror(-rc));
-		return rc == -EACCES || rc == -EPERM ? EVENTS_EREFUSED : TARGET_EUNSUPPORTED;
-	}
+	rc = uprobe_set__open(u, c->t->exe_host, sp, P_COUNT, RING_PAGES);
+	if (!rc)
+		return 0;
+	snprintf(err, errlen, "uprobes: %s",
+		 rc == -EACCES || rc == -EPERM
+		     ? "perf_event_open refused: system-wide uprobes need root or CAP_PERFMON"
+		 : rc == -ENOENT ? "this kernel has no uprobe PMU"
+				 : strerror(-rc));
+	return rc == -EACCES || rc == -EPERM ? EVENTS_EREFUSED : TARGET_EUNSUPPORTED;
+}
+
+int events__uprobes(struct target *t, double secs, volatile sig_atomic_t *stop, struct evstats *s,
+		    uint64_t *lost, char *err, size_t errlen)
+{
+	struct upctx *c = calloc(1, sizeof(*c)); /* 64 KiB of pending entries */
+	struct uprobe_set *u = NULL;
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->t = t;
+	c->s = s;
+	if ((rc = open_probes(c, &u, err, errlen)))
+		goto out;
 	fprintf(stderr, "events: recording for %.1f s with uprobes (Ctrl-C stops)\n", secs);
-	rc = record(u, &c, secs, stop);
+	rc = record(u, c, secs, stop);
 	fprintf(stderr, "events: stopped recording\n");
 	*lost = uprobe_set__lost(u);
-	if (c.unreadable)
+	if (c->unreadable)
 		fprintf(stderr,
 			"events: %llu hits whose process could not be read when drained (an "
 			"exited process, freed): counted VM-wide, not per process\n",
-			(unsigned long long)c.unreadable);
+			(unsigned long long)c->unreadable);
+out:
 	uprobe_set__free(u);
+	free(c);
 	return rc;
 }

@@ -7,13 +7,11 @@
 
 #include <signal.h>
 
-#include "cli.h"
 #include "events_stats.h"
 #include "target.h"
 
 /* Record for secs (or until *stop) into s: 0, or an error with err set. */
-int events__uprobes(struct target *t, const struct cli_opts *o, double secs,
-		    volatile sig_atomic_t *stop, struct evstats *s, uint64_t *lost, char *err,
-		    size_t errlen);
+int events__uprobes(struct target *t, double secs, volatile sig_atomic_t *stop, struct evstats *s,
+		    uint64_t *lost, char *err, size_t errlen);
 
 #endif /* XP_EVENTS_UPROBES_H */
