@@ -89,6 +89,14 @@ static bool is_pid(struct evstacks *x, uint32_t g, const char *pid_text, size_t 
 	return yes;
 }
 
+/* Were the sample's Erlang callers known (not one "[Erlang callers unknown: ...]" label)? */
+static bool known(const struct evstacks *x, const struct evs_sample *e)
+{
+	const char *name = e->n ? agg__frame_name(x->agg, e->f[0]) : NULL;
+
+	return name && name[0] != '[';
+}
+
 static void fill(const struct evstacks *x, const struct evs_sample *e, struct evs_hit *h)
 {
 	h->gc = e->gc;
@@ -119,7 +127,9 @@ bool evstacks__find(struct evstacks *x, const char *pid_text, uint64_t from, uin
 		if (!is_pid(x, e->group, pid_text, len))
 			continue;
 		if (e->ts >= from && e->ts <= to) {
-			during = e;
+			/* A walked stack over one labelled unknown, else the latest. */
+			if (!during || known(x, e) || !known(x, during))
+				during = e;
 			ndur++;
 		} else if (e->ts < from && from - e->ts <= EVS_MAX_GAP_NS &&
 			   (!before || e->ts > before->ts)) {
