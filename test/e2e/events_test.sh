@@ -101,21 +101,25 @@ check_ordered() {
 }
 
 # --slowest with stacks: xp_ev_gc's explicit collections (erlang:garbage_collect/0 called from
-# xp_events:collector/4) are among the slowest; a sample taken during one
-# stands where the process called it. Every stack shown is within 10 ms of its event.
+# xp_events:collector/4) are among the slowest, and some were sampled during them; a walked
+# stack stands exactly where the process called it, one not walked says why (CI's OTP 27 run
+# once had only "native unwind stopped: no_cfi" ones: the samples in the tracer's gc_*_start
+# call). Every stack shown is within 10 ms of its event.
 check_slowest_stacks() {
-	local out=$XP_VM_DIR/slowest.json rc=0 during bad far
+	local out=$XP_VM_DIR/slowest.json rc=0 during walked bad far
 	xp_sampler events -d 4 --slowest 20 --json "$XP_VM_PID" >"$out" 2>"$XP_VM_DIR/slowest.err" ||
 		rc=$?
 	xp_expect "exit status of 'events --slowest 20 --json'" 0 "$rc"
-	during=$(jq '[.slowest.gc[] | select(.name == "xp_ev_gc" and .stack.sampled == "during" and
+	during=$(jq '[.slowest.gc[] | select(.name == "xp_ev_gc" and .stack.sampled == "during")] |
+		length' "$out")
+	walked=$(jq '[.slowest.gc[] | select(.name == "xp_ev_gc" and .stack.sampled == "during" and
 		(.stack.frames[0] | startswith("[") | not))] | length' "$out")
 	bad=$(jq -c '[.slowest.gc[] | select(.name == "xp_ev_gc" and .stack.sampled == "during") |
 		select(.stack.frames[0] | startswith("[Erlang callers unknown: ") | not) |
 		select([.stack.frames[] | select(startswith("global::") | not)][0:2] !=
 		["erlang:garbage_collect/0", "xp_events:collector/4"])]' "$out")
 	far=$(jq '[.slowest[][] | select(.stack != null and .stack.gap_us > 10000)] | length' "$out")
-	echo "FIGURE: OTP $otp: $during of the slowest collections of xp_ev_gc sampled during them, walked"
+	echo "FIGURE: OTP $otp: $during of the slowest collections of xp_ev_gc sampled during them, $walked walked"
 	if [[ "$during" =~ ^[0-9]+$ ]] && ((during > 0)); then
 		xp_pass "slowest collections of xp_ev_gc with a stack sampled during them: $during"
 	else
