@@ -193,6 +193,11 @@ check_other_tracer() {
 # total); OTP 29's stripped beam.smp: exit 6 and the reason.
 check_uprobes() {
 	local rc=0
+	"$XP_SAMPLER" events --source bogus "$XP_VM_PID" >/dev/null 2>"$XP_VM_DIR/bad.err" || rc=$?
+	xp_expect "exit status of 'events --source bogus'" 2 "$rc"
+	xp_said "'events --source bogus' says what is expected" "for option --source (tracer or uprobes)" \
+		"$XP_VM_DIR/bad.err"
+	rc=0
 	xp_sampler events -d 5 --json --top 50 --source uprobes "$XP_VM_PID" >"$json" \
 		2>"$XP_VM_DIR/events.err" || rc=$?
 	oracle >"$XP_VM_DIR/o2"
