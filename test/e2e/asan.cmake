@@ -19,7 +19,7 @@ foreach(otp 25 27 29)
     add_test(NAME e2e.asan.record.${otp}.${case}
              COMMAND ${XP_E2E_DIR}/record_test.sh ${otp} agent ${case})
     set_tests_properties(e2e.asan.record.${otp}.${case} PROPERTIES
-      SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 240 RUN_SERIAL TRUE FIXTURES_REQUIRED xp_asan
+      SKIP_RETURN_CODE 77 LABELS e2e TIMEOUT 240 FIXTURES_REQUIRED xp_asan
       ENVIRONMENT "${XP_ASAN_ENV}")
   endforeach()
   add_test(NAME e2e.asan.heap.${otp} COMMAND ${XP_E2E_DIR}/heap_test.sh ${otp} noagent)

@@ -264,11 +264,11 @@ check_filters() {
 	else
 		xp_pass "without --include-idle: no '[...]' groups"
 	fi
-	XP_RECORD_SECONDS=2 rec_ok name --name xp_split
+	XP_RECORD_SECONDS=1 rec_ok name --name xp_split
 	check_label "--name xp_split" "$folded/name.folded" "$(pid_label_re "$pid")" xp_split
-	XP_RECORD_SECONDS=2 rec_ok epid --erlang-pid "$pid"
+	XP_RECORD_SECONDS=1 rec_ok epid --erlang-pid "$pid"
 	check_label "--erlang-pid '$pid'" "$folded/epid.folded" "$(pid_label_re "$pid")" xp_split
-	XP_RECORD_SECONDS=2 rec_ok erl --only-erlang
+	XP_RECORD_SECONDS=1 rec_ok erl --only-erlang
 	local bad
 	# Labels ("[Erlang callers unknown: stack read too late]") say what is not known: allowed.
 	bad=$(awk "$AWK_IS_ERL"'{ line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";")
@@ -279,7 +279,7 @@ check_filters() {
 	else
 		xp_fail "--only-erlang: other frames: $(echo "$bad" | head -n 5 | tr '\n' ' ')"
 	fi
-	XP_RECORD_SECONDS=3 rec_ok idle --include-idle
+	XP_RECORD_SECONDS=2 rec_ok idle --include-idle
 	if roots "$folded/idle.folded" | cut -f2 | grep -q '^\[normal scheduler: no process\]$'; then
 		xp_pass "--include-idle: '[normal scheduler: no process]' present"
 	else
