@@ -2,9 +2,11 @@
  * start and end (half a period out, halfway between neighbours, at a block or a wake-up from the
  * switch records), which gaps end a run (another process, 2.5 periods without a sample, time
  * blocked) and which do not (time preempted, samples of the scheduler's own loop, a name read
- * again differently), and that the JSON validates (test/e2e/trace_check.py). Also keeps the
- * browser test's fixture test/e2e/speedscope/profile.trace.json equal to what the code writes
- * (XP_UPDATE_FIXTURES=1 rewrites it). */
+ * again differently, no sample while the switch records keep the thread on its CPU), how
+ * uncertain an edge is (preempted between the last sample and a block), and that the JSON
+ * validates (test/e2e/trace_check.py). Also keeps the browser test's fixture
+ * test/e2e/speedscope/profile.trace.json equal to what the code writes (XP_UPDATE_FIXTURES=1
+ * rewrites it). */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -35,9 +37,10 @@ struct spec {
 };
 
 static const struct spec specs[] = {
-    /* thread 0: the server 10..19, a worker 20..21, the server again at 30 (8.5 ms later: a
-     * new run), then 40, an idle sample, 42, and 43 under another name for the same pid (the name
-     * most samples had is the run's). */
+    /* thread 0: the server 10..19, a worker 20..21, the server again at 30, blocked at 30.6
+     * and woken at 39.8 (a new run), then 40, an idle sample, 42, 43 under another name for the
+     * same pid (the name most samples had is the run's), and 47: no sample for 4 ms and no
+     * switch (the sampling timer was late: the same run, 3 ms of it unsampled). */
     {10, 0, SRV, 0},
     {11, 0, SRV, 0},
     {12, 0, SRV, 1},
@@ -55,22 +58,26 @@ static const struct spec specs[] = {
     {41, 0, IDLE, 3},
     {42, 0, SRV, 0},
     {43, 0, SRV2, 0},
+    {47, 0, SRV, 0},
     /* thread 1: the server 10..12, preempted 12.3..52.3, 53..54, blocked at 54.2, woken at 80,
-     * sampled at 80.4. */
+     * sampled at 80.4 and 81, preempted 81.2..89, blocked at 89.3 (the process may have left
+     * at 81.2: the end is uncertain by the 7.8 ms preempted). */
     {10, 1, SRV, 0},
     {11, 1, SRV, 0},
     {12, 1, SRV, 0},
     {53, 1, SRV, 0},
     {54, 1, SRV, 0},
     {80.4, 1, SRV, 0},
+    {81, 1, SRV, 0},
 };
 #define NSPECS (sizeof(specs) / sizeof(specs[0]))
 
 static struct trace_switch switches[] = {
-    {T0 + 12300000, 1, TRACE_SWITCH_PREEMPTED},
-    {T0 + 52300000, 1, TRACE_SWITCH_IN},
-    {T0 + 54200000, 1, TRACE_SWITCH_BLOCKED},
-    {T0 + 80000000, 1, TRACE_SWITCH_IN},
+    {T0 + 30600000, 0, TRACE_SWITCH_BLOCKED},	{T0 + 39800000, 0, TRACE_SWITCH_IN},
+    {T0 + 12300000, 1, TRACE_SWITCH_PREEMPTED}, {T0 + 52300000, 1, TRACE_SWITCH_IN},
+    {T0 + 54200000, 1, TRACE_SWITCH_BLOCKED},	{T0 + 80000000, 1, TRACE_SWITCH_IN},
+    {T0 + 81200000, 1, TRACE_SWITCH_PREEMPTED}, {T0 + 89000000, 1, TRACE_SWITCH_IN},
+    {T0 + 89300000, 1, TRACE_SWITCH_BLOCKED},
 };
 
 static const struct trace_thread threads[] = {{100, "scheduler 1"}, {101, "scheduler 2"}};
@@ -118,7 +125,8 @@ static void input(struct trace_input *in, struct trace_sample *s, bool with_swit
 				   .nsamples = NSPECS,
 				   .period_ns = 1000000,
 				   .switches = with_switches ? switches : NULL,
-				   .nswitches = with_switches ? 4 : 0,
+				   .nswitches =
+				       with_switches ? sizeof(switches) / sizeof(switches[0]) : 0,
 				   .have_switches = with_switches,
 				   .vm_pid = 4242,
 				   .clock_note = "test"};
@@ -133,9 +141,19 @@ static int on_run(const struct trace_run *r, void *ctx)
 	struct seen *s = ctx;
 	size_t n = strlen(s->text);
 
-	snprintf(s->text + n, sizeof(s->text) - n, "%u %s %.1f-%.1f%s%s;", r->thread, r->group,
+	snprintf(s->text + n, sizeof(s->text) - n, "%u %s %.1f-%.1f%s%s", r->thread, r->group,
 		 (double)(r->start_ns - T0) / MS, (double)(r->end_ns - T0) / MS,
 		 r->gc_samples ? " gc" : "", r->preempted_ns ? " preempted" : "");
+	n = strlen(s->text);
+	if (r->start_unc_ns || r->end_unc_ns)
+		snprintf(s->text + n, sizeof(s->text) - n, " unc %.1f/%.1f",
+			 (double)r->start_unc_ns / MS, (double)r->end_unc_ns / MS);
+	n = strlen(s->text);
+	if (r->unsampled_ns)
+		snprintf(s->text + n, sizeof(s->text) - n, " unsampled %.1f",
+			 (double)r->unsampled_ns / MS);
+	n = strlen(s->text);
+	snprintf(s->text + n, sizeof(s->text) - n, ";");
 	return 0;
 }
 
@@ -148,8 +166,19 @@ static void test_runs(void)
 	input(&in, s, true);
 	CHECK_INT("runs: returns 0", 0, report__trace_runs(&in, on_run, &seen));
 	CHECK_STR("runs: with switches",
-		  "0 " SRV " 9.5-19.5;0 " WRK " 19.5-21.5 gc;0 " SRV " 29.5-30.5;0 " SRV
-		  " 39.5-43.5;1 " SRV " 9.5-54.2 preempted;1 " SRV " 80.0-80.9;",
+		  "0 " SRV " 9.5-19.5;0 " WRK " 19.5-21.5 gc;0 " SRV " 29.5-30.6;0 " SRV
+		  " 39.8-47.5 unsampled 3.0;1 " SRV " 9.5-54.2 preempted;1 " SRV
+		  " 80.0-89.3 unc 0.0/7.8;",
+		  seen.text);
+	/* Records lost: a switch may be missing, so 4 ms without a sample ends the run. */
+	input(&in, s, true);
+	in.records_lost = true;
+	seen.text[0] = '\0';
+	report__trace_runs(&in, on_run, &seen);
+	CHECK_STR("runs: with switches, records lost",
+		  "0 " SRV " 9.5-19.5;0 " WRK " 19.5-21.5 gc;0 " SRV " 29.5-30.6;0 " SRV
+		  " 39.8-43.5;0 " SRV " 46.5-47.5;1 " SRV " 9.5-54.2 preempted;1 " SRV
+		  " 80.0-89.3 unc 0.0/7.8;",
 		  seen.text);
 	input(&in, s, false);
 	seen.text[0] = '\0';
@@ -157,7 +186,8 @@ static void test_runs(void)
 	/* Without switches the preempted 40 ms is a gap, and edges are half a period out. */
 	CHECK_STR("runs: without switches",
 		  "0 " SRV " 9.5-19.5;0 " WRK " 19.5-21.5 gc;0 " SRV " 29.5-30.5;0 " SRV
-		  " 39.5-43.5;1 " SRV " 9.5-12.5;1 " SRV " 52.5-54.5;1 " SRV " 79.9-80.9;",
+		  " 39.5-43.5;0 " SRV " 46.5-47.5;1 " SRV " 9.5-12.5;1 " SRV " 52.5-54.5;1 " SRV
+		  " 79.9-81.5;",
 		  seen.text);
 }
 

@@ -22,9 +22,10 @@ struct ev {
 	uint32_t thread, depth;
 	uint8_t type;
 	bool process, gc;
-	uint8_t kind;	  /* enum frame_kind of EV_FUNC */
-	const char *name; /* the frame, or the run's group */
-	int64_t unc[2];	  /* EV_RUN: trace_run's start_unc_ns, end_unc_ns */
+	uint8_t kind;	   /* enum frame_kind of EV_FUNC */
+	const char *name;  /* the frame, or the run's group */
+	int64_t unc[2];	   /* EV_RUN: trace_run's start_unc_ns, end_unc_ns */
+	int64_t unsampled; /* EV_RUN: trace_run's unsampled_ns */
 };
 
 struct evbuf {
@@ -84,6 +85,7 @@ struct gap {
 	bool blocked;	    /* it went off blocked (its scheduler slept) */
 	int64_t blocked_at; /* the first time it did */
 	int64_t resumed_at; /* the last time it came back on, 0 none */
+	unsigned nswitches; /* switch records of the thread between them */
 };
 
 /* Between samples a and b of one thread; *k is a cursor into the sorted switches that only
@@ -100,6 +102,7 @@ static void gap_between(const struct trace_input *in, size_t *k, const struct tr
 		(*k)++;
 	for (; *k < in->nswitches && w[*k].thread == a->thread && w[*k].time_ns < b->time_ns;
 	     (*k)++) {
+		g->nswitches++;
 		if (w[*k].kind == TRACE_SWITCH_IN) {
 			g->off_ns += out_at ? w[*k].time_ns - out_at : 0;
 			g->blocked_ns += blocked_at ? w[*k].time_ns - blocked_at : 0;
@@ -151,11 +154,28 @@ static const char *run_label(const struct trace_input *in, size_t first, size_t 
 	return cand[best];
 }
 
+/* The time between a and b past one period that no sample covers although the switch records
+ * say a's thread stayed on its CPU (TRACE_LATE_PERIODS), else 0. */
+static int64_t late_timer(const struct trace_input *in, const struct trace_sample *a,
+			  const struct trace_sample *b, const struct gap *g, int64_t gap)
+{
+	int64_t d = b->time_ns - a->time_ns;
+
+	if (!in->have_switches || in->records_lost || g->nswitches || d <= gap ||
+	    d > (int64_t)in->period_ns * TRACE_LATE_PERIODS)
+		return 0;
+	return d - (int64_t)in->period_ns;
+}
+
+/* Does b go on with a's run? late_ok: a and b are consecutive samples of the thread (not
+ * across samples of its scheduler without a process, which show its timer firing). */
 static bool continues(const struct trace_input *in, const struct trace_sample *a,
-		      const struct trace_sample *b, const struct gap *g, int64_t gap)
+		      const struct trace_sample *b, const struct gap *g, int64_t gap, bool late_ok)
 {
 	if (a->process != b->process || !report__trace_same(a->group, b->group))
 		return false;
+	if (late_ok && late_timer(in, a, b, g, gap))
+		return true;
 	/* Time blocked counts as a gap (a scheduler that slept, or a wait on a lock while it ran
 	 * the process: the samples cannot tell which); time preempted does not. */
 	return b->time_ns - a->time_ns - (in->have_switches ? g->off_ns : 0) <= gap;
@@ -238,6 +258,26 @@ static int64_t cpu_backward(const struct trace_input *in, uint32_t thread, int64
 	return t - need > limit ? t - need : limit;
 }
 
+/* Time thread spent off its CPU preempted (still runnable) between from and to: the process it
+ * ran may have stopped anywhere in it, which no sample tells. */
+static int64_t preempted_between(const struct trace_input *in, uint32_t thread, int64_t from,
+				 int64_t to)
+{
+	size_t k = first_after(in, thread, from);
+	int64_t out_at = 0, sum = 0;
+
+	for (; k < in->nswitches && in->switches[k].thread == thread; k++) {
+		const struct trace_switch *w = &in->switches[k];
+
+		if (w->time_ns >= to)
+			break;
+		if (w->kind == TRACE_SWITCH_IN && out_at)
+			sum += w->time_ns - out_at;
+		out_at = w->kind == TRACE_SWITCH_PREEMPTED ? w->time_ns : 0;
+	}
+	return sum;
+}
+
 /* CPU time of a's thread between samples a and b. */
 static int64_t cpu_between(const struct trace_input *in, const struct trace_sample *a,
 			   const struct trace_sample *b, const struct gap *g)
@@ -262,8 +302,10 @@ static int64_t end_edge(const struct trace_input *in, const struct trace_sample 
 	if (!in->have_switches)
 		return a->time_ns + need;
 	e = cpu_forward(in, a->thread, a->time_ns, 2 * half, limit, &hit);
-	if (hit)
+	if (hit) { /* preempted before it blocked: the process may have stopped before that */
+		*unc = preempted_between(in, a->thread, a->time_ns, e);
 		return e;
+	}
 	/* Time the thread was preempted where the edge may be: on either side of it. */
 	e = cpu_forward(in, a->thread, a->time_ns, need, limit, &hit);
 	*unc = b && cpu < 2 * half ? g->off_ns : e - a->time_ns - need;
@@ -286,8 +328,10 @@ static int64_t start_edge(const struct trace_input *in, const struct trace_sampl
 	if (!in->have_switches)
 		return b->time_ns - need;
 	st = cpu_backward(in, b->thread, b->time_ns, 2 * half, limit, &hit);
-	if (hit)
+	if (hit) { /* preempted after it woke: the process may have started after that */
+		*unc = preempted_between(in, b->thread, st, b->time_ns);
 		return st;
+	}
 	if (a && cpu < 2 * half)
 		return end_edge(in, a, b, g, half, unc); /* the same edge */
 	st = cpu_backward(in, b->thread, b->time_ns, need, limit, &hit);
@@ -309,7 +353,7 @@ static size_t across_idle(const struct trace_input *in, size_t *k, size_t j, int
 	if (m == j + 1 || m >= in->nsamples || s[m].thread != s[j].thread)
 		return 0;
 	gap_between(in, &k2, &s[j], &s[m], g);
-	if (!continues(in, &s[j], &s[m], g, gapns))
+	if (!continues(in, &s[j], &s[m], g, gapns, false))
 		return 0;
 	*k = k2;
 	return m;
@@ -353,9 +397,10 @@ int report__trace_runs(struct trace_input *in, int (*fn)(const struct trace_run 
 				continue;
 			}
 			gap_between(in, &k, &s[j], &s[j + 1], &g);
-			if (!continues(in, &s[j], &s[j + 1], &g, gapns))
+			if (!continues(in, &s[j], &s[j + 1], &g, gapns, true))
 				break;
 			r.preempted_ns += g.off_ns;
+			r.unsampled_ns += late_timer(in, &s[j], &s[j + 1], &g, gapns);
 		}
 		r.last = j;
 		r.group = run_label(in, i, j);
@@ -449,7 +494,8 @@ static int on_run(const struct trace_run *r, void *ctx)
 		       .process = r->process,
 		       .gc = r->gc_samples == r->last - r->first + 1,
 		       .name = r->group,
-		       .unc = {r->start_unc_ns, r->end_unc_ns}};
+		       .unc = {r->start_unc_ns, r->end_unc_ns},
+		       .unsampled = r->unsampled_ns};
 	size_t j;
 
 	if (prev && r->start_ns > prev) {
@@ -545,6 +591,8 @@ static void put_event(FILE *f, const struct trace_input *in, const struct ev *e)
 		if (e->unc[0] || e->unc[1])
 			fprintf(f, ",\"start_uncertain_ms\":%.3f,\"end_uncertain_ms\":%.3f",
 				(double)e->unc[0] / 1e6, (double)e->unc[1] / 1e6);
+		if (e->unsampled)
+			fprintf(f, ",\"unsampled_ms\":%.3f", (double)e->unsampled / 1e6);
 		fputc('}', f);
 	} else if (e->gc) {
 		fputs(",\"args\":{\"collection\":true}", f);

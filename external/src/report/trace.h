@@ -59,6 +59,9 @@ struct trace_input {
 	struct trace_switch *switches;
 	size_t nswitches;
 	bool have_switches;
+	/* The kernel dropped records while these were taken: a switch may be missing, so a gap
+	 * with none recorded proves nothing. */
+	bool records_lost;
 	const struct trace_mark *marks;
 	size_t nmarks;
 	int vm_pid;
@@ -74,6 +77,10 @@ struct trace_run {
 	size_t first, last;   /* its samples: input.samples[first..last] after sorting */
 	size_t gc_samples;    /* of them, in a collection */
 	int64_t preempted_ns; /* of its time, off the CPU preempted (with switches) */
+	/* Of its time, on the CPU by the switch records yet without a sample for more than
+	 * TRACE_GAP_PERIODS: the sampling timer fired late (a hypervisor held the virtual CPU, or
+	 * interrupts were off); the run goes on across it (see TRACE_LATE_PERIODS). */
+	int64_t unsampled_ns;
 	/* How far off each edge may be beyond half a period: the time its thread was preempted
 	 * where the edge falls (the process may have run up to either end of it); 0 mostly. */
 	int64_t start_unc_ns, end_unc_ns;
@@ -86,6 +93,11 @@ struct trace_run {
  * TRACE_GAP_PERIODS sampling periods with no sample of that thread, not counting time its thread
  * was off the CPU preempted by the OS (with switch records; time blocked counts). */
 #define TRACE_GAP_PERIODS 2.5
+/* Except: with switch records complete (none lost), two samples of one process on one thread
+ * with no switch of that thread between them, up to this many periods apart, are one run: the
+ * thread never left its CPU, and a scheduler that ran anything else there for a period or more
+ * would have been sampled; the time past one period is the run's unsampled_ns. */
+#define TRACE_LATE_PERIODS 20
 
 /* Sorts in->samples, then calls fn for every run in thread, then time order; fn's non-zero
  * return stops and is returned. */

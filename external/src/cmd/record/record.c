@@ -290,6 +290,7 @@ int cmd__record(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if (rc)
 		goto cleanup;
 	run__summary(&ctx, o->output, stderr);
+	ring.records_lost = ctx.final_perf.lost != 0;
 	if (trace && (rc = flight__trace_all(&ring, o, &tin)))
 		goto cleanup;
 	if ((rc = write_report(o, a, &ctx, start_ns, &tin, err, errlen)))

@@ -209,6 +209,7 @@ int ring__turn(struct ring *r, struct sampler *s, uint64_t now_ns)
 {
 	unsigned i;
 
+	r->records_lost = sampler__perf_stats(s)->lost != 0;
 	if (!r->window_ns)
 		return 0;
 	while (r->head < r->n && r->s[r->head].time_ns + r->window_ns < now_ns &&
@@ -283,6 +284,7 @@ int ring__input(struct ring *r, uint64_t from_ns, uint64_t to_ns, int64_t offset
 	in->threads = th;
 	in->nthreads = r->t->nsched;
 	in->have_switches = r->have_switches;
+	in->records_lost = r->records_lost;
 	in->switches = calloc(r->nsw - r->swhead + 1, sizeof(*in->switches));
 	if (!in->switches)
 		return -ENOMEM;

@@ -56,6 +56,7 @@ struct ring {
 	const struct target *t;
 	uint64_t added, evicted;
 	bool have_switches;   /* a switch record was seen */
+	bool records_lost;    /* the kernel dropped records (ring__turn reads it) */
 	char clock_note[200]; /* the last ring__input's clock mapping, in words */
 };
 
