@@ -65,7 +65,7 @@ check_record() {
 	stack='proc_lib:init_p_do_apply/3;gen_server:handle_msg/6;gen_server:try_dispatch/4;ElixirDemo.Worker.handle_info/2;ElixirDemo.Worker.loop/1;'
 	for r in ElixirDemo.Worker ElixirDemo.Worker.init/1; do
 		if grep -qF "$r;$stack" "$f" &&
-			grep -F "$r;$stack" "$f" | grep -qF ';ElixirDemo.Worker."-loop/1-fun-0-"/2;'; then
+			grep -F "$r;$stack" "$f" | grep -F ';ElixirDemo.Worker."-loop/1-fun-0-"/2;' >/dev/null; then
 			xp_pass "$r: $stack...;ElixirDemo.Worker.\"-loop/1-fun-0-\"/2"
 		else
 			xp_fail "$r: no '$stack' with the loop's fun; got: $(grep "^$r;" "$f" | head -n 2)"

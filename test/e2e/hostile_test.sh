@@ -86,7 +86,7 @@ PY
 run top 0 top -d 2 "$p"
 run record 0 record -d 2 -o "$FAKE_DIR/x.folded" --format collapsed "$p"
 # No JIT code is named by the corrupt list: a frame naming an Erlang function would be invented.
-if cut -d';' -f2- "$FAKE_DIR/x.folded" | grep -qE '[a-z_]+:[a-z_]+/[0-9]+'; then
+if cut -d';' -f2- "$FAKE_DIR/x.folded" | grep -E '[a-z_]+:[a-z_]+/[0-9]+' >/dev/null; then
 	xp_fail "record invented Erlang frames: $(head -n 3 "$FAKE_DIR/x.folded")"
 else
 	xp_pass "record names no Erlang function ($(wc -l <"$FAKE_DIR/x.folded") stacks)"
