@@ -147,7 +147,11 @@ check_stop() {
 		return
 	fi
 	t0=$SECONDS
-	kill -"$sig" "$sp"
+	if ! kill -"$sig" "$sp" 2>/dev/null; then
+		wait "$sp" || rc=$?
+		xp_fail "SIG$sig: events -d 60 had exited (status $rc) before the signal: $(head -c 800 "$out")"
+		return
+	fi
 	wait "$sp" || rc=$?
 	if xp_await "$budget" traced_is false; then
 		xp_pass "SIG$sig mid-run: no trace flag left on the target's processes ($((SECONDS - t0)) s)"
