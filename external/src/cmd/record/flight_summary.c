@@ -108,6 +108,7 @@ static void runq_note(const struct runs *rs, const struct top_run *t, FILE *f)
 static void print_runs(struct runs *rs, FILE *f)
 {
 	char when[48];
+	double ms;
 	size_t i;
 
 	fprintf(f,
@@ -118,8 +119,9 @@ static void print_runs(struct runs *rs, FILE *f)
 
 		main_function(rs, t);
 		flight__stamp(t->r.start_ns, when, sizeof(when), false);
-		fprintf(f, "  %s ran %s for %.0f ms from %s", rs->in->threads[t->r.thread].name,
-			t->r.group, (double)(t->r.end_ns - t->r.start_ns) / 1e6, when + 11);
+		ms = (double)(t->r.end_ns - t->r.start_ns) / 1e6;
+		fprintf(f, "  %s ran %s for %.*f ms from %s", rs->in->threads[t->r.thread].name,
+			t->r.group, ms < 10 ? 1 : 0, ms, when + 11);
 		if (t->fn)
 			fprintf(f, ", in %s (%u%% of its samples)", t->fn, t->pct);
 		runq_note(rs, t, f);
@@ -128,6 +130,11 @@ static void print_runs(struct runs *rs, FILE *f)
 		if (t->r.preempted_ns >= 1000000)
 			fprintf(f, " (%.0f ms of it its thread was preempted by the OS)",
 				(double)t->r.preempted_ns / 1e6);
+		if (t->r.unsampled_ns >= 1000000)
+			fprintf(f,
+				" (%.0f ms of it without a sample while its thread stayed on its "
+				"CPU: the sampling timer fired late)",
+				(double)t->r.unsampled_ns / 1e6);
 		if (t->r.start_unc_ns >= 1000000 || t->r.end_unc_ns >= 1000000)
 			fprintf(f,
 				" (start uncertain by %.0f ms, end by %.0f ms: the OS preempted "
