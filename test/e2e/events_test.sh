@@ -12,7 +12,8 @@
 # erlang:garbage_collect/0 under xp_events:collector/4.
 # Then the sampler killed mid-run (SIGKILL) leaves no trace flag set once the lease runs out,
 # and SIGINT ends the run with a report and clears them too (the target reports whether any
-# flag or trace session is set on its processes, from inside). Last, with a tracer of the
+# flag or trace session is set on its processes, from inside); a run started just after a kill
+# waits out the killed one's lease and reports (exit 0). Last, with a tracer of the
 # target's own on a process (as a user's dbg): OTP 25 refuses (exit 10, and says why), OTP 27+
 # runs beside it and leaves its flags as they were.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
@@ -168,6 +169,29 @@ check_stop() {
 	fi
 }
 
+# A run started right after another was killed (its lease not yet run out) waits for that lease
+# and runs, instead of refusing (CI: "another sampler is reading events", exit 10, once).
+check_after_kill() {
+	local out=$XP_VM_DIR/events-after.json err=$XP_VM_DIR/events-after.err sp rc=0
+	"$XP_SAMPLER" events -d 60 "$XP_VM_PID" >/dev/null 2>&1 &
+	sp=$!
+	if ! xp_await 15 traced_is true; then
+		xp_fail "after a kill: the target never saw a trace flag set"
+		kill -KILL "$sp" 2>/dev/null || true
+		return
+	fi
+	kill -KILL "$sp"
+	wait "$sp" 2>/dev/null || true
+	xp_sampler events -d 1 --json "$XP_VM_PID" >"$out" 2>"$err" || rc=$?
+	xp_expect "exit status of 'events -d 1' started just after another was killed" 0 "$rc"
+	xp_expect "it waited for the killed one's lease (no 'another sampler')" 0 \
+		"$(grep -c 'another sampler' "$err" || true)"
+	xp_expect "its report's kinds" '["exit","gc","sched","send","spawn"]' \
+		"$(jq -c '[keys[] | select(. == "spawn" or . == "exit" or . == "send" or . == "gc" or
+			. == "sched")]' "$out" 2>/dev/null)"
+	xp_await 3 traced_is false || xp_fail "after a kill: trace flags still set 3 s after the second run"
+}
+
 # A tracer of the target's own on the sink (as a user's dbg): OTP 25 refuses with exit 10 and
 # says why; OTP 27+ traces in a session of its own and leaves the other tracer's flags as they were.
 other_is() { [[ "$(oracle 2>/dev/null | awk '$1 == "other_tracer" { print $2 }')" == "$1" ]]; }
@@ -261,5 +285,6 @@ check_slowest_stacks
 # The lease is 1 s and the agent looks every 100 ms: 3 s is ample, and fails a leak.
 check_stop KILL 3
 check_stop INT 3
+check_after_kill
 check_other_tracer
 xp_summary

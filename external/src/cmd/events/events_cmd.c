@@ -17,11 +17,13 @@
 #include "events_stats.h"
 #include "events_uprobes.h"
 
-#define DRAIN_NS     10000000ull  /* between drains */
-#define RENEW_NS     100000000ull /* between lease renewals */
-#define WATERMARK_NS 5000000ull	  /* records younger than this wait for the next drain */
-#define START_WAIT_S 20.0	  /* for the agent to set the flags (a VM under load is slow) */
-#define DEFAULT_S    10.0
+#define DRAIN_NS       10000000ull  /* between drains */
+#define RENEW_NS       100000000ull /* between lease renewals */
+#define WATERMARK_NS   5000000ull   /* records younger than this wait for the next drain */
+#define START_WAIT_S   20.0	    /* for the agent to set the flags (a VM under load is slow) */
+#define LAPSE_POLL_NS  50000000ull  /* watching another sampler's lease */
+#define LAPSE_SLACK_NS 300000000ull /* past XP_TRACER_LEASE_NS: the agent's poll, a slow VM */
+#define DEFAULT_S      10.0
 
 const char events__usage[] =
     "Usage: extrospect events [OPTIONS] PID\n"
@@ -72,7 +74,9 @@ const char events__usage[] =
     "\n"
     "Exit status: 0, 6 without the agent (or an agent without the event tracer; uprobes: a\n"
     "stripped beam.smp), 10 when the agent refused (another tracer on OTP 25, another sampler\n"
-    "reading events) or uprobes were not permitted (not root).\n"
+    "reading events: one still renewing its lease; one that stopped renewing, killed, is\n"
+    "waited for until its lease runs out, about a second) or uprobes were not permitted (not\n"
+    "root).\n"
     "\n"
     "Examples:\n"
     "  extrospect events -d 10 4242\n"
@@ -116,6 +120,30 @@ static const char *why_text(uint32_t why)
 	default:
 		return "no reason given";
 	}
+}
+
+/* Start, and when another sampler holds the tracer, watch its lease until it runs out: a
+ * sampler killed a moment ago (its lease not renewed since) holds it until then, and the agent
+ * stops its session at expiry. A renewal meanwhile is a live sampler: busy. */
+static enum evring_status start_after_stale(struct evring *r, uint64_t want, uint64_t sample_n,
+					    volatile sig_atomic_t *stop)
+{
+	enum evring_status st = evring__start(r, want, sample_n);
+	uint64_t end = now_ns() + XP_TRACER_LEASE_NS + LAPSE_SLACK_NS;
+	struct xp_tracer_ctl c0, c;
+
+	if (st != EVRING_BUSY || evring__ctl(r, &c0))
+		return st;
+	while (!*stop && now_ns() < end) {
+		nap_ns(LAPSE_POLL_NS);
+		if (evring__ctl(r, &c))
+			return EVRING_READ_FAILED;
+		if (c.lease != c0.lease || c.owner != c0.owner)
+			return EVRING_BUSY; /* renewed, or another sampler took it: alive */
+		if (now_ns() > c.lease_expiry_ns)
+			return evring__start(r, want, sample_n);
+	}
+	return EVRING_BUSY;
 }
 
 /* Wait for the agent to set the flags: 0 with the session's start time, or an error. */
@@ -251,8 +279,8 @@ int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		return -ENOMEM;
 	}
 	s.sample_n = o->events_sample;
-	st = evring__start(&r, XP_EVF_PROCS | XP_EVF_SEND | XP_EVF_RUNNING | XP_EVF_GC,
-			   o->events_sample);
+	st = start_after_stale(&r, XP_EVF_PROCS | XP_EVF_SEND | XP_EVF_RUNNING | XP_EVF_GC,
+			       o->events_sample, stop);
 	if (st != EVRING_OK) {
 		snprintf(err, errlen, "events: %s", evring__status_str(st));
 		rc = st == EVRING_BUSY ? EVENTS_EREFUSED : -EIO;
