@@ -28,6 +28,7 @@ mode=${2:?usage: events_test.sh 25|27|29 agent|noagent}
 oracle() { cat "$XP_VM_DIR/events_oracle.txt"; }
 # FIELD (2 pid, 3 count, 4 ms, 5 extra: xp_ev_gc's median pause) of worker NAME in an oracle copy.
 ofield() { awk -v n="$2" -v f="$3" '$1 == n { print $f }' "$1"; }
+recording() { grep -q '^events: recording for ' "$1" 2>/dev/null; }
 traced_is() { [[ "$(oracle 2>/dev/null | awk '$1 == "traced" { print $2 }')" == "$1" ]]; }
 
 # Is got within pct % of want (both decimal)?
@@ -142,8 +143,10 @@ check_stop() {
 	local sig=$1 budget=$2 out=$XP_VM_DIR/events-$1.txt sp rc=0 t0
 	"$XP_SAMPLER" events -d 60 "$XP_VM_PID" >"$out" 2>&1 &
 	sp=$!
-	if ! xp_await 15 traced_is true; then
-		xp_fail "SIG$sig: the target never saw a trace flag set"
+	# Its own flags, not those of a run killed just before whose lease has not run out yet: it
+	# says when it records.
+	if ! xp_await 15 recording "$out" || ! xp_await 15 traced_is true; then
+		xp_fail "SIG$sig: the run never recorded, or the target never saw a flag set: $(head -c 600 "$out")"
 		kill -KILL "$sp" 2>/dev/null || true
 		return
 	fi
@@ -173,9 +176,9 @@ check_stop() {
 # and runs, instead of refusing (CI: "another sampler is reading events", exit 10, once).
 check_after_kill() {
 	local out=$XP_VM_DIR/events-after.json err=$XP_VM_DIR/events-after.err sp rc=0
-	"$XP_SAMPLER" events -d 60 "$XP_VM_PID" >/dev/null 2>&1 &
+	"$XP_SAMPLER" events -d 60 "$XP_VM_PID" >"$out.first" 2>&1 &
 	sp=$!
-	if ! xp_await 15 traced_is true; then
+	if ! xp_await 15 recording "$out.first" || ! xp_await 15 traced_is true; then
 		xp_fail "after a kill: the target never saw a trace flag set"
 		kill -KILL "$sp" 2>/dev/null || true
 		return

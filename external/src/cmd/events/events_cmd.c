@@ -284,6 +284,10 @@ int cmd__events(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if (st != EVRING_OK) {
 		snprintf(err, errlen, "events: %s", evring__status_str(st));
 		rc = st == EVRING_BUSY ? EVENTS_EREFUSED : -EIO;
+		if (*stop) { /* stopped while another's lease ran out: nothing recorded */
+			rc = 0;
+			err[0] = '\0';
+		}
 		goto cleanup;
 	}
 	rc = wait_on(&r, stop, &started, &s.runq, err, errlen);
