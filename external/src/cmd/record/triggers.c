@@ -1,7 +1,10 @@
 /* The flight recorder's triggers. See triggers.h. A run is what the timeline calls one
  * (report/trace.h): samples of one process on one scheduler with no gap of more than
- * TRACE_GAP_PERIODS periods between them; its length is counted from half a period before its
- * first sample to half a period after its last, as the timeline draws it. */
+ * TRACE_GAP_PERIODS periods between them (TRACE_LATE_PERIODS with no switch record or other
+ * sample of that thread in the gap; lost records are not known here: the dump's timeline,
+ * which knows, may still cut such a run where the trigger did not); its length is counted from
+ * half a period before its first sample to half a period after its last, as the timeline draws
+ * it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +61,8 @@ void trig__switch(struct triggers *tr, size_t sched, uint64_t time_ns, bool out,
 	if (sched >= tr->nsched)
 		return;
 	s = &tr->sched[sched];
+	s->other = true;
+	tr->have_switches = true;
 	if (out) {
 		s->out_ns = preempt ? time_ns : 0; /* time blocked counts as a gap */
 	} else if (s->out_ns && time_ns > s->out_ns) {
@@ -76,11 +81,19 @@ bool trig__sample(struct triggers *tr, size_t sched, const char *sched_name, uin
 	if (sched >= tr->nsched)
 		return false;
 	s = &tr->sched[sched];
-	if (!process) /* the scheduler's own loop: a gap, if long enough, as any other */
+	if (!process) { /* the scheduler's own loop: a gap, if long enough, as any other */
+		s->other = true;
 		return false;
-	same = process && s->group[0] && time_ns - s->last_ns <= gap + s->off_ns &&
+	}
+	/* As the timeline: no sample for a while, yet no switch record and nothing else sampled on
+	 * that thread, is the sampling timer late, not a break (TRACE_LATE_PERIODS). */
+	same = process && s->group[0] &&
+	       (time_ns - s->last_ns <= gap + s->off_ns ||
+		(tr->have_switches && !s->other &&
+		 time_ns - s->last_ns <= tr->period_ns * TRACE_LATE_PERIODS)) &&
 	       report__trace_same(s->group, group);
 	s->off_ns = 0;
+	s->other = false;
 	if (!same) {
 		snprintf(s->group, sizeof(s->group), "%s", process ? group : "");
 		s->first_ns = time_ns;

@@ -32,11 +32,13 @@ struct trig_sched {
 	uint64_t gc_first_ns;	    /* the first sample of its current collection */
 	uint64_t out_ns, off_ns; /* since its last sample: off the CPU preempted since, and for */
 	bool gc_open, fired, gc_fired;
+	bool other; /* since its last sample: a switch record, or a sample without a process */
 };
 
 struct triggers {
 	struct trig_opts o;
 	uint64_t period_ns;
+	bool have_switches; /* a switch record was seen */
 	struct trig_sched *sched;
 	size_t nsched;
 };

@@ -1,0 +1,69 @@
+/* Unit tests for the flight recorder's long-run trigger (external/src/cmd/record/triggers.c):
+ * where a run goes on and where it breaks, as the timeline's (report/trace.h). A process
+ * sampled every period fires at the threshold; a gap of 4 periods with no switch record of its
+ * thread (the sampling timer late) does not break it once switch records are known to come; the
+ * same gap with the thread blocked in it, or with the scheduler sampled without a process, or
+ * with no switch record ever seen, does; time preempted does not. */
+#include <string.h>
+
+#include "check.h"
+#include "triggers.h"
+
+#define MS   1000000ull
+#define SRV  "<0.90.0> xp_stall_server"
+#define FREQ 1000u /* a 1 ms period */
+
+enum gap_kind { GAP_LATE, GAP_BLOCKED, GAP_IDLE, GAP_PREEMPTED };
+
+/* SRV on scheduler 0 every ms from 0, with one 4 ms gap of kind k at 40 ms; scheduler 1 had one
+ * switch record (switch records come) unless no_switches. The time of the long-run trigger
+ * (100 ms), or 0 when it did not fire by 200 ms. */
+static uint64_t fired_at(enum gap_kind k, bool no_switches)
+{
+	struct trig_opts o = {.long_run_ns = 100 * MS};
+	struct triggers tr;
+	struct trig_event ev;
+	uint64_t t, at = 0;
+
+	if (trig__init(&tr, &o, 2, FREQ))
+		return 1;
+	if (!no_switches)
+		trig__switch(&tr, 1, 0, true, false);
+	for (t = 0; t <= 200 * MS && !at; t += MS) {
+		if (t > 40 * MS && t < 44 * MS) {
+			if (k == GAP_BLOCKED && t == 41 * MS)
+				trig__switch(&tr, 0, t, true, false);
+			if (k == GAP_BLOCKED && t == 43 * MS)
+				trig__switch(&tr, 0, t, false, false);
+			if (k == GAP_PREEMPTED && t == 41 * MS)
+				trig__switch(&tr, 0, t, true, true);
+			if (k == GAP_PREEMPTED && t == 43 * MS)
+				trig__switch(&tr, 0, t, false, false);
+			if (k == GAP_IDLE && t == 42 * MS)
+				trig__sample(&tr, 0, "scheduler 1", t, "[normal scheduler: no process]",
+					     false, false, &ev);
+			continue;
+		}
+		if (trig__sample(&tr, 0, "scheduler 1", t, SRV, true, false, &ev)) {
+			at = t;
+			CHECK_INT("the event is long-run's", TRIG_LONG_RUN, ev.kind);
+		}
+	}
+	trig__free(&tr);
+	return at;
+}
+
+int main(void)
+{
+	/* The run's length counts half a period each side: 99 ms of samples make 100 ms. */
+	CHECK_U64("a late timer (no switch record in the gap): one run, fires at 99 ms", 99 * MS,
+		  fired_at(GAP_LATE, false));
+	CHECK_U64("preempted in the gap: one run", 99 * MS, fired_at(GAP_PREEMPTED, false));
+	CHECK_U64("blocked in the gap: a new run from 44 ms", 143 * MS,
+		  fired_at(GAP_BLOCKED, false));
+	CHECK_U64("sampled without a process in the gap: a new run from 44 ms", 143 * MS,
+		  fired_at(GAP_IDLE, false));
+	CHECK_U64("no switch record ever seen: the gap breaks the run", 143 * MS,
+		  fired_at(GAP_LATE, true));
+	return check_done();
+}
