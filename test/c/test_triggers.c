@@ -40,8 +40,8 @@ static uint64_t fired_at(enum gap_kind k, bool no_switches)
 			if (k == GAP_PREEMPTED && t == 43 * MS)
 				trig__switch(&tr, 0, t, false, false);
 			if (k == GAP_IDLE && t == 42 * MS)
-				trig__sample(&tr, 0, "scheduler 1", t, "[normal scheduler: no process]",
-					     false, false, &ev);
+				trig__sample(&tr, 0, "scheduler 1", t,
+					     "[normal scheduler: no process]", false, false, &ev);
 			continue;
 		}
 		if (trig__sample(&tr, 0, "scheduler 1", t, SRV, true, false, &ev)) {
