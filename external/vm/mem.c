@@ -214,7 +214,7 @@ int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len)
 	return rc;
 }
 
-#define MEM_COALESCE_GAP 512	    /* requests this close share one remote iovec */
+#define MEM_COALESCE_GAP 1024	    /* requests this close share one remote iovec */
 #define MEM_BOUNCE_BYTES (2u << 20) /* the merged ranges of one process_vm_readv */
 #define MEM_DIRECT	 SIZE_MAX   /* a request read straight into its buffer */
 

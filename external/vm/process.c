@@ -236,6 +236,33 @@ uint64_t process__pid_data(const struct pid_format *f, uint64_t pid)
 	       ((pixdata & f->cli_mask) << f->cli_shift);
 }
 
+/* "<0.NUM.SER>" without printf: pstack --all writes a million of them. */
+static void pid_digits(char *buf, size_t len, uint64_t num, uint64_t ser)
+{
+	char b[48];
+	size_t i = sizeof(b), n;
+
+	b[--i] = '\0';
+	b[--i] = '>';
+	do {
+		b[--i] = (char)('0' + ser % 10);
+		ser /= 10;
+	} while (ser);
+	b[--i] = '.';
+	do {
+		b[--i] = (char)('0' + num % 10);
+		num /= 10;
+	} while (num);
+	b[--i] = '.';
+	b[--i] = '0';
+	b[--i] = '<';
+	if (!len)
+		return;
+	n = sizeof(b) - 1 - i < len - 1 ? sizeof(b) - 1 - i : len - 1; /* as snprintf truncates */
+	memcpy(buf, b + i, n);
+	buf[n] = '\0';
+}
+
 void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size_t len)
 {
 	uint64_t data;
@@ -245,8 +272,7 @@ void process__pid_text(const struct pid_format *f, uint64_t pid, char *buf, size
 		return;
 	}
 	data = process__pid_data(f, pid);
-	snprintf(buf, len, "<0.%" PRIu64 ".%" PRIu64 ">", data & (((uint64_t)1 << f->num_bits) - 1),
-		 data >> f->num_bits);
+	pid_digits(buf, len, data & (((uint64_t)1 << f->num_bits) - 1), data >> f->num_bits);
 }
 
 void process__atom_quoted(const char *text, char *buf, size_t len)

@@ -9,8 +9,9 @@
 #include "check.h"
 #include "json.h"
 
-/* The string s as the writer emits it, in a malloc'd buffer. */
-static char *emit(const char *s)
+/* The string s as the writer emits it, in a malloc'd buffer: straight to the FILE (cap 0), or
+ * through a buffer of cap bytes (a small one is flushed in the middle of strings). */
+static char *emit_cap(const char *s, size_t cap)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -20,17 +21,71 @@ static char *emit(const char *s)
 	if (!f)
 		return NULL;
 	json__init(&j, f);
+	if (cap && json__buffer(&j, cap)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
 	json__string(&j, s);
+	json__unbuffer(&j);
 	fclose(f);
 	return buf;
 }
 
 static void expect(const char *name, const char *in, const char *want)
 {
-	char *got = emit(in);
+	static const size_t caps[] = {0, 1, 7, 4096};
+	char label[160];
 
-	CHECK_STR(name, want, got ? got : "(null)");
-	free(got);
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		char *got = emit_cap(in, caps[i]);
+
+		snprintf(label, sizeof(label), "%s (buffer %zu)", name, caps[i]);
+		CHECK_STR(label, want, got ? got : "(null)");
+		free(got);
+	}
+}
+
+/* Every byte value at every offset of a 24-byte string, against a byte-at-a-time reference:
+ * the writer tests eight bytes at once, so an escape must be found in any lane of a word, and
+ * in the tail after the last whole word. A lone byte >= 0x80 starts no UTF-8 sequence. */
+static void expect_every_lane(void)
+{
+	char in[25], want[64], label[64];
+	int bad = 0;
+
+	for (int c = 1; c < 256; c++) {
+		for (int at = 0; at < 24; at++) {
+			char *got;
+			const char *esc = NULL;
+			char u[8];
+
+			memset(in, 'a', 24);
+			in[24] = '\0';
+			in[at] = (char)c;
+			if (c == '"')
+				esc = "\\\"";
+			else if (c == '\\')
+				esc = "\\\\";
+			else if (c == '\n')
+				esc = "\\n";
+			else if (c < 0x20 || c == 0x7f)
+				esc = (snprintf(u, sizeof(u), "\\u%04x", c), u);
+			else if (c >= 0x80)
+				esc = "\\ufffd";
+			snprintf(want, sizeof(want), "\"%.*s%s%s\"", at, in,
+				 esc ? esc : (char[]){(char)c, 0}, in + at + 1);
+			got = emit_cap(in, 4096);
+			if (!got || strcmp(got, want) != 0) {
+				if (!bad++) {
+					snprintf(label, sizeof(label), "byte 0x%02x at %d", c, at);
+					CHECK_STR(label, want, got ? got : "(null)");
+				}
+			}
+			free(got);
+		}
+	}
+	CHECK("every byte in every lane", bad == 0);
 }
 
 /* An object of two json__kv_uint_known members, known and not. */
@@ -54,9 +109,38 @@ static void expect_known(void)
 	free(buf);
 }
 
+/* A buffered document is flushed at its end: nothing is left behind in the buffer. */
+static void expect_flushed(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct json j;
+
+	if (!f)
+		return;
+	json__init(&j, f);
+	CHECK("buffer", json__buffer(&j, 4) == 0);
+	json__object(&j);
+	json__kv_string(&j, "key", "a value longer than four bytes");
+	json__end_object(&j);
+	fflush(f);
+	CHECK_STR("flushed at the end", "{\"key\":\"a value longer than four bytes\"}\n",
+		  buf ? buf : "(null)");
+	json__unbuffer(&j);
+	fclose(f);
+	free(buf);
+}
+
 int main(void)
 {
 	expect_known();
+	expect_every_lane();
+	expect_flushed();
+	expect("long ascii", "proc_lib:init_p/5 and some more text after it",
+	       "\"proc_lib:init_p/5 and some more text after it\"");
+	expect("escape after a whole word", "abcdefgh\"ijklmnop\\q",
+	       "\"abcdefgh\\\"ijklmnop\\\\q\"");
 	expect("ascii", "mod:fun/2", "\"mod:fun/2\"");
 	expect("quotes and backslash", "'a\"b\\\\c'", "\"'a\\\"b\\\\\\\\c'\"");
 	expect("controls", "a\nb\x01\x7f", "\"a\\nb\\u0001\\u007f\"");

@@ -1,15 +1,94 @@
 /* Streaming JSON writer. See json.h. Strings are written as UTF-8 with control characters and
  * invalid bytes escaped, so untrusted text read from the VM cannot break the document. */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "json.h"
 
 void json__init(struct json *j, FILE *f)
 {
 	j->f = f;
+	j->buf = NULL;
+	j->len = j->cap = 0;
 	j->depth = 0;
 	j->need_comma[0] = false;
 	j->after_key = false;
+}
+
+int json__buffer(struct json *j, size_t cap)
+{
+	char *b = cap ? malloc(cap) : NULL;
+
+	if (!b)
+		return -ENOMEM;
+	json__unbuffer(j);
+	j->buf = b;
+	j->len = 0;
+	j->cap = cap;
+	return 0;
+}
+
+void json__flush(struct json *j)
+{
+	if (j->buf && j->len)
+		fwrite_unlocked(j->buf, 1, j->len, j->f);
+	j->len = 0;
+}
+
+void json__unbuffer(struct json *j)
+{
+	json__flush(j);
+	free(j->buf);
+	j->buf = NULL;
+	j->cap = 0;
+}
+
+/* Flushes first when n bytes do not fit; false when they must go straight to f (larger than the
+ * buffer). */
+static bool room(struct json *j, size_t n)
+{
+	json__flush(j);
+	return n <= j->cap;
+}
+
+static void put(struct json *j, const void *p, size_t n)
+{
+	if (j->buf && (j->cap - j->len >= n || room(j, n))) {
+		char *d = j->buf + j->len;
+		const char *q = p;
+
+		j->len += n;
+		/* Most are a few bytes: two overlapping fixed-size copies, no call. */
+		if (n >= 8 && n <= 16) {
+			memcpy(d, q, 8);
+			memcpy(d + n - 8, q + n - 8, 8);
+		} else if (n >= 4 && n < 8) {
+			memcpy(d, q, 4);
+			memcpy(d + n - 4, q + n - 4, 4);
+		} else if (n > 16) {
+			memcpy(d, q, n);
+		} else {
+			while (n--)
+				*d++ = *q++;
+		}
+	} else {
+		fwrite_unlocked(p, 1, n, j->f);
+	}
+}
+
+static void putch(struct json *j, char c)
+{
+	if (j->buf && j->len < j->cap)
+		j->buf[j->len++] = c;
+	else
+		put(j, &c, 1);
+}
+
+static void puts_(struct json *j, const char *s)
+{
+	put(j, s, strlen(s));
 }
 
 static void sep(struct json *j)
@@ -19,14 +98,14 @@ static void sep(struct json *j)
 		return;
 	}
 	if (j->need_comma[j->depth])
-		putc_unlocked(',', j->f);
+		putch(j, ',');
 	j->need_comma[j->depth] = true;
 }
 
 static void open(struct json *j, char c)
 {
 	sep(j);
-	putc_unlocked(c, j->f);
+	putch(j, c);
 	if (j->depth < JSON_MAX_DEPTH - 1)
 		j->depth++;
 	j->need_comma[j->depth] = false;
@@ -36,9 +115,11 @@ static void close_(struct json *j, char c)
 {
 	if (j->depth > 0)
 		j->depth--;
-	putc_unlocked(c, j->f);
-	if (j->depth == 0)
-		putc_unlocked('\n', j->f);
+	putch(j, c);
+	if (j->depth == 0) {
+		putch(j, '\n');
+		json__flush(j);
+	}
 }
 
 void json__object(struct json *j)
@@ -95,46 +176,86 @@ static size_t utf8_len(const unsigned char *p)
 
 /* Copy one well-formed UTF-8 sequence, or write U+FFFD for a byte that starts none (atom names
  * and paths come from the VM: anything may be there). Returns the bytes consumed. */
-static size_t write_utf8(FILE *f, const unsigned char *p)
+static size_t write_utf8(struct json *j, const unsigned char *p)
 {
 	size_t n = utf8_len(p);
 
 	if (n == 0) {
-		fputs("\\ufffd", f);
+		puts_(j, "\\ufffd");
 		return 1;
 	}
-	fwrite(p, 1, n, f);
+	put(j, p, n);
 	return n;
 }
 
-/* Runs of plain characters go out in one write: a million-process document is mostly them. */
-static void write_escaped(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s, *run;
+/* The bytes written as they are: printable ASCII but '"' and '\\' (NUL is not one of them). */
+static const unsigned char plain[256] = {
+    [0x20] = 1, [0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7e] = 1};
 
-	putc_unlocked('"', f);
-	while (*p) {
-		for (run = p; *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\'; p++)
-			;
-		if (p > run)
-			fwrite_unlocked(run, 1, (size_t)(p - run), f);
-		if (!*p)
+#define ONES	    0x0101010101010101ULL
+#define HIGHS	    0x8080808080808080ULL
+#define HAS_ZERO(v) (((v)-ONES) & ~(v)&HIGHS)
+
+/* Does any of the 8 bytes of x need an escape (not in plain[])? Exact as a whole, not per byte. */
+static bool word_needs_escape(uint64_t x)
+{
+	/* a byte >= 0x80; one < 0x20 (the others below 0x80, so the borrow test is exact); '"',
+	 * '\\' or DEL */
+	return ((x & HIGHS) | ((x - 0x20 * ONES) & ~x & HIGHS) | HAS_ZERO(x ^ (0x22 * ONES)) |
+		HAS_ZERO(x ^ (0x5c * ONES)) | HAS_ZERO(x ^ (0x7f * ONES))) != 0;
+}
+
+/* How many bytes from p (of n) need no escape, eight at a time: a million-row document is
+ * mostly such runs. */
+static size_t plain_run(const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	uint64_t x;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, p + i, 8);
+		if (word_needs_escape(x))
 			break;
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs_unlocked("\\n", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			p += write_utf8(f, p) - 1;
+	}
+	while (i < n && plain[p[i]])
+		i++;
+	return i;
+}
+
+/* Runs of plain characters go out in one write: a million-process document is mostly them. */
+static void write_escaped(struct json *j, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+	size_t run;
+	char e[8];
+
+	putch(j, '"');
+	while (p < end) {
+		run = plain_run(p, (size_t)(end - p));
+		if (run)
+			put(j, p, run);
+		p += run;
+		if (p >= end)
+			break;
+		if (*p == '"' || *p == '\\') {
+			e[0] = '\\';
+			e[1] = (char)*p;
+			put(j, e, 2);
+		} else if (*p == '\n') {
+			put(j, "\\n", 2);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			snprintf(e, sizeof(e), "\\u%04x", *p);
+			put(j, e, 6);
+		} else {
+			p += write_utf8(j, p) - 1;
+		}
 		p++;
 	}
-	putc_unlocked('"', f);
+	putch(j, '"');
 }
 
 /* Decimal digits of v, without printf's parsing of a format: JSON writes millions of them. */
-static void write_u64(FILE *f, uint64_t v)
+static void write_u64(struct json *j, uint64_t v)
 {
 	char b[24];
 	size_t i = sizeof(b);
@@ -143,14 +264,14 @@ static void write_u64(FILE *f, uint64_t v)
 		b[--i] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	fwrite_unlocked(b + i, 1, sizeof(b) - i, f);
+	put(j, b + i, sizeof(b) - i);
 }
 
 void json__key(struct json *j, const char *key)
 {
 	sep(j);
-	write_escaped(j->f, key);
-	putc_unlocked(':', j->f);
+	write_escaped(j, key);
+	putch(j, ':');
 	j->after_key = true;
 }
 
@@ -161,45 +282,49 @@ void json__string(struct json *j, const char *s)
 		return;
 	}
 	sep(j);
-	write_escaped(j->f, s);
+	write_escaped(j, s);
 }
 
 void json__int(struct json *j, int64_t v)
 {
 	sep(j);
 	if (v < 0) {
-		putc_unlocked('-', j->f);
-		write_u64(j->f, -(uint64_t)v);
+		putch(j, '-');
+		write_u64(j, -(uint64_t)v);
 	} else {
-		write_u64(j->f, (uint64_t)v);
+		write_u64(j, (uint64_t)v);
 	}
 }
 
 void json__uint(struct json *j, uint64_t v)
 {
 	sep(j);
-	write_u64(j->f, v);
+	write_u64(j, v);
 }
 
 void json__double(struct json *j, double v, int decimals)
 {
 	sep(j);
-	if (v != v || v > 1e300 || v < -1e300)
-		fputs("null", j->f);
-	else
-		fprintf(j->f, "%.*f", decimals, v);
+	char b[320];
+
+	if (v != v || v > 1e300 || v < -1e300) {
+		puts_(j, "null");
+		return;
+	}
+	snprintf(b, sizeof(b), "%.*f", decimals, v);
+	puts_(j, b);
 }
 
 void json__bool(struct json *j, bool v)
 {
 	sep(j);
-	fputs(v ? "true" : "false", j->f);
+	puts_(j, v ? "true" : "false");
 }
 
 void json__null(struct json *j)
 {
 	sep(j);
-	fputs("null", j->f);
+	puts_(j, "null");
 }
 
 void json__addr(struct json *j, uint64_t v)
@@ -220,7 +345,7 @@ void json__addr(struct json *j, uint64_t v)
 	b[--i] = 'x';
 	b[--i] = '0';
 	b[--i] = '"';
-	fwrite_unlocked(b + i, 1, sizeof(b) - i, j->f);
+	put(j, b + i, sizeof(b) - i);
 }
 
 void json__kv_string(struct json *j, const char *key, const char *s)

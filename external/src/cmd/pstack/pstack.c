@@ -121,6 +121,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 	if (o->json) {
 		json__init(&j, stdout);
+		json__buffer(&j, 1 << 20); /* unbuffered when it cannot: slower, as good */
 		json__object(&j);
 		json_header(&c, &j);
 		pstack__json_schedulers(&c, &j);
@@ -128,6 +129,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 			rc = pstack__processes(&c, stdout, &j, err, errlen);
 		json_footer(&c, &j);
 		json__end_object(&j);
+		json__unbuffer(&j);
 		fputc('\n', stdout);
 	} else {
 		text_header(&c, stdout);

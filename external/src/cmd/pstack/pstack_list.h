@@ -14,12 +14,14 @@ enum skip_reason {
 };
 
 struct atom_slot;
+struct mfa_slot;
 
 struct listing {
 	struct pstack_ctx *c;
 	FILE *f;
 	struct json *j;
 	struct atom_slot *atoms; /* atom texts by term (pstack_rows.c) */
+	struct mfa_slot *mfas;	 /* initial calls as shown, by {M, F, A} (pstack_rows.c) */
 	uint64_t skipped[SKIP_COUNT];
 	uint64_t walked, running, changed, ends[ESTACK_END_COUNT];
 	uint64_t pdict[PDICT_RESULT_COUNT]; /* '$initial_call' reads by result */

@@ -13,6 +13,7 @@
 #include "report/report.h"
 
 #define ATOM_SLOTS 16384 /* atom text cache, direct-mapped */
+#define MFA_SLOTS  256	 /* initial calls as shown, by {M, F, A}, direct-mapped */
 
 static const char *const skip_names[SKIP_COUNT] = {"unreadable", "invalid", "wrong_slot"};
 
@@ -21,10 +22,18 @@ struct atom_slot {
 	char *text;
 };
 
+/* An initial call as shown: a million processes share a few, and formatting each costs more
+ * than the rest of its row. */
+struct mfa_slot {
+	uint64_t mfa[3];
+	char *text;
+};
+
 int pstack_rows__init(struct listing *l)
 {
 	l->atoms = calloc(ATOM_SLOTS, sizeof(*l->atoms));
-	return l->atoms ? 0 : -ENOMEM;
+	l->mfas = calloc(MFA_SLOTS, sizeof(*l->mfas));
+	return l->atoms && l->mfas ? 0 : -ENOMEM;
 }
 
 void pstack_rows__free(struct listing *l)
@@ -33,8 +42,12 @@ void pstack_rows__free(struct listing *l)
 
 	for (i = 0; l->atoms && i < ATOM_SLOTS; i++)
 		free(l->atoms[i].text);
+	for (i = 0; l->mfas && i < MFA_SLOTS; i++)
+		free(l->mfas[i].text);
 	free(l->atoms);
+	free(l->mfas);
 	l->atoms = NULL;
+	l->mfas = NULL;
 }
 
 /* Quoted atom text, cached by term; "" when unreadable (not cached: it may be a torn read). */
@@ -59,6 +72,7 @@ static void identity(struct listing *l, const struct process_snap *s, struct pro
 {
 	const struct target_value *o = &l->c->t->off[XP_OFF_REGPROC_NAME];
 	bool erl = l->c->pr.erlang_names;
+	struct mfa_slot *slot;
 	uint64_t term;
 	const char *m, *f;
 
@@ -72,11 +86,21 @@ static void identity(struct listing *l, const struct process_snap *s, struct pro
 	names__display_inplace(id->pd_initial, sizeof(id->pd_initial), erl);
 	if (!s->have_initial || s->initial[2] > 255)
 		return;
+	slot = &l->mfas[((s->initial[0] ^ s->initial[1] * 31 ^ s->initial[2]) >> 6) * 2654435761u %
+			MFA_SLOTS];
+	if (slot->text && !memcmp(slot->mfa, s->initial, sizeof(slot->mfa))) {
+		memcpy(id->initial, slot->text, strlen(slot->text) + 1); /* it came from there */
+		return;
+	}
 	m = atom(l, s->initial[0]);
 	f = atom(l, s->initial[1]);
-	if (m[0] && f[0])
-		snprintf(id->initial, sizeof(id->initial), "%s:%s/%" PRIu64, m, f, s->initial[2]);
+	if (!m[0] || !f[0])
+		return; /* not cached: maybe a torn read */
+	snprintf(id->initial, sizeof(id->initial), "%s:%s/%" PRIu64, m, f, s->initial[2]);
 	names__display_inplace(id->initial, sizeof(id->initial), erl);
+	free(slot->text);
+	memcpy(slot->mfa, s->initial, sizeof(slot->mfa));
+	slot->text = strdup(id->initial);
 }
 
 static const char *current_fn(struct listing *l, const struct process_snap *s)
