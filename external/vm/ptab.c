@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ptab.h"
+#include "radix.h"
 
 #define PTAB_CHUNK    8192u /* slots per read (64 KB) */
 #define PTAB_MIN_SIZE 1024u /* erts rounds +P up to a power of 2; never this small */
@@ -98,4 +99,28 @@ int ptab__collect(const struct ptab *pt, struct mem *m, uint32_t **ixs, uint64_t
 	}
 	free(w);
 	return rc;
+}
+
+int ptab__by_address(uint32_t *ixs, uint64_t *procs, size_t n)
+{
+	struct entry {
+		uint64_t addr; /* the key: first */
+		uint64_t ix;
+	} *e = malloc((n ? n : 1) * sizeof(*e));
+	size_t i;
+
+	if (!e)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		e[i] = (struct entry){.addr = procs[i], .ix = ixs[i]};
+	if (radix__sort(e, n, sizeof(*e))) {
+		free(e);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		procs[i] = e[i].addr;
+		ixs[i] = (uint32_t)e[i].ix;
+	}
+	free(e);
+	return 0;
 }

@@ -36,6 +36,11 @@ struct ptab_stats {
 bool ptab__geometry(const struct xp_layout *row, int64_t p_sizeof, const uint8_t *b,
 		    struct ptab *out);
 
+/* The n entries ptab__collect gave, in address order: reading the Processes in this order lets
+ * mem__read_many copy neighbours in one range (the table's order is scrambled across cache
+ * lines). 0, or -ENOMEM with the order left as it was. */
+int ptab__by_address(uint32_t *ixs, uint64_t *procs, size_t n);
+
 /* Every slot holding a Process *: index and address, in table order. *procs is malloc'd. */
 int ptab__collect(const struct ptab *pt, struct mem *m, uint32_t **ixs, uint64_t **procs, size_t *n,
 		  struct ptab_stats *st);

@@ -15,13 +15,15 @@
 #include <time.h>
 
 #include "pstack_list.h"
+#include "radix.h"
 
 #define STACK_ARENA (4u << 20) /* the stacks of one batch; a larger one is read alone */
 #define NOT_IN_SLOT (-EXDEV)   /* a read Process whose pid does not belong in its slot */
 
 /* A process to list, in pid order: 24 bytes, a million of them. */
 struct ref {
-	uint64_t order, addr;
+	uint64_t order; /* the sort key (radix__sort): first */
+	uint64_t addr;
 	uint32_t ix;
 };
 
@@ -96,55 +98,12 @@ static const char *not_walked(const struct process_snap *s)
 	return NULL;
 }
 
-/* v[0..n) by order, stably: least significant digit first, 16 bits a pass, skipping a digit
- * every key shares (pids of a table that never wrapped need two passes). A million refs sort in
- * a few tens of ms, against 100 for qsort. -ENOMEM leaves v unsorted. */
-static int sort_refs(struct ref *v, size_t n)
-{
-	struct ref *tmp = malloc((n ? n : 1) * sizeof(*v)), *src = v, *dst = tmp, *t;
-	size_t *count = calloc(1u << 16, sizeof(*count)), i, sum, c;
-	uint64_t all_or = 0, all_and = ~(uint64_t)0;
-	unsigned shift;
-
-	if (!tmp || !count) {
-		free(tmp);
-		free(count);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++) {
-		all_or |= v[i].order;
-		all_and &= v[i].order;
-	}
-	for (shift = 0; shift < 64; shift += 16) {
-		if (!(((all_or ^ all_and) >> shift) & 0xffff))
-			continue; /* every key has this digit: the order stays */
-		memset(count, 0, (1u << 16) * sizeof(*count));
-		for (i = 0; i < n; i++)
-			count[(src[i].order >> shift) & 0xffff]++;
-		for (i = 0, sum = 0; i < (1u << 16); i++) {
-			c = count[i];
-			count[i] = sum;
-			sum += c;
-		}
-		for (i = 0; i < n; i++)
-			dst[count[(src[i].order >> shift) & 0xffff]++] = src[i];
-		t = src;
-		src = dst;
-		dst = t;
-	}
-	if (src != v)
-		memcpy(v, src, n * sizeof(*v));
-	free(tmp);
-	free(count);
-	return 0;
-}
-
 /* The pid of every Process, to list them in pid order; unreadable ones are skipped here, the
  * rest are checked when read whole. The pids are read in address order: Processes side by side
  * in their carriers are then copied a few MB at a time (mem__read_many), where a pid alone
  * would take a system call's page walk each. */
-static int index_all(struct listing *l, struct batch *b, const uint32_t *ixs, const uint64_t *procs,
-		     size_t n, struct ref **out, size_t *kept)
+static int index_all(struct listing *l, struct batch *b, uint32_t *ixs, uint64_t *procs, size_t n,
+		     struct ref **out, size_t *kept)
 {
 	struct ref *v = malloc((n ? n : 1) * sizeof(*v));
 	uint64_t *pids = (uint64_t *)(void *)b->snaps;
@@ -157,15 +116,15 @@ static int index_all(struct listing *l, struct batch *b, const uint32_t *ixs, co
 		free(v);
 		return -ENOTSUP;
 	}
+	if (ptab__by_address(ixs, procs, n)) {
+		free(v);
+		return -ENOMEM;
+	}
 	for (i = 0; i < n; i++) {
 		if (!procs[i] || (procs[i] & 7))
 			l->skipped[SKIP_INVALID]++;
 		else
-			v[nv++] = (struct ref){.order = procs[i], .addr = procs[i], .ix = ixs[i]};
-	}
-	if (sort_refs(v, nv)) {
-		free(v);
-		return -ENOMEM;
+			v[nv++] = (struct ref){.addr = procs[i], .ix = ixs[i]};
 	}
 	for (i = 0; i < nv && !*l->c->stop && !l->gone; i += m) {
 		m = nv - i < MEM_MANY_BATCH ? nv - i : MEM_MANY_BATCH;
@@ -183,7 +142,7 @@ static int index_all(struct listing *l, struct batch *b, const uint32_t *ixs, co
 			v[c++].order = process__pid_data(&l->c->pr.pids, pids[k]);
 		}
 	}
-	if (sort_refs(v, c)) {
+	if (radix__sort(v, c, sizeof(*v))) {
 		free(v);
 		return -ENOMEM;
 	}

@@ -1,0 +1,94 @@
+/* Unit tests for the radix sort (radix.c): against a plain stable sort, for keys that differ in
+ * one digit, in every digit, or not at all; stable (equal keys keep their order); sizes 16 and
+ * 24 as ptab.c and pstack use them; bad sizes refused with the items untouched. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "radix.h"
+
+struct item {
+	uint64_t key;
+	uint64_t seq; /* where it was: equal keys must stay in this order */
+	uint32_t pad;
+};
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int by_key_then_seq(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* n items with keys from mask (bits that vary), sorted both ways and compared. */
+static void expect_sorted(const char *name, size_t n, uint64_t mask, uint64_t base)
+{
+	struct item *v = malloc((n ? n : 1) * sizeof(*v)), *w = malloc((n ? n : 1) * sizeof(*w));
+	bool ok;
+
+	if (!v || !w) {
+		CHECK(name, false);
+		free(v);
+		free(w);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct item){.key = base | (next() & mask), .seq = i};
+	memcpy(w, v, n * sizeof(*v));
+	qsort(w, n, sizeof(*w), by_key_then_seq);
+	ok = radix__sort(v, n, sizeof(*v)) == 0 && memcmp(v, w, n * sizeof(*v)) == 0;
+	CHECK(name, ok);
+	free(v);
+	free(w);
+}
+
+/* 16-byte items: ptab__by_address's {address, slot}. */
+static void expect_pairs(void)
+{
+	uint64_t v[8] = {30, 1, 10, 2, 20, 3, 10, 4}; /* {key, payload} x 4 */
+	const uint64_t want[8] = {10, 2, 10, 4, 20, 3, 30, 1};
+
+	CHECK("16-byte items", radix__sort(v, 4, 16) == 0 && memcmp(v, want, sizeof(v)) == 0);
+}
+
+static void expect_refused(void)
+{
+	uint64_t v[4] = {3, 2, 1, 0};
+	const uint64_t same[4] = {3, 2, 1, 0};
+
+	CHECK("size 4 refused", radix__sort(v, 4, 4) == -EINVAL);
+	CHECK("size 12 refused", radix__sort(v, 2, 12) == -EINVAL);
+	CHECK("size 72 refused", radix__sort(v, 1, 72) == -EINVAL);
+	CHECK("refused: untouched", memcmp(v, same, sizeof(v)) == 0);
+	CHECK("NULL with n > 0 refused", radix__sort(NULL, 3, 8) == -EINVAL);
+	CHECK("nothing to sort", radix__sort(NULL, 0, 8) == 0);
+}
+
+int main(void)
+{
+	expect_sorted("empty", 0, ~0ull, 0);
+	expect_sorted("one", 1, ~0ull, 0);
+	expect_sorted("all keys equal", 1000, 0, 42);
+	expect_sorted("one low digit, many equal keys", 100000, 0xff, 0);
+	expect_sorted("pids: two digits", 100000, 0xfffffff, 0);
+	expect_sorted("addresses: high digits vary", 100000, 0x7ffff0000ull, 0x7f0000000000ull);
+	expect_sorted("only the top digit varies", 5000, 0xffff000000000000ull, 0);
+	expect_sorted("full 64-bit keys", 100000, ~0ull, 0);
+	expect_pairs();
+	expect_refused();
+	return check_done();
+}
