@@ -81,6 +81,30 @@ check_processes() {
 		"$(jq -r '.process_table | .listed == .walked + .running + .changed_while_reading' "$json")"
 	xp_expect "init is <0.0.0> and waits in init:loop/1" "<0.0.0> init:loop/1" \
 		"$(jq -r '.processes[] | select(.name == "init") | "\(.pid) \(.current_function)"' "$json")"
+	check_tickers "$json"
+}
+
+# The 2 000 tickers (xp_park:tick/1) wake every 20 ms, parked one call deep (tick_a) and two
+# (tick_b under tick_a) in turn: a stack read while one moved, or kept from before it moved,
+# would show the other depth's frames under this one's current function. Every ticker shown with
+# a stack must show exactly its frames, complete; the others were running or changed while read,
+# and are counted so. Most are parked at any moment.
+check_tickers() {
+	local json=$1 walked bad
+	walked=$(jq '[.processes[] | select(.frames | map(.function) | index("xp_park:tick/1"))] |
+		length' "$json")
+	bad=$(jq -r '[.processes[] | select(.frames | map(.function) | index("xp_park:tick/1")) |
+		select(([.current_function] + (.frames | map(.function))) as $f |
+		($f != ["xp_park:tick_a/1", "xp_park:tick_a/1", "xp_park:tick/1"] and
+		$f != ["xp_park:tick_b/1", "xp_park:tick_b/1", "xp_park:tick_a/1", "xp_park:tick/1"])
+		or .stack != "complete")] | first // empty |
+		"\(.pid) \(.stack) \(.current_function): \(.frames | map(.function) | join(" < "))"' "$json")
+	xp_expect "tickers whose stack is not tick_a < tick or tick_b < tick_a < tick, complete" "" "$bad"
+	if ((walked >= 1800 && walked <= 2000)); then
+		xp_pass "tickers walked: $walked of 2000"
+	else
+		xp_fail "tickers walked: $walked of 2000 (expected 1800-2000)"
+	fi
 }
 
 check_schedulers() {
@@ -146,7 +170,8 @@ args=()
 if [[ "$case" == fp ]]; then
 	if [[ "$otp" == 25 ]]; then args=(+JPperf true); else args=(+JPperf fp); fi
 fi
-xp_start_vm "$otp" "$mode" xp_park "${args[@]}"
+# 2 000 processes waking every 20 ms: some move between pstack --all's index and its reads.
+xp_start_vm "$otp" "$mode" xp_park "${args[@]}" -xp_park_tick 2000
 [[ "$case" != fp ]] || xp_expect "frame layout" fp "$(xp_ready_get frame_layout)"
 json=$XP_VM_DIR/pstack.json
 rc=0

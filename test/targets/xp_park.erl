@@ -2,11 +2,13 @@
 %% with its erlang:process_info(P, backtrace) written next to the ready file (the oracle the
 %% sampler's stacks are compared with), one process with a known message queue, and one busy
 %% process spinning on a scheduler. With `-xp_park_count N` it also parks N anonymous processes
-%% (bench/pstack_bench), with `-xp_park_queue N` one holding N messages. Started by lib.sh:
+%% (bench/pstack_bench), with `-xp_park_queue N` one holding N messages, with `-xp_park_tick N`
+%% N processes that wake every 20 ms, parked one and two calls deep in turn (so that some move
+%% while pstack --all reads them, to a stack of another depth). Started by lib.sh:
 %%   erl -noshell ... -run xp_park start READYFILE agent|noagent HARNESS_OS_PID
 -module(xp_park).
 
--export([start/1, chain_a/1, deep/1, catcher/1, mailbox/0, spin/1, many/1]).
+-export([start/1, chain_a/1, deep/1, catcher/1, mailbox/0, spin/1, many/1, tick/1, tick_a/1, tick_b/1]).
 
 -define(MAILBOX_LEN, 5).
 
@@ -32,6 +34,10 @@ workload(Dir) ->
                 _ -> 0
             end,
     many(Count),
+    case init:get_argument(xp_park_tick) of
+        {ok, [[T]]} -> [spawn(fun() -> tick(I) end) || I <- lists:seq(1, list_to_integer(T))];
+        _ -> ok
+    end,
     %% -xp_park_queue N: the registered xp_park_queue holds N unmatched messages (the 10-million
     %% message queue of bench/faults_bench; sent before the ready file, so all are queued).
     case init:get_argument(xp_park_queue) of
@@ -104,6 +110,26 @@ mailbox() ->
 
 spin(N) ->
     spin((N * 7 + 3) band 16#ffff).
+
+%% Parked in tick_a under tick, then in tick_b under tick_a under tick, 20 ms each, in turn:
+%% every call a non-tail call.
+tick(I) ->
+    R = tick_a(I),
+    tick(R).
+
+tick_a(I) ->
+    receive
+        stop -> ok
+    after 20 -> ok
+    end,
+    R = tick_b(I),
+    R + 0.
+
+tick_b(I) ->
+    receive
+        stop -> I
+    after 20 -> I
+    end.
 
 fill(_Pid, 0) ->
     ok;

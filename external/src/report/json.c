@@ -275,6 +275,13 @@ void json__key(struct json *j, const char *key)
 	j->after_key = true;
 }
 
+void json__raw_key(struct json *j, const char *quoted, size_t n)
+{
+	sep(j);
+	put(j, quoted, n);
+	j->after_key = true;
+}
+
 void json__string(struct json *j, const char *s)
 {
 	if (!s) {

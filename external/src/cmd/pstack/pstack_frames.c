@@ -109,15 +109,18 @@ void pstack__json_frames(const struct pstack_ctx *c, const struct pstack_frames 
 {
 	uint32_t i;
 
-	json__key(j, "frames");
+	json__lit_key(j, "frames");
 	json__array(j);
 	for (i = 0; i < fr->n; i++) {
 		enum frame_kind k = agg__frame_kind(c->agg, fr->id[i]);
 
 		json__object(j);
-		json__kv_string(j, "function", agg__frame_name(c->agg, fr->id[i]));
-		json__kv_string(j, "kind", (unsigned)k < 4 ? kind_names[k] : "?");
-		json__kv_addr(j, "address", fr->addr[i]);
+		json__lit_key(j, "function");
+		json__string(j, agg__frame_name(c->agg, fr->id[i]));
+		json__lit_key(j, "kind");
+		json__string(j, (unsigned)k < 4 ? kind_names[k] : "?");
+		json__lit_key(j, "address");
+		json__addr(j, fr->addr[i]);
 		json__end_object(j);
 	}
 	json__end_array(j);

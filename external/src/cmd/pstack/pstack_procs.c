@@ -1,12 +1,14 @@
-/* pstack --all: every process of the process table, read from outside in batches. First the
- * pid of every Process, read in address order (Processes side by side are copied in large
- * ranges), to list them in pid order (a radix sort);
- * then, batch by batch in that order, each Process in one copy, the stacks of those parked in
- * one more (packed in an arena), and each Process once again after its stack, to make sure it
- * did not run meanwhile (one that did is read again alone, then reported as changed). A process
- * on a scheduler is not walked here: its stop is stale (the scheduler snapshot has its stack).
- * Bad entries are skipped and counted by reason. A million processes cost a few thousand system
- * calls and 24 bytes each. See pstack_list.h; the rows are written by pstack_rows.c. */
+/* pstack --all: every process of the process table, read from outside in batches. First every
+ * Process once, in address order (neighbours are copied in large ranges), for its pid, to list
+ * them in pid order (a radix sort), and for its stack's bounds. Then, batch by batch in pid
+ * order, the stacks of those parked at the index, packed in an arena, and each Process once
+ * again after its stack: that copy is what the row shows, and the stack stands when it agrees
+ * with the index's (same pid, stack, resume point, reductions; not running). One that moved
+ * meanwhile is read again in a second round of the batch, Process, stack and Process (one that
+ * moved still is read alone, then reported as changed). A process on a scheduler is not walked
+ * here: its stop is stale (the scheduler snapshot has its stack). Bad entries are skipped and
+ * counted by reason. A million processes cost a few thousand system calls and 88 bytes each.
+ * See pstack_list.h; the rows are written by pstack_rows.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,15 +27,25 @@ struct ref {
 	uint64_t order; /* the sort key (radix__sort): first */
 	uint64_t addr;
 	uint32_t ix;
+	uint32_t fi; /* its index copy, in firsts[] */
+};
+
+/* What the index's copy of a Process says of its stack: 64 bytes, a million of them. */
+struct first {
+	uint64_t pid, stop, heap, hend, i, fp, reds;
+	uint32_t state;
+	bool have_state, have_i, have_reds;
 };
 
 /* One process of the batch being read. */
 struct slot {
-	struct process_snap s;
+	struct process_snap s;	   /* the copy after its stack: what its row shows */
+	struct process_snap first; /* the index's copy: only struct first's fields are set */
 	int rc;		 /* 0, or why it is skipped (NOT_IN_SLOT, -EINVAL, a read error) */
 	uint64_t *words; /* its stack in the arena; NULL: no stack, or read alone */
 	size_t bytes;
 	bool span, complete, walk;
+	bool retry; /* moved since the index: Process, stack and Process read again */
 	int stack_rc, again_rc;
 };
 
@@ -42,8 +54,9 @@ struct batch {
 	struct slot *slots;
 	uint8_t *snaps, *again; /* MEM_MANY_BATCH copies of len bytes each */
 	uint64_t *arena;
-	size_t len;
-	uint32_t *qk; /* the slot of each stack request */
+	size_t len, used; /* used: bytes of the arena taken in this batch */
+	uint32_t *qk;	  /* the slot of each request */
+	const struct first *firsts;
 };
 
 static double now_ms(void)
@@ -76,12 +89,14 @@ static void batch_free(struct batch *b)
 	free(b->qk);
 }
 
-/* Did the process move between the two reads (scheduled, garbage collected, exited)? */
+/* Did the process move between the two reads (scheduled, garbage collected, exited)? Its
+ * reductions count only grows when it runs. */
 static bool moved(const struct process_snap *a, const struct process_snap *b)
 {
 	return a->v.pid != b->v.pid || a->v.stop != b->v.stop || a->v.hend != b->v.hend ||
-	       a->i != b->i || process__is_running(b->state) ||
-	       (b->state & (XP_PSFLG_GC | XP_PSFLG_FREE));
+	       a->v.heap != b->v.heap || a->v.frame_pointer != b->v.frame_pointer || a->i != b->i ||
+	       (a->have_reds && b->have_reds && a->reds != b->reds) ||
+	       process__is_running(b->state) || (b->state & (XP_PSFLG_GC | XP_PSFLG_FREE));
 }
 
 /* Why a process's stack is not walked, or NULL to walk it. */
@@ -98,26 +113,58 @@ static const char *not_walked(const struct process_snap *s)
 	return NULL;
 }
 
-/* The pid of every Process, to list them in pid order; unreadable ones are skipped here, the
- * rest are checked when read whole. The pids are read in address order: Processes side by side
- * in their carriers are then copied a few MB at a time (mem__read_many), where a pid alone
- * would take a system call's page walk each. */
+/* The index's copy of one Process: its ref and first, or why it is skipped. */
+static int index_one(const struct process_reader *pr, const uint8_t *buf, size_t len, uint64_t addr,
+		     uint32_t ix, struct process_snap *s, struct ref *r, struct first *f)
+{
+	int rc = process__parse_snap(pr, addr, buf, len, s);
+
+	if (rc)
+		return rc;
+	if (pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->v.pid, ix))
+		return NOT_IN_SLOT;
+	*f = (struct first){.pid = s->v.pid,
+			    .stop = s->v.stop,
+			    .heap = s->v.heap,
+			    .hend = s->v.hend,
+			    .i = s->i,
+			    .fp = s->v.frame_pointer,
+			    .reds = s->reds,
+			    .state = s->state,
+			    .have_state = s->have_state,
+			    .have_i = s->have_i,
+			    .have_reds = s->have_reds};
+	r->order = process__pid_data(&pr->pids, s->v.pid);
+	return 0;
+}
+
+static void skip(struct listing *l, int rc)
+{
+	if (rc == -ESRCH)
+		l->gone = true;
+	else if (rc == NOT_IN_SLOT)
+		l->skipped[SKIP_WRONG_SLOT]++;
+	else
+		l->skipped[rc == -EINVAL ? SKIP_INVALID : SKIP_UNREADABLE]++;
+}
+
+/* Every Process once, in address order: Processes side by side in their carriers are then
+ * copied a few MB at a time (mem__read_many). Its pid orders the listing; its stack bounds are
+ * kept in *firsts (a malloc'd array, 64 bytes a process). Those that cannot be read or are not
+ * plausible are skipped here, and counted. */
 static int index_all(struct listing *l, struct batch *b, uint32_t *ixs, uint64_t *procs, size_t n,
-		     struct ref **out, size_t *kept)
+		     struct ref **out, struct first **firsts, size_t *kept)
 {
 	struct ref *v = malloc((n ? n : 1) * sizeof(*v));
-	uint64_t *pids = (uint64_t *)(void *)b->snaps;
-	uint32_t off = 0;
+	struct first *f = malloc((n ? n : 1) * sizeof(*f));
+	struct process_snap *snap = malloc(sizeof(*snap));
 	size_t i, k, m, c = 0, nv = 0;
+	int rc;
 
-	if (!v)
-		return -ENOMEM;
-	if (process__pid_offset(&l->c->pr, &off)) {
+	if (!v || !f || !snap || ptab__by_address(ixs, procs, n)) {
 		free(v);
-		return -ENOTSUP;
-	}
-	if (ptab__by_address(ixs, procs, n)) {
-		free(v);
+		free(f);
+		free(snap);
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
@@ -130,28 +177,63 @@ static int index_all(struct listing *l, struct batch *b, uint32_t *ixs, uint64_t
 		m = nv - i < MEM_MANY_BATCH ? nv - i : MEM_MANY_BATCH;
 		for (k = 0; k < m; k++)
 			b->q[k] = (struct mem_req){
-			    .addr = v[i + k].addr + off, .buf = &pids[k], .len = 8};
+			    .addr = v[i + k].addr, .buf = b->snaps + k * b->len, .len = b->len};
 		mem__read_many(l->c->t->mem, b->q, m);
 		for (k = 0; k < m; k++) {
-			if (b->q[k].rc) {
-				l->gone |= b->q[k].rc == -ESRCH;
-				l->skipped[SKIP_UNREADABLE] += b->q[k].rc != -ESRCH;
-				continue;
-			}
+			rc = b->q[k].rc;
 			v[c] = v[i + k];
-			v[c++].order = process__pid_data(&l->c->pr.pids, pids[k]);
+			v[c].fi = (uint32_t)c;
+			if (!rc)
+				rc = index_one(&l->c->pr, b->snaps + k * b->len, b->len, v[c].addr,
+					       v[c].ix, snap, &v[c], &f[c]);
+			if (rc)
+				skip(l, rc);
+			else
+				c++;
 		}
 	}
+	free(snap);
 	if (radix__sort(v, c, sizeof(*v))) {
 		free(v);
+		free(f);
 		return -ENOMEM;
 	}
 	*out = v;
+	*firsts = f;
 	*kept = c;
 	return 0;
 }
 
-/* Each Process of the batch in one copy, parsed and checked against its slot. */
+/* Each slot from the index: its first copy, and whether its stack is to be read. */
+static void from_index(struct batch *b, const struct ref *r, size_t m)
+{
+	for (size_t k = 0; k < m; k++) {
+		struct slot *s = &b->slots[k];
+		const struct first *f = &b->firsts[r[k].fi];
+		struct process_snap *p = &s->first; /* not cleared: 1.5 KB of names, unread */
+
+		p->v.addr = r[k].addr;
+		p->v.pid = f->pid;
+		p->v.stop = f->stop;
+		p->v.heap = f->heap;
+		p->v.hend = f->hend;
+		p->v.frame_pointer = f->fp;
+		p->i = f->i;
+		p->reds = f->reds;
+		p->state = f->state;
+		p->have_state = f->have_state;
+		p->have_i = f->have_i;
+		p->have_reds = f->have_reds;
+		s->words = NULL;
+		s->bytes = 0;
+		s->span = s->complete = s->retry = false;
+		s->stack_rc = s->again_rc = s->rc = 0;
+		s->walk = !not_walked(p);
+	}
+}
+
+/* Each Process of the batch in one copy, after the stacks: parsed into the slot's s, the row's
+ * copy, and checked against its slot in the table. */
 static void read_snaps(struct listing *l, struct batch *b, const struct ref *r, size_t m)
 {
 	const struct process_reader *pr = &l->c->pr;
@@ -165,51 +247,47 @@ static void read_snaps(struct listing *l, struct batch *b, const struct ref *r, 
 		struct slot *s = &b->slots[k];
 		int rc = b->q[k].rc;
 
-		/* Not *s = (struct slot){...}: that zeroes the snap's 1.5 KB of name buffers, a
-		 * million times; process__parse_snap clears what it fills. */
-		s->words = NULL;
-		s->bytes = 0;
-		s->span = s->complete = s->walk = false;
-		s->stack_rc = s->again_rc = 0;
 		if (!rc)
 			rc = process__parse_snap(pr, r[k].addr, b->snaps + k * b->len, b->len,
 						 &s->s);
 		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->s.v.pid, r[k].ix))
 			rc = NOT_IN_SLOT;
 		s->rc = rc;
-		s->walk = !rc && !not_walked(&s->s);
 	}
 }
 
-/* The stacks of the parked processes of the batch, packed in the arena in one read. */
-static void read_stacks(struct listing *l, struct batch *b, size_t m)
+/* The stacks of the parked processes of the batch, packed in the arena in one read: their
+ * bounds from the index's copy, or in the second round (retry) from the copy read since. */
+static void read_stacks(struct listing *l, struct batch *b, size_t m, bool retry)
 {
-	size_t k, n = 0, used = 0;
+	size_t k, n = 0;
 
 	for (k = 0; k < m; k++) {
 		struct slot *s = &b->slots[k];
+		const struct process_snap *from = retry ? &s->s : &s->first;
 
-		if (!s->walk || !(s->span = pstack__stack_span(&s->s, &s->bytes, &s->complete)))
+		if (s->retry != retry || !s->walk ||
+		    !(s->span = pstack__stack_span(from, &s->bytes, &s->complete)))
 			continue;
-		if (s->bytes > STACK_ARENA - used)
+		if (s->bytes > STACK_ARENA - b->used)
 			continue; /* read alone when walked */
-		s->words = b->arena + used / 8;
-		b->q[n] = (struct mem_req){.addr = s->s.v.stop, .buf = s->words, .len = s->bytes};
+		s->words = b->arena + b->used / 8;
+		b->q[n] = (struct mem_req){.addr = from->v.stop, .buf = s->words, .len = s->bytes};
 		b->qk[n++] = (uint32_t)k;
-		used += (s->bytes + 7) & ~(size_t)7;
+		b->used += (s->bytes + 7) & ~(size_t)7;
 	}
 	mem__read_many(l->c->t->mem, b->q, n);
 	for (k = 0; k < n; k++)
 		b->slots[b->qk[k]].stack_rc = b->q[k].rc;
 }
 
-/* Each walked Process again, after its stack: did it move meanwhile? */
+/* The second round's Processes again, after their stacks: did they move meanwhile? */
 static void read_again(struct listing *l, struct batch *b, const struct ref *r, size_t m)
 {
 	size_t k, n = 0;
 
 	for (k = 0; k < m; k++) {
-		if (!b->slots[k].walk)
+		if (!b->slots[k].retry || !b->slots[k].walk)
 			continue;
 		b->q[n] = (struct mem_req){
 		    .addr = r[k].addr, .buf = b->again + k * b->len, .len = b->len};
@@ -218,6 +296,29 @@ static void read_again(struct listing *l, struct batch *b, const struct ref *r, 
 	mem__read_many(l->c->t->mem, b->q, n);
 	for (k = 0; k < n; k++)
 		b->slots[b->qk[k]].again_rc = b->q[k].rc;
+}
+
+/* Which slots moved since the index (or are walkable now and were not): those are read again, a
+ * second round from the copy just read. Returns how many. */
+static size_t mark_moved(struct batch *b, size_t m)
+{
+	size_t k, n = 0;
+
+	for (k = 0; k < m; k++) {
+		struct slot *s = &b->slots[k];
+
+		if (s->rc)
+			continue;
+		s->retry = s->walk ? moved(&s->first, &s->s) : !not_walked(&s->s);
+		if (!s->retry)
+			continue;
+		s->walk = !not_walked(&s->s);
+		s->words = NULL;
+		s->span = false;
+		s->stack_rc = 0;
+		n++;
+	}
+	return n;
 }
 
 /* The first walk, from what the batch read. */
@@ -240,8 +341,9 @@ static const char *end_text(struct listing *l, enum estack_end end)
 	return end == ESTACK_END_BOTTOM ? "complete" : erlang_stack__end_name(end);
 }
 
-/* The stack of slot k, checked against the Process read after it; one that moved is read
- * again alone, once. Returns the stack status text. */
+/* The stack of slot k, checked against the Process read after it (the first round's against
+ * the index's copy); one that moved in the second round too is read again alone, once. Returns
+ * the stack status text. */
 static const char *stack_of(struct listing *l, struct batch *b, size_t k, const struct ref *r,
 			    struct pstack_frames *fr)
 {
@@ -255,6 +357,8 @@ static const char *stack_of(struct listing *l, struct batch *b, size_t k, const 
 		l->running += process__is_running(s->s.state);
 		return why;
 	}
+	if (!s->retry) /* it agrees with the index's copy, its stack read in between */
+		return end_text(l, first_walk(l, s, fr));
 	end = first_walk(l, s, fr);
 	if (!s->again_rc &&
 	    !process__parse_snap(&l->c->pr, r->addr, b->again + k * b->len, b->len, &again) &&
@@ -277,25 +381,20 @@ static const char *stack_of(struct listing *l, struct batch *b, size_t k, const 
 	return "not read: changed while reading";
 }
 
-static void skip(struct listing *l, int rc)
-{
-	if (rc == -ESRCH)
-		l->gone = true;
-	else if (rc == NOT_IN_SLOT)
-		l->skipped[SKIP_WRONG_SLOT]++;
-	else
-		l->skipped[rc == -EINVAL ? SKIP_INVALID : SKIP_UNREADABLE]++;
-}
-
 /* Read and write the processes r[0..m), one batch. Returns how many were listed. */
 static size_t list_batch(struct listing *l, struct batch *b, const struct ref *r, size_t m,
 			 struct pstack_frames *fr)
 {
 	size_t k, listed = 0;
 
+	b->used = 0;
+	from_index(b, r, m);
+	read_stacks(l, b, m, false);
 	read_snaps(l, b, r, m);
-	read_stacks(l, b, m);
-	read_again(l, b, r, m);
+	if (mark_moved(b, m)) {
+		read_stacks(l, b, m, true);
+		read_again(l, b, r, m);
+	}
 	for (k = 0; k < m && !l->gone; k++) {
 		const char *stack;
 
@@ -319,6 +418,7 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	uint32_t *ixs = NULL;
 	uint64_t *procs = NULL;
 	struct ref *v = NULL;
+	struct first *firsts = NULL;
 	double start = now_ms();
 	size_t n = 0, nref = 0, kept = 0, i, m;
 	int rc;
@@ -329,8 +429,9 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	}
 	if ((rc = ptab__collect(&c->ptab, c->t->mem, &ixs, &procs, &n, &st)))
 		goto cleanup;
-	if ((rc = index_all(&l, &b, ixs, procs, n, &v, &nref)))
+	if ((rc = index_all(&l, &b, ixs, procs, n, &v, &firsts, &nref)))
 		goto cleanup;
+	b.firsts = firsts;
 	if (j) {
 		json__key(j, "processes");
 		json__array(j);
@@ -358,6 +459,7 @@ cleanup:
 	pstack_rows__free(&l);
 	batch_free(&b);
 	free(v);
+	free(firsts);
 	free(ixs);
 	free(procs);
 	free(fr);

@@ -123,30 +123,46 @@ struct row {
 	const struct pstack_frames *fr;
 };
 
+/* Keys as literals (json__lit_key): the row is most of a million-row document. */
 static void emit_json(struct listing *l, const struct row *r)
 {
 	const struct process_snap *s = r->s;
+	const char *label = process__label(r->id);
 	struct json *j = l->j;
 
 	json__object(j);
-	json__kv_string(j, "pid", r->pid);
-	json__kv_addr(j, "address", s->v.addr);
-	json__kv_string(j, "name", r->id->name[0] ? r->id->name : NULL);
-	json__kv_string(j, "initial_call", r->id->initial[0] ? r->id->initial : NULL);
-	json__kv_string(j, "dictionary_initial_call",
-			r->id->pd_initial[0] ? r->id->pd_initial : NULL);
-	json__kv_string(j, "label", process__label(r->id)[0] ? process__label(r->id) : NULL);
-	json__kv_string(j, "status", s->have_state ? process__status_name(s->state) : NULL);
-	json__key(j, "message_queue_len");
+	json__lit_key(j, "pid");
+	json__string(j, r->pid);
+	json__lit_key(j, "address");
+	json__addr(j, s->v.addr);
+	json__lit_key(j, "name");
+	json__string(j, r->id->name[0] ? r->id->name : NULL);
+	json__lit_key(j, "initial_call");
+	json__string(j, r->id->initial[0] ? r->id->initial : NULL);
+	json__lit_key(j, "dictionary_initial_call");
+	json__string(j, r->id->pd_initial[0] ? r->id->pd_initial : NULL);
+	json__lit_key(j, "label");
+	json__string(j, label[0] ? label : NULL);
+	json__lit_key(j, "status");
+	json__string(j, s->have_state ? process__status_name(s->state) : NULL);
+	json__lit_key(j, "message_queue_len");
 	if (s->have_msg_len)
 		json__int(j, s->msg_len);
 	else
 		json__null(j);
-	json__kv_int(j, "heap_size", (int64_t)s->heap_sz);
-	json__kv_uint_known(j, "stack_size", s->have_sizes, (s->v.hend - s->v.stop) / 8);
-	json__kv_string(j, "current_function", r->cur[0] ? r->cur : NULL);
-	json__kv_addr(j, "pc", process__is_running(s->state) ? 0 : s->i);
-	json__kv_string(j, "stack", r->stack);
+	json__lit_key(j, "heap_size");
+	json__int(j, (int64_t)s->heap_sz);
+	json__lit_key(j, "stack_size");
+	if (s->have_sizes)
+		json__uint(j, (s->v.hend - s->v.stop) / 8);
+	else
+		json__null(j);
+	json__lit_key(j, "current_function");
+	json__string(j, r->cur[0] ? r->cur : NULL);
+	json__lit_key(j, "pc");
+	json__addr(j, process__is_running(s->state) ? 0 : s->i);
+	json__lit_key(j, "stack");
+	json__string(j, r->stack);
 	pstack__json_frames(l->c, r->fr, j);
 	json__end_object(j);
 }
