@@ -316,6 +316,28 @@ xp_await() {
 	done
 }
 
+# xp_vm_cpu PID: the CPU (user + system) process PID used in the last quarter second, in % of
+# one core (bench only: a measurement over a window, not a wait for readiness).
+xp_vm_cpu() {
+	local pid=$1 a b
+	a=$(awk '{ print $14 + $15 }' "/proc/$pid/stat") || return 1
+	sleep 0.25
+	b=$(awk '{ print $14 + $15 }' "/proc/$pid/stat") || return 1
+	echo $(((b - a) * 100 * 4 / $(getconf CLK_TCK)))
+}
+
+# xp_vm_settle PID BASE: waits, up to 20 s, until the VM's CPU is back within 15 points of BASE
+# (its own % of a core when idle), so that what it does after its own listing (collecting a
+# million-element list) is not charged to the next measurement. Prints the seconds waited.
+xp_vm_settle() {
+	local pid=$1 base=$2 start=$SECONDS cpu
+	while ((SECONDS - start < 20)); do
+		cpu=$(xp_vm_cpu "$pid") || break
+		((cpu > base + 15)) || break
+	done
+	echo $((SECONDS - start))
+}
+
 xp_cleanup() {
 	local entry cmd
 	for entry in "${XP_VMS[@]}"; do xp_stop_vm "${entry%%|*}"; done
