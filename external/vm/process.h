@@ -92,8 +92,8 @@ int process__read_snap(const struct process_reader *r, uint64_t addr, struct pro
 size_t process__snap_len(const struct process_reader *r);
 int process__parse_snap(const struct process_reader *r, uint64_t addr, const uint8_t *buf, size_t n,
 			struct process_snap *out);
-/* Where the pid term sits in a Process, to read only the pids of many (pstack --all orders them
- * before reading the rest): 0, or -ENOTSUP when this VM's layout lacks it. */
+/* Where the pid term sits in a Process, to read only the pid of one (events --source uprobes):
+ * 0, or -ENOTSUP when this VM's layout lacks it. */
 int process__pid_offset(const struct process_reader *r, uint32_t *off);
 /* Why the memory fields of a snap are not shown: each have_* false for one of these. */
 enum snap_mem_fault {

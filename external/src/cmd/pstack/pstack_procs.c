@@ -3,12 +3,12 @@
  * them in pid order (a radix sort), and for its stack's bounds. Then, batch by batch in pid
  * order, the stacks of those parked at the index, packed in an arena, and each Process once
  * again after its stack: that copy is what the row shows, and the stack stands when it agrees
- * with the index's (same pid, stack, resume point, reductions; not running). One that moved
- * meanwhile is read again in a second round of the batch, Process, stack and Process (one that
- * moved still is read alone, then reported as changed). A process on a scheduler is not walked
- * here: its stop is stale (the scheduler snapshot has its stack). Bad entries are skipped and
- * counted by reason. A million processes cost a few thousand system calls and 88 bytes each.
- * See pstack_list.h; the rows are written by pstack_rows.c. */
+ * with the index's (same pid, stack and heap bounds, frame pointer, resume point and reductions;
+ * not running). One that moved meanwhile is read again in a second round of the batch, Process,
+ * stack and Process (one that moved still is read alone, then reported as changed). A process on
+ * a scheduler is not walked here: its stop is stale (the scheduler snapshot has its stack). Bad
+ * entries are skipped and counted by reason. A million processes cost a few thousand system
+ * calls and 88 bytes each. See pstack_list.h; the rows are written by pstack_rows.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
