@@ -130,6 +130,13 @@ bool report__trace_same(const char *a, const char *b)
 	return strncmp(a, b, n) == 0 && (b[n] == ' ' || b[n] == '\0');
 }
 
+bool report__trace_late(int64_t d, int64_t gap, uint64_t period_ns, bool have_switches, bool lost,
+			bool quiet)
+{
+	return have_switches && !lost && quiet && d > gap &&
+	       d <= (int64_t)period_ns * TRACE_LATE_PERIODS;
+}
+
 /* The label most of a run's samples had. */
 static const char *run_label(const struct trace_input *in, size_t first, size_t last)
 {
@@ -161,8 +168,8 @@ static int64_t late_timer(const struct trace_input *in, const struct trace_sampl
 {
 	int64_t d = b->time_ns - a->time_ns;
 
-	if (!in->have_switches || in->records_lost || g->nswitches || d <= gap ||
-	    d > (int64_t)in->period_ns * TRACE_LATE_PERIODS)
+	if (!report__trace_late(d, gap, in->period_ns, in->have_switches, in->records_lost,
+				!g->nswitches))
 		return 0;
 	return d - (int64_t)in->period_ns;
 }

@@ -98,6 +98,12 @@ struct trace_run {
  * thread never left its CPU, and a scheduler that ran anything else there for a period or more
  * would have been sampled; the time past one period is the run's unsampled_ns. */
 #define TRACE_LATE_PERIODS 20
+/* Is a gap of d ns between two samples of one process on one thread, longer than gap, that
+ * rule: switch records come (have_switches), none was lost, and the thread had none between the
+ * two, nor a sample without a process (quiet)? The timeline and the flight recorder's long-run
+ * trigger both ask it. */
+bool report__trace_late(int64_t d, int64_t gap, uint64_t period_ns, bool have_switches, bool lost,
+			bool quiet);
 
 /* Sorts in->samples, then calls fn for every run in thread, then time order; fn's non-zero
  * return stops and is returned. */

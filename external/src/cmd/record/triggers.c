@@ -86,11 +86,11 @@ bool trig__sample(struct triggers *tr, size_t sched, const char *sched_name, uin
 		return false;
 	}
 	/* As the timeline: no sample for a while, yet no switch record and nothing else sampled on
-	 * that thread, is the sampling timer late, not a break (TRACE_LATE_PERIODS). */
+	 * that thread, is the sampling timer late, not a break. Lost records are not known here. */
 	same = process && s->group[0] &&
 	       (time_ns - s->last_ns <= gap + s->off_ns ||
-		(tr->have_switches && !s->other &&
-		 time_ns - s->last_ns <= tr->period_ns * TRACE_LATE_PERIODS)) &&
+		report__trace_late((int64_t)(time_ns - s->last_ns), (int64_t)gap, tr->period_ns,
+				   tr->have_switches, false, !s->other)) &&
 	       report__trace_same(s->group, group);
 	s->off_ns = 0;
 	s->other = false;
