@@ -9,7 +9,7 @@
 # allocate a little in ll/std/eheap/temp_alloc): carrier bytes (mbcs + sbcs + mbcs_pool), block
 # bytes, multiblock / singleblock / pooled carrier counts and the number of instances; against
 # instrument:carriers(), the multiblock carriers (its scan lists mbcs and pooled ones: count and
-# bytes within the same tolerance). The planted fragmentation (20,000 binaries of 2,000 bytes, one
+# bytes within the same tolerance). The planted fragmentation (60,000 binaries of 2,000 bytes, one
 # in ten kept) must show: binary_alloc over 20 MiB free at a fragmentation over 0.8, the first
 # type of --sort free. Also: where erts_allctrs_info came from (agent; dynsym on 25/27 and a scan
 # on 29 without it) and the text table; without the agent a bad --sort (exit 2), --watch's
@@ -69,7 +69,7 @@ check_sysinfo() {
 			"$(type_field "$json" "$a" .pool_carriers.count)" 2
 	done
 	want=${blk[binary_alloc]:-0}
-	xp_near "binary_alloc block bytes (the planted 2,000 binaries, exact within 2 %)" "$want" \
+	xp_near "binary_alloc block bytes (the planted 6,000 binaries, exact within 2 %)" "$want" \
 		"$(type_field "$json" binary_alloc .blocks.bytes)" 0
 }
 

@@ -8,8 +8,9 @@
 #     it fired 0 times and that the run queues were read, none failing its checks
 #   - a burst: --trigger runq=100 --max-dumps 1 exits 0 by itself with one dump named STAMP-runq
 #     whose summary reads "the run queue of scheduler 1 held N processes (>= 100)", N <= 200,
-#     while the VM itself counted at least 100 there; a run on scheduler 1 in it says "while its
-#     run queue held up to M processes" with M >= 100; the trace is valid
+#     while the VM itself counted at least 100 there; its section "Longest runs on scheduler 1
+#     while its run queue held 100 or more" lists runs there, each saying "while its run queue
+#     held up to M processes" with M >= 100; the trace is valid
 # About 20 s. Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -86,18 +87,21 @@ read -r _ procs vm_runq <"$log"
 xp_log "the VM counted $vm_runq of its $procs busy processes waiting in scheduler 1's run queue"
 ((vm_runq >= 100)) || xp_die "the VM's own count ($vm_runq) is under 100: the workload did not build the queue"
 txt=$(find "$dir" -name '*-runq.txt' | head -n 1)
-[[ -z "$txt" ]] || sed -n '1,7p' "$txt" | sed 's/^/    | /'
+[[ -z "$txt" ]] || sed -n "1,20p" "$txt" | sed 's/^/    | /'
 n=$([[ -n "$txt" ]] && sed -nE 's/^Trigger: runq at .*: the run queue of scheduler 1 held ([0-9]+) processes \(>= 100\)$/\1/p' "$txt")
 if [[ -n "$n" ]] && ((n >= 100 && n <= procs)); then
 	xp_pass "burst: a dump whose summary says scheduler 1's queue held $n processes (100..$procs)"
 else
 	xp_fail "burst: no runq dump naming scheduler 1 with 100..$procs processes: $(head -n 3 "${txt:-/dev/null}")"
 fi
-m=$([[ -n "$txt" ]] && sed -nE 's/^  scheduler 1 ran .*, while its run queue held up to ([0-9]+) processes.*/\1/p' "$txt" | sort -n | tail -n 1)
+# The section for the trigger's scheduler: its longest runs behind the long queue, each saying
+# how long the queue was (>= 100), whatever ran longer elsewhere in the window.
+behind=$([[ -n "$txt" ]] && sed -n '/^Longest runs on scheduler 1 while its run queue held 100 or more:$/,/^$/p' "$txt")
+m=$(sed -nE 's/^  scheduler 1 ran .*, while its run queue held up to ([0-9]+) processes.*/\1/p' <<<"$behind" | sort -n | head -n 1)
 if [[ -n "$m" ]] && ((m >= 100)); then
-	xp_pass "burst: a run on scheduler 1 says its run queue held up to $m processes"
+	xp_pass "burst: the runs on scheduler 1 behind its queue say it held at least $m processes"
 else
-	xp_fail "burst: no run on scheduler 1 with its run queue (>= 100) in the summary"
+	xp_fail "burst: no section of runs on scheduler 1 behind a queue of >= 100: $(cat "${txt:-/dev/null}")"
 fi
 if python3 "$check" validate "$dir"/*.trace.json; then
 	xp_pass "burst: a valid trace"

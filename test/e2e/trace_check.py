@@ -171,10 +171,18 @@ def stalls(args):
         unc = f", edges uncertain by {sunc / 1000:.1f} and {eunc / 1000:.1f} ms" \
             if sunc or eunc else ""
         unc += f", moved between schedulers {moves} time(s)" if moves else ""
+        ok = abs(derr) <= max(0.10 * dur, 15000) + sunc + eunc and abs(serr) <= 30000 + sunc
         check(f"{what}: {server} ran {rdur / 1000:.1f} ms from {serr / 1000:+.1f} ms "
-              f"({base}{unc})",
-              abs(derr) <= max(0.10 * dur, 15000) + sunc + eunc and abs(serr) <= 30000 + sunc,
+              f"({base}{unc})", ok,
               f"duration error {derr / 1000:+.1f} ms, start error {serr / 1000:+.1f} ms")
+        if not ok:  # what the dump has there, to tell a split run from a misnamed or lost one
+            for e in sorted((e for e in evs if e.get("ph") in ("X", "i") and
+                             start - 5000 <= e.get("ts", 0) <= start + dur + 5000 and
+                             e.get("cat") in ("process", "gc", "idle", "trigger")),
+                            key=lambda e: e["ts"]):
+                print(f"    | {(e['ts'] - start) / 1000:+9.2f} ms tid {e.get('tid')} "
+                      f"{e.get('ph')} {e.get('cat')} {e.get('name')} "
+                      f"dur {e.get('dur', 0) / 1000:.2f} ms {json.dumps(e.get('args', {}))}")
         inner = [e for e in evs if e.get("ph") == "X" and e["tid"] == tid and
                  e.get("name") == fn and ts <= e["ts"] and e["ts"] + e["dur"] <= ts + rdur + 0.001]
         check(f"{what}: {fn} inside the run", bool(inner))

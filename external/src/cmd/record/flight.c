@@ -103,7 +103,7 @@ static void on_record(const struct sample_record *rec, void *ctx)
 {
 	struct flight *f = ctx;
 	const struct ring_sample *s;
-	struct trig_event ev;
+	struct trig_event ev = {0};
 
 	if (!ring__hold(&f->ring, rec))
 		return; /* not a scheduler's, or no memory */
@@ -193,7 +193,7 @@ static int turn(struct run_ctx *ctx, struct sampler *s)
 {
 	struct flight *f = ctx->user;
 	uint64_t now = ring__now_ns();
-	struct trig_event ev2;
+	struct trig_event ev2 = {0};
 	size_t bytes;
 	int rc = 0;
 

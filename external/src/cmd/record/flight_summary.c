@@ -10,8 +10,9 @@
 #include "trig_runq.h"
 #include "triggers.h"
 
-#define TOP_RUNS  8
-#define TOP_FUNCS 32
+#define TOP_RUNS	 8
+#define TOP_RUNQ_RUNS 5 /* a runq trigger's: the longest runs on its scheduler behind a long queue */
+#define TOP_FUNCS	 32
 
 struct top_run {
 	struct trace_run r;
@@ -23,6 +24,12 @@ struct runs {
 	struct trace_input *in;
 	const struct runq_watch *rq; /* NULL: no run-queue readings */
 	int64_t offset_ns;	     /* wall clock - CLOCK_MONOTONIC */
+	/* Which runs are ranked: those on thread only_thread (all when has_only), and behind a
+	 * queue of at least min_runq (0: any); at most max of them. */
+	bool has_only;
+	uint32_t only_thread;
+	int64_t min_runq;
+	size_t max;
 	struct top_run top[TOP_RUNS];
 	size_t n, nruns;
 };
@@ -69,6 +76,19 @@ static void main_function(const struct runs *rs, struct top_run *t)
 	t->pct = (unsigned)(100 * best / (t->r.last - t->r.first + 1));
 }
 
+/* The most processes waiting in the run queue of r's scheduler during r, or -1 (no reading):
+ * the readings within the run, widened by half their interval (a run shorter than it may fall
+ * between two). */
+static int64_t runq_max(const struct runs *rs, const struct trace_run *r)
+{
+	int64_t half = TRIG_RUNQ_EVERY_MS * 1000000ll / 2;
+	int64_t from = r->start_ns - rs->offset_ns - half, to = r->end_ns - rs->offset_ns + half;
+
+	if (!rs->rq || from < 0)
+		return -1;
+	return runq__max_in(rs->rq, r->thread, (uint64_t)from, (uint64_t)to);
+}
+
 static int on_run(const struct trace_run *r, void *ctx)
 {
 	struct runs *rs = ctx;
@@ -76,30 +96,23 @@ static int on_run(const struct trace_run *r, void *ctx)
 	size_t i;
 
 	rs->nruns++;
-	if (!r->process)
+	if (!r->process || (rs->has_only && r->thread != rs->only_thread))
 		return 0;
 	for (i = rs->n; i > 0 && rs->top[i - 1].r.end_ns - rs->top[i - 1].r.start_ns < len; i--)
 		;
-	if (i >= TOP_RUNS)
+	if (i >= rs->max || (rs->min_runq && runq_max(rs, r) < rs->min_runq))
 		return 0;
 	memmove(&rs->top[i + 1], &rs->top[i],
-		((rs->n < TOP_RUNS ? rs->n : TOP_RUNS - 1) - i) * sizeof(rs->top[0]));
+		((rs->n < rs->max ? rs->n : rs->max - 1) - i) * sizeof(rs->top[0]));
 	rs->top[i] = (struct top_run){.r = *r};
-	rs->n += rs->n < TOP_RUNS;
+	rs->n += rs->n < rs->max;
 	return 0;
 }
 
-/* "while its run queue held up to N processes": the readings within the run, widened by half
- * their interval (a run shorter than it may fall between two). */
 static void runq_note(const struct runs *rs, const struct top_run *t, FILE *f)
 {
-	int64_t half = TRIG_RUNQ_EVERY_MS * 1000000ll / 2, n;
-	int64_t from = t->r.start_ns - rs->offset_ns - half,
-		to = t->r.end_ns - rs->offset_ns + half;
+	int64_t n = runq_max(rs, &t->r);
 
-	if (!rs->rq || from < 0)
-		return;
-	n = runq__max_in(rs->rq, t->r.thread, (uint64_t)from, (uint64_t)to);
 	if (n >= 0)
 		fprintf(f, ", while its run queue held up to %lld process%s", (long long)n,
 			n == 1 ? "" : "es");
@@ -111,9 +124,6 @@ static void print_runs(struct runs *rs, FILE *f)
 	double ms;
 	size_t i;
 
-	fprintf(f,
-		"\nLongest runs (one process on one scheduler without a break; edges within half a "
-		"sampling period of its CPU time):\n");
 	for (i = 0; i < rs->n; i++) {
 		struct top_run *t = &rs->top[i];
 
@@ -142,14 +152,36 @@ static void print_runs(struct runs *rs, FILE *f)
 				(double)t->r.start_unc_ns / 1e6, (double)t->r.end_unc_ns / 1e6);
 		fputc('\n', f);
 	}
-	if (!rs->n)
-		fprintf(f, "  (no Erlang process was sampled in the window)\n");
+}
+
+/* A runq trigger's: which processes ran on its scheduler while the queue was long, whatever
+ * ran longer elsewhere in the window. */
+static int print_runq_runs(struct trace_input *in, const struct trig_event *ev,
+			   const struct runs *all, FILE *f)
+{
+	struct runs rs = {.in = in,
+			  .rq = all->rq,
+			  .offset_ns = all->offset_ns,
+			  .has_only = true,
+			  .only_thread = (uint32_t)ev->sched,
+			  .min_runq = all->rq->limit,
+			  .max = TOP_RUNQ_RUNS};
+	int rc;
+
+	if (ev->sched >= in->nthreads || (rc = report__trace_runs(in, on_run, &rs)))
+		return ev->sched >= in->nthreads ? 0 : rc;
+	fprintf(f, "\nLongest runs on %s while its run queue held %lld or more:\n",
+		in->threads[ev->sched].name, (long long)all->rq->limit);
+	print_runs(&rs, f);
+	if (!rs.n)
+		fprintf(f, "  (none sampled in the window)\n");
+	return 0;
 }
 
 int flight__summary(struct trace_input *in, const struct trig_event *ev, int64_t offset_ns,
 		    const char *partial, const struct runq_watch *rq, FILE *f)
 {
-	struct runs rs = {.in = in, .rq = rq, .offset_ns = offset_ns};
+	struct runs rs = {.in = in, .rq = rq, .offset_ns = offset_ns, .max = TOP_RUNS};
 	char a[48], b[48], c[48];
 	struct agg *agg = NULL;
 	int rc;
@@ -176,7 +208,15 @@ int flight__summary(struct trace_input *in, const struct trig_event *ev, int64_t
 	}
 	if (partial)
 		fprintf(f, "Partial: %s\n", partial);
+	fprintf(f,
+		"\nLongest runs (one process on one scheduler without a break; edges within half a "
+		"sampling period of its CPU time):\n");
 	print_runs(&rs, f);
+	if (!rs.n)
+		fprintf(f, "  (no Erlang process was sampled in the window)\n");
+	if (ev->kind == TRIG_RUNQ && ev->has_sched && rq && rq->limit > 0 &&
+	    (rc = print_runq_runs(in, ev, &rs, f)))
+		return rc;
 	if ((rc = ring__input_agg(in, &agg)) == 0 && agg__total(agg)) {
 		fputc('\n', f);
 		report__top_processes(agg, f, 5);

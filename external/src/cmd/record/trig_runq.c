@@ -206,6 +206,8 @@ int runq__check(struct runq_watch *w, uint64_t now_ns, struct trig_event *ev)
 	w->armed = false;
 	ev->kind = TRIG_RUNQ;
 	ev->time_ns = now_ns;
+	ev->has_sched = true;
+	ev->sched = w->q[at].sched;
 	snprintf(ev->detail, sizeof(ev->detail),
 		 "the run queue of scheduler %u held %lld processes (>= %lld)",
 		 w->t->sched[w->q[at].sched].number, (long long)best, (long long)w->limit);

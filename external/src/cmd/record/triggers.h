@@ -23,6 +23,9 @@ struct trig_event {
 	enum trig_kind kind;
 	uint64_t time_ns; /* CLOCK_MONOTONIC: the sample that crossed the threshold, or now */
 	char detail[200];
+	/* TRIG_RUNQ: the scheduler whose queue crossed (index in t->sched), for the summary */
+	bool has_sched;
+	size_t sched;
 };
 
 /* What is being watched per scheduler thread. */
