@@ -10,9 +10,10 @@
 #include "trig_runq.h"
 #include "triggers.h"
 
-#define TOP_RUNS	 8
-#define TOP_RUNQ_RUNS 5 /* a runq trigger's: the longest runs on its scheduler behind a long queue */
-#define TOP_FUNCS	 32
+#define TOP_RUNS 8
+/* A runq trigger's: the longest runs on its scheduler behind a long queue. */
+#define TOP_RUNQ_RUNS 5
+#define TOP_FUNCS     32
 
 struct top_run {
 	struct trace_run r;
@@ -168,8 +169,10 @@ static int print_runq_runs(struct trace_input *in, const struct trig_event *ev,
 			  .max = TOP_RUNQ_RUNS};
 	int rc;
 
-	if (ev->sched >= in->nthreads || (rc = report__trace_runs(in, on_run, &rs)))
-		return ev->sched >= in->nthreads ? 0 : rc;
+	if (ev->sched >= in->nthreads)
+		return 0;
+	if ((rc = report__trace_runs(in, on_run, &rs)))
+		return rc;
 	fprintf(f, "\nLongest runs on %s while its run queue held %lld or more:\n",
 		in->threads[ev->sched].name, (long long)all->rq->limit);
 	print_runs(&rs, f);
