@@ -27,7 +27,33 @@ static int read_bitstring_text(const struct atom_reader *r, uint64_t bin, int16_
 	return -EPROTO;
 }
 
-int atom__text_by_index(const struct atom_reader *r, uint32_t index, char *buf, size_t len)
+#define CACHE_SLOTS 4096 /* direct-mapped by index */
+
+struct atom_cache {
+	struct {
+		uint32_t index1; /* index + 1, 0: empty */
+		char *text;
+	} slot[CACHE_SLOTS];
+};
+
+int atom__cache_on(struct atom_reader *r)
+{
+	if (!r->cache && !(r->cache = calloc(1, sizeof(*r->cache))))
+		return -ENOMEM;
+	return 0;
+}
+
+void atom__cache_off(struct atom_reader *r)
+{
+	size_t i;
+
+	for (i = 0; r->cache && i < CACHE_SLOTS; i++)
+		free(r->cache->slot[i].text);
+	free(r->cache);
+	r->cache = NULL;
+}
+
+static int read_text(const struct atom_reader *r, uint32_t index, char *buf, size_t len)
 {
 	uint64_t seg, page, atom, name;
 	uint32_t entries;
@@ -63,6 +89,32 @@ int atom__text_by_index(const struct atom_reader *r, uint32_t index, char *buf, 
 		buf[0] = '\0';
 		return -EPROTO; /* atom text never holds NUL */
 	}
+	return 0;
+}
+
+int atom__text_by_index(const struct atom_reader *r, uint32_t index, char *buf, size_t len)
+{
+	struct atom_cache *c = r->cache;
+	size_t k = index % CACHE_SLOTS, n;
+	char *copy;
+	int err;
+
+	if (len == 0)
+		return -EINVAL;
+	if (c && c->slot[k].text && c->slot[k].index1 == index + 1) {
+		n = strlen(c->slot[k].text);
+		if (n >= len) {
+			buf[0] = '\0';
+			return -EINVAL; /* as a read into too small a buffer */
+		}
+		memcpy(buf, c->slot[k].text, n + 1);
+		return 0;
+	}
+	if ((err = read_text(r, index, buf, len)) || !c || !(copy = strdup(buf)))
+		return err;
+	free(c->slot[k].text);
+	c->slot[k].index1 = index + 1;
+	c->slot[k].text = copy;
 	return 0;
 }
 

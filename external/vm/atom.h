@@ -1,6 +1,7 @@
 /* Atom text from outside: index the atom table (an IndexTable) with the atom's index and decode
  * the Atom's name, a byte pointer (OTP <= 27) or a literal bitstring (OTP 28+). Every length and
- * pointer is bounded and checked. Does not own: finding the table (discover.c), caching. */
+ * pointer is bounded and checked. A reader may cache texts by index (atom__cache_on): atoms are
+ * never freed and their text never changes. Does not own: finding the table (discover.c). */
 #ifndef XP_ATOM_H
 #define XP_ATOM_H
 
@@ -15,7 +16,16 @@ struct atom_reader {
 	uint64_t table; /* the IndexTable */
 	int32_t off_entries, off_seg_table, off_len, off_name;
 	enum xp_atom_name_mode mode;
+	/* NULL, or texts read so far by index (atom__cache_on): a million rows of `heap -n all`
+	 * name a few hundred atoms, at 7 reads each. Not for a reader used by two threads. */
+	struct atom_cache *cache;
 };
+
+/* Cache r's texts from now on (copies of r made after this share the cache): 0 or -ENOMEM.
+ * atom__cache_off frees it; r and its copies must not use it after. Failed reads are never
+ * cached (a torn read is read again next time). */
+int atom__cache_on(struct atom_reader *r);
+void atom__cache_off(struct atom_reader *r);
 
 /* A reader over m with the atom offsets and name mode of a layout row (table left 0). 0, or
  * -ENOENT when the row lacks one of the offsets. */

@@ -321,12 +321,25 @@ int process__still_alive(const struct process_reader *r, const struct process_vi
 	return pid == p->pid;
 }
 
+/* "mod:fun/2" of u.initial into p->initial, left "" when an atom is unreadable. */
+static void initial_text(const struct process_reader *r, const uint64_t mfa[3],
+			 struct process_view *p)
+{
+	char m[XP_ATOM_MAX_BYTES + 3], f[XP_ATOM_MAX_BYTES + 3];
+
+	if (mfa[2] > 255)
+		return;
+	atom_text(r, mfa[0], m, sizeof(m));
+	atom_text(r, mfa[1], f, sizeof(f));
+	if (m[0] && f[0])
+		snprintf(p->initial, sizeof(p->initial), "%s:%s/%" PRIu64, m, f, mfa[2]);
+}
+
 /* The registered name only while the process lives (its RegProc is freed with it); the initial
  * call from the sample's copy when there is one (atoms are never freed), else live. */
 static void read_names(const struct process_reader *r, struct process_view *p, bool alive)
 {
 	uint64_t reg, name, mfa[3];
-	char m[XP_ATOM_MAX_BYTES + 3], f[XP_ATOM_MAX_BYTES + 3];
 
 	p->name[0] = p->initial[0] = '\0';
 	if (!r->have_atoms)
@@ -341,12 +354,7 @@ static void read_names(const struct process_reader *r, struct process_view *p, b
 		 mem__read(r->mem, p->addr + (uint64_t)r->off[XP_OFF_P_INITIAL].value, mfa,
 			   sizeof(mfa)))
 		return;
-	if (mfa[2] > 255)
-		return;
-	atom_text(r, mfa[0], m, sizeof(m));
-	atom_text(r, mfa[1], f, sizeof(f));
-	if (m[0] && f[0])
-		snprintf(p->initial, sizeof(p->initial), "%s:%s/%" PRIu64, m, f, mfa[2]);
+	initial_text(r, mfa, p);
 }
 
 void process__read_identity(const struct process_reader *r, struct process_view *p)
@@ -362,6 +370,17 @@ void process__read_identity(const struct process_reader *r, struct process_view 
 	names__display_inplace(p->name, sizeof(p->name), r->erlang_names);
 	names__display_inplace(p->initial, sizeof(p->initial), r->erlang_names);
 	names__display_inplace(p->pd_initial, sizeof(p->pd_initial), r->erlang_names);
+}
+
+bool process__identity_copied(const struct process_reader *r, struct process_view *p)
+{
+	if (!p->ident_copied || p->reg || p->dict || !r->have_atoms)
+		return false;
+	p->name[0] = p->initial[0] = p->pd_initial[0] = '\0';
+	p->pd_result = PDICT_ABSENT;
+	initial_text(r, p->mfa, p);
+	names__display_inplace(p->initial, sizeof(p->initial), r->erlang_names);
+	return true;
 }
 
 const char *process__label(const struct process_view *p)

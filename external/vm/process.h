@@ -124,6 +124,10 @@ int process__bounds_from_span(const struct process_reader *r, uint64_t addr, con
 /* Fill name, initial and pd_initial (after read_bounds), shown as names.h says. Unreadable
  * parts are left empty. */
 void process__read_identity(const struct process_reader *r, struct process_view *p);
+/* The same from the copy alone, reading nothing of the Process, when the copy (ident_copied)
+ * says it had no registered name and no dictionary: its initial call is then all there is to
+ * name it by. false, nothing filled: read it with process__read_identity. */
+bool process__identity_copied(const struct process_reader *r, struct process_view *p);
 /* Does the Process at p->addr still hold p->pid (it has not exited meanwhile)? 1 yes, 0 no (a
  * different pid, or none, is there now), or a read error. */
 int process__still_alive(const struct process_reader *r, const struct process_view *p);

@@ -1,6 +1,7 @@
 /* Unit tests for what a process is called: proc_lib's '$initial_call' read from a process
  * dictionary laid out as OTP 27 lays it out (procdict.c), in a memory snapshot with an atom
- * table, each fault caught by its reason; and the Elixir form of names (names.c). */
+ * table, each fault caught by its reason; the atom reader's text cache (atom.c); and the Elixir
+ * form of names (names.c). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -207,6 +208,76 @@ static void test_faults(void)
 	free(a);
 }
 
+/* A fresh snapshot of the arena for both readers (the cache stays with r). */
+static void reopen(struct arena *a, struct mem **m, struct atom_reader *r,
+		   struct atom_reader *plain)
+{
+	struct mem_region reg = {.addr = BASE, .len = ARENA, .data = a->bytes};
+
+	mem__free(*m);
+	*m = NULL;
+	CHECK_INT("snapshot", 0, mem__open_snapshot(m, &reg, 1));
+	r->mem = plain->mem = *m;
+}
+
+/* atom__cache_on: a text is read once, then served from the cache (the arena's bytes changed
+ * under it do not show); a failed read is not kept; an index is never served another's text. */
+static void test_atom_cache(void)
+{
+	struct arena *a = malloc(sizeof(*a));
+	struct atom_reader r, plain;
+	struct mem_region reg;
+	struct mem *m = NULL;
+	uint64_t alpha, gamma, name_at;
+	char buf[64], tiny[3];
+
+	arena_init(a);
+	alpha = atom(a, "alpha");
+	gamma = atom(a, "gamma");
+	reg = (struct mem_region){.addr = BASE, .len = ARENA, .data = a->bytes};
+	if (mem__open_snapshot(&m, &reg, 1) || atom__reader_from_row(&r, m, a->row)) {
+		CHECK_INT("snapshot and reader", 0, 1);
+		free(a);
+		return;
+	}
+	r.table = a->table;
+	plain = r;
+	CHECK_INT("cache on", 0, atom__cache_on(&r));
+	CHECK_INT("alpha read", 0, atom__text(&r, alpha, buf, sizeof(buf)));
+	CHECK_STR("alpha text", "alpha", buf);
+	/* The text changed in memory: the cached reader keeps what it read, the plain one sees it.
+	 */
+	name_at = 0;
+	memcpy(&name_at, a->bytes + (a->pages[0] - BASE), 8);
+	memcpy(&name_at, a->bytes + (name_at + (uint64_t)a->row->off[XP_OFF_ATOM_NAME] - BASE), 8);
+	memcpy(a->bytes + (name_at - BASE), "ALPHA", 5);
+	reopen(a, &m, &r, &plain); /* a snapshot is a copy */
+	CHECK_INT("alpha again", 0, atom__text(&r, alpha, buf, sizeof(buf)));
+	CHECK_STR("alpha from the cache", "alpha", buf);
+	CHECK_INT("alpha uncached", 0, atom__text(&plain, alpha, buf, sizeof(buf)));
+	CHECK_STR("alpha read anew", "ALPHA", buf);
+	CHECK_INT("cached, into too small a buffer", -EINVAL,
+		  atom__text(&r, alpha, tiny, sizeof(tiny)));
+	CHECK_STR("too small: emptied", "", tiny);
+	/* The same slot, another index (past the table's end): not alpha's text. */
+	CHECK_INT("index + 4096 is not alpha", -EINVAL,
+		  atom__text_by_index(&r, (uint32_t)(alpha >> XP_ATOM_INDEX_SHIFT) + 4096, buf,
+				      sizeof(buf)));
+	/* gamma's name pointer outside memory: fails, and is read again once it is back. */
+	memcpy(&name_at, a->bytes + (a->pages[0] + 8 - BASE), 8);
+	put(a, name_at + (uint64_t)a->row->off[XP_OFF_ATOM_NAME], 0x7000000);
+	reopen(a, &m, &r, &plain);
+	CHECK_INT("gamma unreadable", 1, atom__text(&r, gamma, buf, sizeof(buf)) != 0);
+	put(a, name_at + (uint64_t)a->row->off[XP_OFF_ATOM_NAME], name_at + 40);
+	reopen(a, &m, &r, &plain);
+	CHECK_INT("gamma readable again", 0, atom__text(&r, gamma, buf, sizeof(buf)));
+	CHECK_STR("gamma text", "gamma", buf);
+	atom__cache_off(&r);
+	CHECK_INT("cache off", 1, r.cache == NULL);
+	mem__free(m);
+	free(a);
+}
+
 static void display(const char *in, bool erlang_names, const char *want)
 {
 	char buf[256], name[300];
@@ -244,6 +315,7 @@ int main(void)
 {
 	test_found();
 	test_faults();
+	test_atom_cache();
 	test_elixir_form();
 	return check_done();
 }

@@ -106,6 +106,25 @@ check_sorts() {
 	done
 }
 
+# -n all, and the rows' names: the 50 unregistered processes parked by -xp_heap_count (named from
+# the Process's copy alone: no registered name, no dictionary) and the registered ones (read
+# from the VM) all say erlang:apply/2, their process_info(P, initial_call) for spawn(Fun).
+check_names() {
+	local json=$XP_VM_DIR/heap-all.json rc=0
+	xp_sampler heap --json -n all "$XP_VM_PID" >"$json" || rc=$?
+	xp_expect "exit status of 'heap -n all'" 0 "$rc"
+	xp_expect "-n all: one row per process" "$(jq '.totals.processes' "$json")" \
+		"$(jq '.processes | length' "$json")"
+	xp_expect "unregistered erlang:apply/2 rows with no dictionary call (at least 50)" true \
+		"$(jq '[.processes[] | select(.name == null and .initial_call == "erlang:apply/2" and
+			.dictionary_initial_call == null)] | length >= 50' "$json")"
+	xp_expect "registered xp_heap_* rows, each erlang:apply/2" "5 5" \
+		"$(jq -r '[.processes[] | select(.name // "" | test("^xp_heap_(leak|big|stack|mailbox|idle)$"))] |
+			"\(length) \([.[] | select(.initial_call == "erlang:apply/2")] | length)"' "$json")"
+	xp_expect "a proc_lib process named by its dictionary's initial call" true \
+		"$(jq '[.processes[] | select(.dictionary_initial_call != null)] | length > 0' "$json")"
+}
+
 check_text() {
 	local out=$XP_VM_DIR/heap.txt rc=0
 	xp_sampler heap --sort bin -n 3 "$XP_VM_PID" >"$out" 2>&1 || rc=$?
@@ -171,7 +190,7 @@ check_agent_offsets() {
 }
 
 xp_require_sampler
-xp_start_vm "$otp" "$mode" xp_heap
+xp_start_vm "$otp" "$mode" xp_heap -xp_heap_count 50
 json=$XP_VM_DIR/heap.json
 rc=0
 xp_sampler heap --json -n 10000 "$XP_VM_PID" >"$json" 2>"$XP_VM_DIR/heap.err" || rc=$?
@@ -186,6 +205,7 @@ else
 	xp_fail "'heap --json' printed no processes; stderr:"
 	head -c 2000 "$XP_VM_DIR/heap.err"
 fi
+check_names
 check_text
 check_watch
 check_gone

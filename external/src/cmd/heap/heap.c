@@ -117,6 +117,10 @@ static void slim(struct heap_proc *p, const struct process_snap *s)
 	    .heap_used = s->have_sizes ? (s->v.htop - s->v.heap) / 8 : 0,
 	    .old_used = s->have_old ? (s->old_htop - s->old_heap) / 8 : 0,
 	    .vheap_limit = s->vheap_sz * 8,
+	    .reg = s->v.reg,
+	    .mfa = {s->v.mfa[0], s->v.mfa[1], s->v.mfa[2]},
+	    .dict = s->v.dict,
+	    .ident_copied = s->v.ident_copied,
 	    .state = s->state,
 	    .have_state = s->have_state,
 	    .have_i = s->have_i,
@@ -227,7 +231,15 @@ void heap__names(const struct heap_ctx *c, const struct heap_row *r, struct heap
 	memset(&n->v, 0, sizeof(n->v));
 	n->v.addr = r->s.addr;
 	n->v.pid = r->s.pid;
-	process__read_identity(&c->pr, &n->v);
+	n->v.reg = r->s.reg;
+	memcpy(n->v.mfa, r->s.mfa, sizeof(n->v.mfa));
+	n->v.dict = r->s.dict;
+	n->v.ident_copied = r->s.ident_copied;
+	/* Neither registered nor with a dictionary when copied: named from the copy, with no
+	 * read (-n all of a million parked processes); else its initial call and dictionary
+	 * pointer come from the copy, the rest is read now. */
+	if (!process__identity_copied(&c->pr, &n->v))
+		process__read_identity(&c->pr, &n->v);
 	n->cur[0] = '\0';
 	/* A running process's i is stale: where it last stopped, not where it is. */
 	if (!r->s.have_i || !r->s.have_state || process__is_running(r->s.state) || !c->t->jit)
@@ -255,7 +267,9 @@ int heap__setup(struct heap_ctx *c, char *err, size_t errlen)
 		return TARGET_EUNSUPPORTED;
 	}
 	c->pr.erlang_names = c->o->erlang_names;
-	return 0;
+	/* The rows' names (registered names, initial calls, dictionary keys) repeat: -n all of
+	 * a million processes reads each atom once, not a million times. */
+	return c->pr.have_atoms ? atom__cache_on(&c->pr.atoms) : 0;
 }
 
 int heap__read(struct heap_ctx *c)

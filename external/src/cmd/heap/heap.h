@@ -43,8 +43,9 @@ struct heap_proc {
 	uint64_t addr, pid, i;
 	uint64_t heap_used, old_used; /* words: htop - heap, old_htop - old_heap */
 	uint64_t vheap_limit;	      /* bytes: bin_vheap_sz * 8 */
+	uint64_t reg, mfa[3], dict;   /* the identity as copied (ident_copied), for the names */
 	uint32_t state;
-	bool have_state, have_i, have_old, have_vheap, have_used;
+	bool have_state, have_i, have_old, have_vheap, have_used, ident_copied;
 };
 
 struct heap_row {
@@ -83,7 +84,8 @@ int heap__setup(struct heap_ctx *c, char *err, size_t errlen);
 int heap__read(struct heap_ctx *c);
 
 /* What a row is called: pid text, registered name and initial call (in v), current function
- * ("" for a running process, whose saved pc is stale). Read from the VM for the rows shown. */
+ * ("" for a running process, whose saved pc is stale). For the rows shown: from the Process's
+ * copy when it had no registered name and no dictionary, else read from the VM then. */
 struct heap_names {
 	char pid[48];
 	struct process_view v;

@@ -105,6 +105,7 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 cleanup:
 	if (rc && rc != TARGET_EGONE && !err[0])
 		snprintf(err, errlen, "heap: %s", strerror(-rc));
+	atom__cache_off(&c.pr.atoms);
 	free(c.rows);
 	return rc;
 }
