@@ -1,12 +1,14 @@
 /* Unit tests for the radix sort (radix.c): against a plain stable sort, for keys that differ in
  * one digit, in every digit, or not at all; stable (equal keys keep their order); sizes 16 and
- * 24 as ptab.c and pstack use them; bad sizes refused with the items untouched. */
+ * 24 as ptab.c and pstack use them; bad sizes refused with the items untouched. And
+ * ptab__by_address (ptab.c), packed into 8-byte keys or not, against the same stable sort. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "ptab.h"
 #include "radix.h"
 
 struct item {
@@ -65,6 +67,35 @@ static void expect_pairs(void)
 	CHECK("16-byte items", radix__sort(v, 4, 16) == 0 && memcmp(v, want, sizeof(v)) == 0);
 }
 
+/* ptab__by_address on n slots ascending (as ptab__collect lists them) at addresses
+ * base + (next() & mask) & ~clear, every dup-th one a copy of the one before, against a stable
+ * sort of {address, slot}. */
+static void expect_by_address(const char *name, size_t n, uint64_t base, uint64_t mask,
+			      uint64_t clear, size_t dup)
+{
+	struct item *w = malloc((n ? n : 1) * sizeof(*w));
+	uint64_t *procs = malloc((n ? n : 1) * sizeof(*procs));
+	uint32_t *ixs = malloc((n ? n : 1) * sizeof(*ixs));
+	bool ok = w && procs && ixs;
+
+	for (size_t i = 0; ok && i < n; i++) {
+		ixs[i] = (uint32_t)(3 * i + 1);
+		procs[i] =
+		    dup && i && i % dup == 0 ? procs[i - 1] : (base + (next() & mask)) & ~clear;
+		w[i] = (struct item){.key = procs[i], .seq = ixs[i]};
+	}
+	if (ok) {
+		qsort(w, n, sizeof(*w), by_key_then_seq);
+		ok = ptab__by_address(ixs, procs, n) == 0;
+	}
+	for (size_t i = 0; ok && i < n; i++)
+		ok = procs[i] == w[i].key && ixs[i] == w[i].seq;
+	CHECK(name, ok);
+	free(w);
+	free(procs);
+	free(ixs);
+}
+
 static void expect_refused(void)
 {
 	uint64_t v[4] = {3, 2, 1, 0};
@@ -90,5 +121,14 @@ int main(void)
 	expect_sorted("full 64-bit keys", 100000, ~0ull, 0);
 	expect_pairs();
 	expect_refused();
+	/* Packed: 8-aligned within a few GB; Processes 776 bytes apart would be as good. */
+	expect_by_address("by address, packed", 100000, 0x7f3a00000000ull, 0xffffffffull, 7, 0);
+	expect_by_address("by address, packed, equal addresses", 50000, 0x7f3a00000000ull,
+			  0xfffffull, 7, 3);
+	expect_by_address("by address, one slot", 1, 0x7f3a00000000ull, 0xfffull, 7, 0);
+	/* Not packed: a misaligned entry (kept, and refused later as invalid), or a span too wide
+	 * for the slot bits. */
+	expect_by_address("by address, misaligned", 100000, 0x7f3a00000000ull, 0xffffffffull, 0, 0);
+	expect_by_address("by address, 64-bit span", 100000, 0, ~0ull, 7, 5);
 	return check_done();
 }
