@@ -64,9 +64,9 @@ check_processes() {
 	xp_expect "xp_park_mailbox message_queue_len" "$mq" \
 		"$(jq -r '.processes[] | select(.name == "xp_park_mailbox") | .message_queue_len' "$json")"
 	# A snapshot can read xp_park_spin's state between two of its time slices ('runnable', see
-	# check_schedulers): up to two more snapshots, each reported.
+	# check_schedulers): up to nine more snapshots, each reported.
 	snap=$json
-	for try in 2 3; do
+	for try in 2 3 4 5 6 7 8 9 10; do
 		status=$(jq -r '.processes[] | select(.name == "xp_park_spin") | .status' "$snap")
 		[[ "$status" == runnable ]] || break
 		echo "snapshot $((try - 1)) read xp_park_spin between time slices; snapshot $try"
@@ -111,8 +111,9 @@ check_schedulers() {
 	local json=$1 n spin try
 	n=$(($(xp_ready_get schedulers) + $(xp_ready_get dirty_cpu) + $(xp_ready_get dirty_io)))
 	# A snapshot is one moment: on a loaded machine it can fall between two of xp_park_spin's
-	# time slices (no process on its scheduler). Up to two more snapshots, each reported.
-	for try in 2 3; do
+	# time slices (another process, or none, on its scheduler; the 2,000 tickers share it). Up to
+	# nine more snapshots, each reported: three missed it in ci14 (OTP 29, noagent, fp).
+	for try in 2 3 4 5 6 7 8 9 10; do
 		jq -e '.schedulers[] | select(.process.name == "xp_park_spin")' "$json" >/dev/null &&
 			break
 		echo "snapshot $((try - 1)) caught xp_park_spin between time slices; snapshot $try"
@@ -131,7 +132,7 @@ check_schedulers() {
 
 check_text() {
 	local out=$XP_VM_DIR/pstack.txt rc=0 try
-	for try in 1 2 3; do # see check_schedulers: a snapshot can fall between time slices
+	for try in 1 2 3 4 5 6 7 8 9 10; do # see check_schedulers: a snapshot can fall between slices
 		rc=0
 		xp_sampler pstack "$XP_VM_PID" >"$out" 2>&1 || rc=$?
 		grep -qE "^normal scheduler [0-9]+ .*: running <[^>]+> xp_park_spin" "$out" && break
