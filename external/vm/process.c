@@ -198,6 +198,29 @@ int process__bounds_from_span(const struct process_reader *r, uint64_t addr, con
 	return check_bounds(p, sz);
 }
 
+/* The last steps of a collection on a delayed heap (B/erl_gc.c erts_deallocate_young_generation
+ * and its callers, 25-29): the stack is already copied whole to the new heap, stop at its top
+ * (copy_erlang_stack), abandoned_heap already cleared, while heap and hend are still the freed
+ * fragment's and heap_sz the abandoned heap's, until the old heap is freed (munmap: long). */
+int process__bounds_from_span_moved(const struct process_reader *r, uint64_t addr,
+				    const uint8_t *span, struct process_view *p)
+{
+	uint64_t sz;
+
+	memset(p, 0, sizeof(*p));
+	p->addr = addr;
+	if (!r->bounds_len)
+		return -ENOTSUP;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	parse_span(r, span, p, &sz);
+	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || !p->stop || (p->stop & 7) ||
+	    p->abandoned_heap || (p->stop > p->heap && p->stop < p->hend) ||
+	    sz * 8 > PROCESS_MAX_HEAP)
+		return -EINVAL;
+	return 0;
+}
+
 void process__pid_format_read(struct pid_format *f, const struct xp_layout *row, struct mem *m,
 			      uint64_t ptab)
 {

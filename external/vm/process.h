@@ -121,6 +121,13 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
  * in-kernel capture). -ENOTSUP when this reader has no span. */
 int process__bounds_from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
 			      struct process_view *p);
+/* A span process__bounds_from_span refuses, copied in a collection's last steps on a delayed heap:
+ * the stack whole from stop on, in the new heap whose end is not known yet (it ends at
+ * normal_exit), heap and hend a freed fragment's. 0 when it is one: a pid, stop 8-aligned and
+ * outside [heap, hend), no abandoned heap. Only for a sample whose process's state says it is in
+ * a collection. */
+int process__bounds_from_span_moved(const struct process_reader *r, uint64_t addr,
+				    const uint8_t *span, struct process_view *p);
 /* Fill name, initial and pd_initial (after read_bounds), shown as names.h says. Unreadable
  * parts are left empty. */
 void process__read_identity(const struct process_reader *r, struct process_view *p);

@@ -145,11 +145,61 @@ static void test_abandoned_heap(void)
 	CHECK_INT("heap_sz is the abandoned heap's", 987, (int64_t)s.heap_sz);
 }
 
+/* The end of a collection on a delayed heap (B/erl_gc.c erts_deallocate_young_generation): stop
+ * already in the new heap, heap and hend a freed fragment's, heap_sz the abandoned heap's,
+ * abandoned_heap cleared. The bounds refuse that copy; process__bounds_from_span_moved takes it,
+ * and nothing else. */
+static void test_moved_bounds(void)
+{
+	struct mem_region r;
+	struct fixture f;
+	struct pid_format pids = {.format = XP_PID_PIXDATA};
+	struct process_reader pr;
+	struct process_view p;
+	struct mem *m = NULL;
+	const uint8_t *span;
+
+	fixture_init(&f);
+	r = (struct mem_region){.addr = PROC, .len = sizeof(f.bytes), .data = f.bytes};
+	if (mem__open_snapshot(&m, &r, 1) || process__reader_init(&pr, m, f.off, &pids, NULL) ||
+	    !pr.bounds_len) {
+		CHECK("moved bounds setup", false);
+		mem__free(m);
+		return;
+	}
+	span = f.bytes + pr.bounds_lo;
+	put(&f, XP_OFF_P_HEAP, 0x50000);
+	put(&f, XP_OFF_P_HTOP, 0x50000);
+	put(&f, XP_OFF_P_HEND, 0x50000 + 67 * 8);
+	put(&f, XP_OFF_P_HEAP_SZ, 987);
+	put(&f, XP_OFF_P_STOP, 0x70000 + 980 * 8);
+	CHECK_INT("a fragment's bounds, stop elsewhere: not bounds", -EINVAL,
+		  process__bounds_from_span(&pr, PROC, span, &p));
+	CHECK_INT("taken as a stack moved to its new heap", 0,
+		  process__bounds_from_span_moved(&pr, PROC, span, &p));
+	CHECK_INT("from stop", 0x70000 + 980 * 8, (int64_t)p.stop);
+	CHECK_INT("its pid", 0x1234 << 4 | XP_TAG_PID, (int64_t)p.pid);
+	put(&f, XP_OFF_P_STOP, 0x50000 + 60 * 8);
+	CHECK_INT("stop inside heap and hend: not moved", -EINVAL,
+		  process__bounds_from_span_moved(&pr, PROC, span, &p));
+	put(&f, XP_OFF_P_STOP, 0x70000 + 980 * 8 + 4);
+	CHECK_INT("stop misaligned", -EINVAL, process__bounds_from_span_moved(&pr, PROC, span, &p));
+	put(&f, XP_OFF_P_STOP, 0x70000 + 980 * 8);
+	put(&f, XP_OFF_P_ABANDONED_HEAP, 0x30000);
+	CHECK_INT("abandoned heap still set: the bounds' case, not this", -EINVAL,
+		  process__bounds_from_span_moved(&pr, PROC, span, &p));
+	put(&f, XP_OFF_P_ABANDONED_HEAP, 0);
+	put(&f, XP_OFF_P_ID, 0x1234 << 4);
+	CHECK_INT("not a pid", -EINVAL, process__bounds_from_span_moved(&pr, PROC, span, &p));
+	mem__free(m);
+}
+
 int main(void)
 {
 	test_plausible();
 	test_no_old_heap();
 	test_faults();
 	test_abandoned_heap();
+	test_moved_bounds();
 	return check_done();
 }

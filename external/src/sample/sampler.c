@@ -240,6 +240,29 @@ static bool process_state(struct sampler *s, uint64_t cp, bool late_ok, uint32_t
 	return mem__read(s->t->mem, cp + (uint64_t)o->value, state, sizeof(*state)) == 0;
 }
 
+/* The bounds of the sample's process: from the capture's copy at the sample, else read now. A
+ * copy refused because a collection on a delayed heap was ending (process__bounds_from_span_moved:
+ * the stack already whole in the new heap, heap and hend a freed fragment's) is the process's
+ * still, for a sample in native code or on a dirty scheduler whose copied state says it is in a
+ * collection: its stack is walked from stop as copied (sampler_stack__read), and the sample
+ * counted, not dropped. */
+static int sample_bounds(struct sampler *s, const struct where *w, struct process_view *p)
+{
+	uint32_t state;
+	bool late;
+
+	if (!s->cap)
+		return process__read_bounds(&s->pr, w->cp, p);
+	if (!process__bounds_from_span(&s->pr, w->cp, s->cap->span, p))
+		return 0;
+	if (!(w->ur || w->dirty) ||
+	    process__bounds_from_span_moved(&s->pr, w->cp, s->cap->span, p) ||
+	    !process_state(s, w->cp, false, &state, &late) || !(state & XP_PSFLG_GC))
+		return -EINVAL;
+	s->st.gc_moved++;
+	return 0;
+}
+
 /* A sample on a dirty scheduler is either the process's own dirty BIF or NIF (its stack parked in
  * the call, read from c_p->stop) or a system task the scheduler runs for it, a collection too
  * large for a normal scheduler above all (B/erl_process.c erts_dirty_process_main: the state's
@@ -564,8 +587,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	/* The capture is on, yet holds no copy of this process at the sample: say which way. */
 	if (s->kc && !s->cap)
 		s->st.not_captured[k ? NOT_CAPTURED_OTHER : NOT_CAPTURED_NO_RECORD]++;
-	if (s->cap ? process__bounds_from_span(&s->pr, w.cp, s->cap->span, &p)
-		   : process__read_bounds(&s->pr, w.cp, &p)) {
+	if (sample_bounds(s, &w, &p)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
 		return;
 	}

@@ -132,6 +132,10 @@ struct sampler_stats {
 	uint64_t dirty_task, dirty_task_late;
 	/* Samples labelled [garbage collection] by the process's state word (ERTS_PSFLG_GC). */
 	uint64_t gc_state;
+	/* Of those, copied while a collection on a delayed heap was ending: the stack already in
+	 * the new heap, the bounds a freed fragment's (process__bounds_from_span_moved); walked
+	 * from stop. */
+	uint64_t gc_moved;
 	/* Samples of a process whose exit the scheduler continued in JIT code (its heap, messages,
 	 * links freed): no Erlang stack left; kept as that process's, "[process exiting]". */
 	uint64_t exiting;

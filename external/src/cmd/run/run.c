@@ -302,6 +302,11 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"  in a garbage collection (the process's state says so): %" PRIu64
 			" samples, labelled [garbage collection]\n",
 			st->gc_state);
+	if (st->gc_moved)
+		fprintf(f,
+			"    of them copied as the collection ended, the stack already in the new "
+			"heap: %" PRIu64 ", walked from there\n",
+			st->gc_moved);
 	if (st->stack_unreadable_kept)
 		fprintf(f,
 			"  native samples whose Erlang stack was unreadable (its heap freed or "
