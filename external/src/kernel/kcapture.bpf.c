@@ -150,14 +150,16 @@ static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp
 		 * from NATIVE_SLACK below stop up to hend, not from htop, which the free heap
 		 * between it and E may put far below (copying that cost up to 128 KiB a sample). A
 		 * top deeper than that is read later, and checked against this copy at the seam.
-		 * The free heap below stop may be pages never touched (a heap just allocated): then
-		 * from stop, whose stack was written (a dirty scheduler's E is stop). */
+		 * The free heap below stop may be pages never touched (a heap just allocated), and
+		 * the pages at hend then hold less than the stack: then from stop, whose stack was
+		 * written (a dirty scheduler's E is stop). */
 		from = stop > htop + NATIVE_SLACK ? stop - NATIVE_SLACK : htop;
-		if (!try_copy(r, hend, hend - from < KCAP_STACK_MAX ? hend - from : KCAP_STACK_MAX,
-			      true))
-			return;
-		copy_stack(r, hend, hend - stop < KCAP_STACK_MAX ? hend - stop : KCAP_STACK_MAX,
+		copy_stack(r, hend, hend - from < KCAP_STACK_MAX ? hend - from : KCAP_STACK_MAX,
 			   true);
+		if (r->stack_len < hend - stop)
+			copy_stack(r, hend,
+				   hend - stop < KCAP_STACK_MAX ? hend - stop : KCAP_STACK_MAX,
+				   true);
 		return;
 	}
 	/* In JIT code rsp is E: the stack is [rsp, hend), of which perf copies the first perf_stack
