@@ -221,6 +221,22 @@ int process__bounds_from_span_moved(const struct process_reader *r, uint64_t add
 	return 0;
 }
 
+int process__read_bounds_moved(const struct process_reader *r, uint64_t addr,
+			       struct process_view *p)
+{
+	uint8_t buf[BOUNDS_MAX_BYTES];
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (!r->bounds_len)
+		return -ENOTSUP;
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if ((err = mem__read(r->mem, addr + r->bounds_lo, buf, r->bounds_len)))
+		return err;
+	return process__bounds_from_span_moved(r, addr, buf, p);
+}
+
 void process__pid_format_read(struct pid_format *f, const struct xp_layout *row, struct mem *m,
 			      uint64_t ptab)
 {

@@ -128,6 +128,9 @@ int process__bounds_from_span(const struct process_reader *r, uint64_t addr, con
  * a collection. */
 int process__bounds_from_span_moved(const struct process_reader *r, uint64_t addr,
 				    const uint8_t *span, struct process_view *p);
+/* The same read now (no capture). */
+int process__read_bounds_moved(const struct process_reader *r, uint64_t addr,
+			       struct process_view *p);
 /* Fill name, initial and pd_initial (after read_bounds), shown as names.h says. Unreadable
  * parts are left empty. */
 void process__read_identity(const struct process_reader *r, struct process_view *p);

@@ -160,6 +160,12 @@ static void test_moved_bounds(void)
 	const uint8_t *span;
 
 	fixture_init(&f);
+	put(&f, XP_OFF_P_HEAP, 0x50000);
+	put(&f, XP_OFF_P_HTOP, 0x50000);
+	put(&f, XP_OFF_P_HEND, 0x50000 + 67 * 8);
+	put(&f, XP_OFF_P_HEAP_SZ, 987);
+	put(&f, XP_OFF_P_STOP, 0x70000 + 980 * 8);
+	/* The snapshot copies the bytes: the reads now see this Process, the span checks below f. */
 	r = (struct mem_region){.addr = PROC, .len = sizeof(f.bytes), .data = f.bytes};
 	if (mem__open_snapshot(&m, &r, 1) || process__reader_init(&pr, m, f.off, &pids, NULL) ||
 	    !pr.bounds_len) {
@@ -168,17 +174,15 @@ static void test_moved_bounds(void)
 		return;
 	}
 	span = f.bytes + pr.bounds_lo;
-	put(&f, XP_OFF_P_HEAP, 0x50000);
-	put(&f, XP_OFF_P_HTOP, 0x50000);
-	put(&f, XP_OFF_P_HEND, 0x50000 + 67 * 8);
-	put(&f, XP_OFF_P_HEAP_SZ, 987);
-	put(&f, XP_OFF_P_STOP, 0x70000 + 980 * 8);
 	CHECK_INT("a fragment's bounds, stop elsewhere: not bounds", -EINVAL,
 		  process__bounds_from_span(&pr, PROC, span, &p));
 	CHECK_INT("taken as a stack moved to its new heap", 0,
 		  process__bounds_from_span_moved(&pr, PROC, span, &p));
 	CHECK_INT("from stop", 0x70000 + 980 * 8, (int64_t)p.stop);
 	CHECK_INT("its pid", 0x1234 << 4 | XP_TAG_PID, (int64_t)p.pid);
+	CHECK_INT("the same read now", 0, process__read_bounds_moved(&pr, PROC, &p));
+	CHECK_INT("read now: from stop", 0x70000 + 980 * 8, (int64_t)p.stop);
+	CHECK_INT("read now: not bounds either", -EINVAL, process__read_bounds(&pr, PROC, &p));
 	put(&f, XP_OFF_P_STOP, 0x50000 + 60 * 8);
 	CHECK_INT("stop inside heap and hend: not moved", -EINVAL,
 		  process__bounds_from_span_moved(&pr, PROC, span, &p));

@@ -245,14 +245,24 @@ static bool process_state(struct sampler *s, uint64_t cp, bool late_ok, uint32_t
  * the stack already whole in the new heap, heap and hend a freed fragment's) is the process's
  * still, for a sample in native code or on a dirty scheduler whose copied state says it is in a
  * collection: its stack is walked from stop as copied (sampler_stack__read), and the sample
- * counted, not dropped. */
+ * counted, not dropped. Read after the sample (no capture), only a dirty scheduler's collection
+ * is taken so (its state read now too): kept at its resume point without its callers, as every
+ * dirty collection read late is (resolve). */
 static int sample_bounds(struct sampler *s, const struct where *w, struct process_view *p)
 {
 	uint32_t state;
 	bool late;
 
-	if (!s->cap)
-		return process__read_bounds(&s->pr, w->cp, p);
+	if (!s->cap) {
+		if (!process__read_bounds(&s->pr, w->cp, p))
+			return 0;
+		if (!w->dirty || process__read_bounds_moved(&s->pr, w->cp, p) ||
+		    !process_state(s, w->cp, true, &state, &late) || !(state & XP_PSFLG_GC) ||
+		    !(state & XP_PSFLG_DIRTY_RUNNING_SYS))
+			return -EINVAL;
+		s->st.gc_moved_late++;
+		return 0;
+	}
 	if (!process__bounds_from_span(&s->pr, w->cp, s->cap->span, p))
 		return 0;
 	if (!(w->ur || w->dirty) ||

@@ -136,6 +136,9 @@ struct sampler_stats {
 	 * the new heap, the bounds a freed fragment's (process__bounds_from_span_moved); walked
 	 * from stop. */
 	uint64_t gc_moved;
+	/* The same read after the sample (no capture), a dirty collection's: kept without callers.
+	 */
+	uint64_t gc_moved_late;
 	/* Samples of a process whose exit the scheduler continued in JIT code (its heap, messages,
 	 * links freed): no Erlang stack left; kept as that process's, "[process exiting]". */
 	uint64_t exiting;

@@ -307,6 +307,11 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"    of them copied as the collection ended, the stack already in the new "
 			"heap: %" PRIu64 ", walked from there\n",
 			st->gc_moved);
+	if (st->gc_moved_late)
+		fprintf(f,
+			"    of them read after the sample as the collection ended: %" PRIu64
+			", kept without their callers\n",
+			st->gc_moved_late);
 	if (st->stack_unreadable_kept)
 		fprintf(f,
 			"  native samples whose Erlang stack was unreadable (its heap freed or "
