@@ -165,7 +165,8 @@ static void test_moved_bounds(void)
 	put(&f, XP_OFF_P_HEND, 0x50000 + 67 * 8);
 	put(&f, XP_OFF_P_HEAP_SZ, 987);
 	put(&f, XP_OFF_P_STOP, 0x70000 + 980 * 8);
-	/* The snapshot copies the bytes: the reads now see this Process, the span checks below f. */
+	/* The snapshot copies the bytes: the reads now see this Process, the span checks below f.
+	 */
 	r = (struct mem_region){.addr = PROC, .len = sizeof(f.bytes), .data = f.bytes};
 	if (mem__open_snapshot(&m, &r, 1) || process__reader_init(&pr, m, f.off, &pids, NULL) ||
 	    !pr.bounds_len) {
