@@ -183,19 +183,27 @@ int process__read_bounds(const struct process_reader *r, uint64_t addr, struct p
 	return check_bounds(p, sz);
 }
 
-int process__bounds_from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
-			      struct process_view *p)
+/* p and *sz from a copy of the bounds span, unchecked: 0, or -ENOTSUP, -EINVAL (the address). */
+static int from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
+		     struct process_view *p, uint64_t *sz)
 {
-	uint64_t sz;
-
 	memset(p, 0, sizeof(*p));
 	p->addr = addr;
 	if (!r->bounds_len)
 		return -ENOTSUP;
 	if (!addr || (addr & 7))
 		return -EINVAL;
-	parse_span(r, span, p, &sz);
-	return check_bounds(p, sz);
+	parse_span(r, span, p, sz);
+	return 0;
+}
+
+int process__bounds_from_span(const struct process_reader *r, uint64_t addr, const uint8_t *span,
+			      struct process_view *p)
+{
+	uint64_t sz;
+	int rc = from_span(r, addr, span, p, &sz);
+
+	return rc ? rc : check_bounds(p, sz);
 }
 
 /* The last steps of a collection on a delayed heap (B/erl_gc.c erts_deallocate_young_generation
@@ -206,14 +214,10 @@ int process__bounds_from_span_moved(const struct process_reader *r, uint64_t add
 				    const uint8_t *span, struct process_view *p)
 {
 	uint64_t sz;
+	int rc = from_span(r, addr, span, p, &sz);
 
-	memset(p, 0, sizeof(*p));
-	p->addr = addr;
-	if (!r->bounds_len)
-		return -ENOTSUP;
-	if (!addr || (addr & 7))
-		return -EINVAL;
-	parse_span(r, span, p, &sz);
+	if (rc)
+		return rc;
 	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || !p->stop || (p->stop & 7) ||
 	    p->abandoned_heap || (p->stop > p->heap && p->stop < p->hend) ||
 	    sz * 8 > PROCESS_MAX_HEAP)
