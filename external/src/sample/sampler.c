@@ -245,14 +245,17 @@ static bool process_state(struct sampler *s, uint64_t cp, bool late_ok, uint32_t
  * the stack already whole in the new heap, heap and hend a freed fragment's) is the process's
  * still, for a sample in native code or on a dirty scheduler whose copied state says it is in a
  * collection: its stack is walked from stop as copied (sampler_stack__read), and the sample
- * counted, not dropped. Read after the sample (no capture), only a dirty scheduler's collection
- * is taken so (its state read now too): kept at its resume point without its callers, as every
- * dirty collection read late is (resolve). */
-static int sample_bounds(struct sampler *s, const struct where *w, struct process_view *p)
+ * counted, not dropped (*moved: E is then stop, where the collection put the stack). Read after the
+ * sample (no capture), only a dirty scheduler's collection is taken so (its state read now too):
+ * kept at its resume point without its callers, as every dirty collection read late is (resolve).
+ */
+static int sample_bounds(struct sampler *s, const struct where *w, struct process_view *p,
+			 bool *moved)
 {
 	uint32_t state;
 	bool late;
 
+	*moved = false;
 	if (!s->cap) {
 		if (!process__read_bounds(&s->pr, w->cp, p))
 			return 0;
@@ -270,6 +273,7 @@ static int sample_bounds(struct sampler *s, const struct where *w, struct proces
 	    !process_state(s, w->cp, false, &state, &late) || !(state & XP_PSFLG_GC))
 		return -EINVAL;
 	s->st.gc_moved++;
+	*moved = true;
 	return 0;
 }
 
@@ -555,7 +559,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	const struct kcap_rec *k;
 	enum call_check cc;
 	size_t nwords;
-	bool complete, task = false;
+	bool complete, task = false, moved;
 
 	s->st.samples++;
 	s->runtime_used = 0;
@@ -597,10 +601,12 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	/* The capture is on, yet holds no copy of this process at the sample: say which way. */
 	if (s->kc && !s->cap)
 		s->st.not_captured[k ? NOT_CAPTURED_OTHER : NOT_CAPTURED_NO_RECORD]++;
-	if (sample_bounds(s, &w, &p)) {
+	if (sample_bounds(s, &w, &p, &moved)) {
 		s->st.dropped[DROP_PROCESS_UNREADABLE]++;
 		return;
 	}
+	if (moved)
+		w.e = p.stop;
 	if (is_exit_code(w.leaf) && !task) {
 		stackless_sample(s, &rec, &p, &w, ESTACK_END_BOTTOM);
 		return;
