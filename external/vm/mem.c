@@ -258,7 +258,7 @@ static void local_add(struct mem_many *s, size_t *nl, void *p, size_t len)
  * into a bounce buffer and copied out: the kernel pins and copies per range and per local
  * iovec, and a million Processes allocated side by side then cost a few thousand large copies,
  * not a million small ones. A request alone is read straight into its buffer. */
-static size_t readv_many(struct mem *m, const struct mem_req *reqs, size_t n, size_t *tried)
+static size_t readv_many(struct mem *m, struct mem_req *reqs, size_t n, size_t *tried)
 {
 	struct mem_many *s = m->many;
 	size_t i = 0, g, k, nl = 0, nr = 0, total = 0, used = 0, done = 0;
@@ -298,11 +298,28 @@ static size_t readv_many(struct mem *m, const struct mem_req *reqs, size_t n, si
 	/* The kernel copies the remote iovecs in order and stops at the first it cannot (in a
 	 * merged range, maybe in a gap: the request there is then read alone by the caller). */
 	for (i = 0; got > 0 && i < n && (size_t)got >= s->ends[i]; i++) {
-		if (s->boff[i] != MEM_DIRECT)
+		if (s->boff[i] == MEM_DIRECT) {
+			reqs[i].data = reqs[i].buf;
+		} else if (reqs[i].lend) {
+			reqs[i].data = s->bounce + s->boff[i]; /* lent: no copy */
+		} else {
 			memcpy(reqs[i].buf, s->bounce + s->boff[i], reqs[i].len);
+			reqs[i].data = reqs[i].buf;
+		}
 		done++;
 	}
 	return done;
+}
+
+/* Before the scratch is reused: the bytes lent from it, reqs[0..n), copied to their buffers. */
+static void unlend(struct mem_req *reqs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (reqs[i].rc == 0 && reqs[i].data && reqs[i].data != reqs[i].buf) {
+			memcpy(reqs[i].buf, reqs[i].data, reqs[i].len);
+			reqs[i].data = reqs[i].buf;
+		}
+	}
 }
 
 static bool req_ok(const struct mem_req *q)
@@ -312,20 +329,25 @@ static bool req_ok(const struct mem_req *q)
 
 int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 {
-	size_t i = 0, k, batch, done;
+	size_t i = 0, k, batch, done, lent = 0;
 
 	if (!m || (n && !reqs))
 		return -EINVAL;
 	if (m->kind == MEM_LIVE && !m->many)
 		m->many = malloc(sizeof(*m->many)); /* NULL: each request is read alone */
+	for (k = 0; k < n; k++)
+		reqs[k].data = NULL;
 	while (i < n && !(i && reqs[i - 1].rc == -ESRCH)) {
 		if (m->kind != MEM_LIVE || m->tap || !m->many || !req_ok(&reqs[i])) {
 			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
+			reqs[i].data = reqs[i].rc ? NULL : reqs[i].buf;
 			i++;
 			continue;
 		}
 		for (k = i; k < n && k - i < MEM_MANY_BATCH && req_ok(&reqs[k]); k++)
 			;
+		unlend(reqs + lent, i - lent); /* the scratch is about to be reused */
+		lent = i;
 		done = readv_many(m, reqs + i, k - i, &batch);
 		for (k = i; k < i + done; k++)
 			reqs[k].rc = 0;
@@ -333,6 +355,7 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 		if (done <
 		    batch) { /* the one that stopped the batch, alone: its error classified */
 			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
+			reqs[i].data = reqs[i].rc ? NULL : reqs[i].buf;
 			i++;
 		}
 	}

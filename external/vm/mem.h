@@ -6,6 +6,7 @@
 #ifndef XP_MEM_H
 #define XP_MEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -61,6 +62,11 @@ struct mem_req {
 	void *buf;
 	size_t len;
 	int rc;
+	/* lend: the bytes may be left where the reader copied them (a merged range's, in its
+	 * scratch) instead of copied to buf; data says where they are when rc is 0 (buf, or the
+	 * scratch, valid until the next mem__read_many on this reader). */
+	bool lend;
+	const void *data;
 };
 int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n);
 

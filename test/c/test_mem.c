@@ -261,12 +261,57 @@ out:
 	free(q);
 }
 
+/* Lent bytes (lend): 1024 requests of 4 KiB side by side, more than one bounce buffer holds, so
+ * one call makes several process_vm_readv: those left in the scratch (data not buf) must still
+ * hold their bytes when the call returns (the earlier batches copied out before the scratch was
+ * reused), and every data points at its request's bytes; without lend, data is buf. */
+static void test_read_many_lend(void)
+{
+	enum { N = 1024, LEN = 4096 };
+	uint8_t *src = malloc((size_t)N * LEN), *dst = malloc((size_t)N * LEN);
+	struct mem_req *q = calloc(N, sizeof(*q));
+	struct mem *m = NULL;
+	size_t i, ok = 0, lent = 0, own = 0;
+
+	if (!src || !dst || !q || mem__open_live(&m, getpid())) {
+		CHECK("read_many lend setup", false);
+		goto out;
+	}
+	for (i = 0; i < (size_t)N * LEN; i++)
+		src[i] = (uint8_t)(i * 29 + (i >> 12));
+	for (i = 0; i < N; i++)
+		q[i] = (struct mem_req){.addr = (uintptr_t)(src + i * LEN),
+					.buf = dst + i * LEN,
+					.len = LEN,
+					.lend = true};
+	CHECK_INT("read_many lend returns 0", 0, mem__read_many(m, q, N));
+	for (i = 0; i < N; i++) {
+		ok += q[i].rc == 0 && q[i].data && memcmp(q[i].data, src + i * LEN, LEN) == 0;
+		lent += q[i].data && q[i].data != q[i].buf;
+	}
+	CHECK_INT("every request's bytes where data says", N, (int)ok);
+	CHECK("some were lent, not copied", lent > 0 && lent < N);
+	for (i = 0; i < N; i++)
+		q[i].lend = false;
+	mem__read_many(m, q, N);
+	for (i = 0; i < N; i++)
+		own += q[i].rc == 0 && q[i].data == q[i].buf &&
+		       memcmp(q[i].buf, src + i * LEN, LEN) == 0;
+	CHECK_INT("without lend: data is buf, bytes in it", N, (int)own);
+out:
+	mem__free(m);
+	free(src);
+	free(dst);
+	free(q);
+}
+
 int main(void)
 {
 	test_live_self();
 	test_read_many();
 	test_read_many_gaps();
 	test_read_many_bounce();
+	test_read_many_lend();
 	test_live_gone();
 	test_live_perm();
 	test_snapshot();

@@ -216,9 +216,10 @@ static int copy_span(struct evring *r, unsigned i, uint64_t from, uint64_t to)
 	    r->region.rings_addr + (uint64_t)i * r->region.ring_bytes + sizeof(struct xp_ev_ring);
 	a = from & (cap - 1);
 	first = cap - a < n ? cap - a : n;
-	q[0] = (struct mem_req){base + a * 32, r->buf, (size_t)first * 32, 0};
+	q[0] = (struct mem_req){.addr = base + a * 32, .buf = r->buf, .len = (size_t)first * 32};
 	if (first < n) {
-		q[1] = (struct mem_req){base, r->buf + first, (size_t)(n - first) * 32, 0};
+		q[1] = (struct mem_req){
+		    .addr = base, .buf = r->buf + first, .len = (size_t)(n - first) * 32};
 		nq = 2;
 	}
 	if (mem__read_many(r->mem, q, nq))

@@ -175,17 +175,19 @@ static int index_all(struct listing *l, struct batch *b, uint32_t *ixs, uint64_t
 	}
 	for (i = 0; i < nv && !*l->c->stop && !l->gone; i += m) {
 		m = nv - i < MEM_MANY_BATCH ? nv - i : MEM_MANY_BATCH;
-		for (k = 0; k < m; k++)
-			b->q[k] = (struct mem_req){
-			    .addr = v[i + k].addr, .buf = b->snaps + k * b->len, .len = b->len};
+		for (k = 0; k < m; k++) /* lent: parsed where the reader copied them */
+			b->q[k] = (struct mem_req){.addr = v[i + k].addr,
+						   .buf = b->snaps + k * b->len,
+						   .len = b->len,
+						   .lend = true};
 		mem__read_many(l->c->t->mem, b->q, m);
 		for (k = 0; k < m; k++) {
 			rc = b->q[k].rc;
 			v[c] = v[i + k];
 			v[c].fi = (uint32_t)c;
 			if (!rc)
-				rc = index_one(&l->c->pr, b->snaps + k * b->len, b->len, v[c].addr,
-					       v[c].ix, snap, &v[c], &f[c]);
+				rc = index_one(&l->c->pr, b->q[k].data, b->len, v[c].addr, v[c].ix,
+					       snap, &v[c], &f[c]);
 			if (rc)
 				skip(l, rc);
 			else
@@ -239,17 +241,16 @@ static void read_snaps(struct listing *l, struct batch *b, const struct ref *r, 
 	const struct process_reader *pr = &l->c->pr;
 	size_t k;
 
-	for (k = 0; k < m; k++)
+	for (k = 0; k < m; k++) /* lent: parsed at once, where the reader copied them */
 		b->q[k] = (struct mem_req){
-		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len};
+		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len, .lend = true};
 	mem__read_many(l->c->t->mem, b->q, m);
 	for (k = 0; k < m; k++) {
 		struct slot *s = &b->slots[k];
 		int rc = b->q[k].rc;
 
 		if (!rc)
-			rc = process__parse_snap(pr, r[k].addr, b->snaps + k * b->len, b->len,
-						 &s->s);
+			rc = process__parse_snap(pr, r[k].addr, b->q[k].data, b->len, &s->s);
 		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->s.v.pid, r[k].ix))
 			rc = NOT_IN_SLOT;
 		s->rc = rc;
