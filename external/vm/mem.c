@@ -256,9 +256,9 @@ static void local_add(struct mem_many *s, size_t *nl, void *p, size_t len)
 /* reqs[0..n) in one process_vm_readv: how many completed (all bytes read), in order. Requests
  * that follow one another in memory within MEM_COALESCE_GAP bytes share one remote range, read
  * into a bounce buffer and copied out (or lent there: reqs[i].lend): the kernel pins and copies
- * per range and per local
- * iovec, and a million Processes allocated side by side then cost a few thousand large copies,
- * not a million small ones. A request alone is read straight into its buffer. */
+ * per range and per local iovec, and a million Processes allocated side by side then cost a few
+ * thousand large copies, not a million small ones. A request alone is read straight into its
+ * buffer. */
 static size_t readv_many(struct mem *m, struct mem_req *reqs, size_t n, size_t *tried)
 {
 	struct mem_many *s = m->many;
