@@ -292,7 +292,9 @@ xp_stop_vm() {
 			fi
 		fi
 		[[ "$pid" != 0 ]] && { wait "$pid" 2>/dev/null || true; }
-		[[ "$pid" != 0 ]] && rm -f "${root%/}/tmp/perf-$pid.map"
+		# The VM's own map (in its root), and the host's that `extrospect perf-map` writes for
+		# a VM in a chroot: a later VM with this pid would find it (pids wrap).
+		[[ "$pid" != 0 ]] && rm -f "${root%/}/tmp/perf-$pid.map" "/tmp/perf-$pid.map"
 		if [[ -n "${XP_KEEP_WORK:-}" ]]; then
 			xp_log "kept work dir $dir"
 		else
