@@ -323,6 +323,13 @@ static void unlend(struct mem_req *reqs, size_t n)
 	}
 }
 
+/* One request read by itself (mem__read): its rc, and data its buffer when read. */
+static void read_alone(struct mem *m, struct mem_req *q)
+{
+	q->rc = mem__read(m, q->addr, q->buf, q->len);
+	q->data = q->rc ? NULL : q->buf;
+}
+
 static bool req_ok(const struct mem_req *q)
 {
 	return q->buf && q->len && q->len <= MEM_MAX_READ && q->len - 1 <= UINT64_MAX - q->addr;
@@ -340,9 +347,7 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 		reqs[k].data = NULL;
 	while (i < n && !(i && reqs[i - 1].rc == -ESRCH)) {
 		if (m->kind != MEM_LIVE || m->tap || !m->many || !req_ok(&reqs[i])) {
-			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
-			reqs[i].data = reqs[i].rc ? NULL : reqs[i].buf;
-			i++;
+			read_alone(m, &reqs[i++]);
 			continue;
 		}
 		for (k = i; k < n && k - i < MEM_MANY_BATCH && req_ok(&reqs[k]); k++)
@@ -355,9 +360,7 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 		i += done;
 		if (done <
 		    batch) { /* the one that stopped the batch, alone: its error classified */
-			reqs[i].rc = mem__read(m, reqs[i].addr, reqs[i].buf, reqs[i].len);
-			reqs[i].data = reqs[i].rc ? NULL : reqs[i].buf;
-			i++;
+			read_alone(m, &reqs[i++]);
 		}
 	}
 	for (; i < n; i++) /* the VM exited: a million requests are not tried one by one */

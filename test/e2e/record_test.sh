@@ -719,11 +719,12 @@ check_class() {
 	inner=$XP_VM_DIR/$tag.inner
 	# Deferred work (collections a phase's allocations made necessary, run where the process was
 	# parked, its innermost frame the resume point, not the phase) may make a phase short; the
-	# phases' net shortfall must be what it and the other labels hold (below). Deferred work: samples labelled [scheduler work for the process] or [dirty system task]
-	# whose innermost Erlang frame is no phase's (a phase's own are its samples already). Each
-	# phase's own is the part under its repeater, r_NAME/3 (xp_class), which also ends its
-	# interval: "NAME count" lines in TAG.own. The rest (run_round/5, xp_defer's) is shared:
-	# any phase may have caused it.
+	# phases' net shortfall must be what it and the other labels hold (below). Deferred work:
+	# samples labelled [scheduler work for the process] or [dirty system task] whose innermost
+	# Erlang frame is no phase's (a phase's own are its samples already). Each phase's own is
+	# the part under its repeater, r_NAME/3 (xp_class), which also ends its interval: "NAME
+	# count" lines in TAG.own, after "- WORK SHARED". The rest (run_round/5, xp_defer's) is
+	# shared: any phase may have caused it.
 	phase_frames=$(for phase in $(stat_get "$s1" phases | tr ',' ' '); do
 		stat_get "$s1" "${phase}_frames"; echo; done | tr '\n' ',')
 	awk -v p=" $CLASS_PROC;" -v ph="$phase_frames" "$AWK_IS_ERL"'
@@ -738,8 +739,9 @@ check_class() {
 				m = substr(line, RSTART + 12, RLENGTH - 15); own[m] += n
 			}
 		}
-		END { print "-", work + 0; for (m in own) print m, own[m] }' "$folded" >"$XP_VM_DIR/$tag.own"
-	work=$(awk '$1 == "-" { print $2 }' "$XP_VM_DIR/$tag.own")
+		END { sh = work; for (m in own) sh -= own[m]; print "-", work + 0, sh + 0
+			for (m in own) print m, own[m] }' "$folded" >"$XP_VM_DIR/$tag.own"
+	read -r _ work shared <"$XP_VM_DIR/$tag.own"
 	innermost "$folded" "$CLASS_PROC" >"$inner"
 	# Every sample the sampler took: those it dropped count against the phases too.
 	total=$(summary_num "$XP_VM_DIR/$tag.err" 's/^extrospect: \([0-9]*\) samples in .*/\1/p')
@@ -754,7 +756,6 @@ check_class() {
 		return 0
 	fi
 	pool=$(awk -v w="$work" -v t="$total" 'BEGIN { printf "%.2f", 100 * w / t }')
-	shared=$(awk -v w="$work" '$1 != "-" { w -= $2 } END { print w }' "$XP_VM_DIR/$tag.own")
 	echo "FIGURE: OTP $otp $mode $case $tag: $work samples ($pool %) of deferred work outside the phases' code (labelled [scheduler work for the process] or [dirty system task]), $((work - shared)) of them under a phase's repeater, $shared shared"
 	for phase in $(stat_get "$s1" phases | tr ',' ' '); do
 		frames=$(stat_get "$s1" "${phase}_frames")

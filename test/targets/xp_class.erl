@@ -16,8 +16,9 @@
 %%                       scheduler threads while the phase's calls ran, in microseconds: the
 %%                       sum of their /proc/self/task/TID/schedstat run times (nanoseconds,
 %%                       exact), read by the process xp_class_clock (start_clock/1), from just
-%%                       before the phase's first call to its r_NAME/3's last. System time counts: a page fault of a growing heap is the
-%%                       phase's, and the sampler samples it (as [kernel]). Not
+%%                       before the phase's first call to its r_NAME/3's last. System time
+%%                       counts: a page fault of a growing heap is the phase's, and the
+%%                       sampler samples it (as [kernel]). Not
 %%                       erlang:statistics(runtime): getrusage's user time splits each thread's
 %%                       run time by the ticks that found it in user mode (4 ms apart at
 %%                       HZ=250), which credits a phase some of its system time, not all
@@ -346,8 +347,7 @@ setup({Name, Alt, Base, MakeArg}) ->
     Cost = cost(Fn, Arg),
     Calls = max(1, round(us(Weight * ?CHUNK_US_PER_WEIGHT) / Cost)),
     #ph{name = Name, frames = [{?MODULE, Name, 1} | Alt], fn = Fn, rep = repeater(Name),
-        arg = Arg, calls = Calls,
-        cost = Cost}.
+        arg = Arg, calls = Calls, cost = Cost}.
 
 %% The cost of one call in native time units, garbage collections included: N doubled until N
 %% calls take 2 ms, then the mean of 5 runs of N.

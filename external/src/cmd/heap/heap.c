@@ -214,8 +214,8 @@ static int read_all(struct heap_ctx *c, uint32_t *ixs, uint64_t *procs, size_t n
 			    .addr = procs[i + k], .buf = bufs + k * len, .len = len, .lend = true};
 		mem__read_many(c->t->mem, q, b);
 		for (k = 0; k < b; k++)
-			keep(c, procs[i + k], ixs[i + k], q[k].data ? q[k].data : bufs + k * len,
-			     len, !procs[i + k] || (procs[i + k] & 7) ? -EINVAL : q[k].rc);
+			keep(c, procs[i + k], ixs[i + k], q[k].data, len,
+			     !procs[i + k] || (procs[i + k] & 7) ? -EINVAL : q[k].rc);
 	}
 	free(q);
 	free(bufs);
