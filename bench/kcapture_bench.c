@@ -126,7 +126,8 @@ static int run(enum kind kind, double secs, double *ns_per_run, double *spins_pe
 {
 	static uint64_t proc[8], cur;
 	static uint8_t heap[HEAP_BYTES], gc[GC_BYTES];
-	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP, 2, RATE_HZ, 0, 0};
+	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP,
+			       2,	RATE_HZ,  0,	  0,	  {0},	  0};
 	struct perf_opts o = {PERF_EV_CPU_CLOCK, RATE_HZ, 8192, 64, 0, -1, false, false, false};
 	volatile int stop = 0;
 	struct spinner sp = {.stop = &stop};
@@ -173,7 +174,8 @@ static int run(enum kind kind, double secs, double *ns_per_run, double *spins_pe
 
 int main(int argc, char **argv)
 {
-	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP, 2, 997, 8192, 0};
+	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP, F_HEAP,
+			       2,	997,	  8192,	  0,	  {0},	  0};
 	double secs = argc > 1 ? atof(argv[1]) : 3, ms[OPENS], ns, spins;
 	uint32_t xlated = 0, jited = 0;
 	union bpf_attr a;

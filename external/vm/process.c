@@ -241,6 +241,43 @@ int process__read_bounds_moved(const struct process_reader *r, uint64_t addr,
 	return process__bounds_from_span_moved(r, addr, buf, p);
 }
 
+/* The VM's heap sizes (B/erl_gc.c erts_init_gc, 25:261, 27:262, 29:265): 12 and 38, each next
+ * the sum of the two before plus one up to the 23rd, then 20 % more each; kept below 2^50 words
+ * (the VM's own bound is 2^50 on 64 bits). */
+size_t process__heap_sizes(uint64_t *out, size_t max)
+{
+	uint64_t a = 12, b = 38, next;
+	size_t n = 0;
+
+	if (max > 0)
+		out[n++] = a;
+	if (max > 1)
+		out[n++] = b;
+	for (; n < max; n++) {
+		next = n < 23 ? a + b + 1 : b + b / 5;
+		if (next > (1ULL << 50))
+			break;
+		out[n] = next;
+		a = b;
+		b = next;
+	}
+	for (size_t i = n; i < max; i++)
+		out[i] = 0;
+	return n;
+}
+
+bool process__is_heap_size(uint64_t words)
+{
+	uint64_t sizes[PROCESS_HEAP_SIZES];
+	size_t n = process__heap_sizes(sizes, PROCESS_HEAP_SIZES);
+
+	for (size_t i = 0; i < n; i++) {
+		if (sizes[i] == words)
+			return true;
+	}
+	return false;
+}
+
 void process__pid_format_read(struct pid_format *f, const struct xp_layout *row, struct mem *m,
 			      uint64_t ptab)
 {

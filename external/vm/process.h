@@ -131,6 +131,11 @@ int process__bounds_from_span_moved(const struct process_reader *r, uint64_t add
 /* The same read now (no capture). */
 int process__read_bounds_moved(const struct process_reader *r, uint64_t addr,
 			       struct process_view *p);
+/* The VM's heap sizes, in words, ascending: a collection gives a heap one of them
+ * (next_heap_size). Fills out with up to max of them (0 after the last); returns how many. */
+#define PROCESS_HEAP_SIZES 154 /* at most: B/erl_gc.c MAX_HEAP_SIZES (25:172) */
+size_t process__heap_sizes(uint64_t *out, size_t max);
+bool process__is_heap_size(uint64_t words);
 /* Fill name, initial and pd_initial (after read_bounds), shown as names.h says. Unreadable
  * parts are left empty. */
 void process__read_identity(const struct process_reader *r, struct process_view *p);

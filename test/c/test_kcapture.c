@@ -3,15 +3,20 @@
  * stack is the 3000 bytes below hend); B: one in a garbage collection (stop outside [heap, hend):
  * the copy starts at stop); C: r13 = 0, its "scheduler" slot (kcapture__watch) names A's process;
  * D: as if in JIT code, rsp (E) inside [htop, hend): the copy is [rsp, hend).
- * Every capture must be found for its sample and hold exactly the fake's bytes. Exits 77 when
+ * Every capture must be found for its sample and hold exactly the fake's bytes. A fifth thread,
+ * R, shrinks a fake heap's block in place with mremap over and over, its stack moved to the new
+ * end first (as B/erl_gc.c resize_new_heap does): a capture in mremap must say where the heap now
+ * ends and hold the moved stack (F_REMAP), and no other capture of R may. Exits 77 when
  * perf_event_open or BPF is not permitted (not root). Does not own: the sampler's use of it. */
 #include "check.h"
 #include "kcapture.h"
 #include "perf.h"
+#include "process.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +45,83 @@ struct spinner {
 	volatile pid_t tid;
 };
 
+/* R's heap: 121,536 words shrunk to 46,422 (two of the VM's heap sizes), 64 bytes into its block;
+ * its stack ends at normal_exit. */
+#define R_OLD_WORDS   121536u
+#define R_NEW_WORDS   46422u
+#define R_HEAP_OFF    64u
+#define R_STACK_BYTES 2048u
+#define R_NORMAL_EXIT 0x7f00dead0000beefull
+#define R_PAGE_UP(n)  (((n) + 4095u) & ~4095u)
+
+struct remapper {
+	uint64_t proc[8];
+	uint64_t cur; /* the "scheduler's" current_process: proc */
+	volatile int *stop;
+	volatile pid_t tid;
+	unsigned rounds;
+};
+
+/* R: map a block, write its stack at the old heap's end, move it to the new end (memmove, as the
+ * VM does), then mremap the block down to the new heap in place, and unmap it. */
+static void *remap_loop(void *arg)
+{
+	struct remapper *r = arg;
+	size_t old_len = R_PAGE_UP(R_HEAP_OFF + 8 * R_OLD_WORDS);
+	size_t new_len = R_PAGE_UP(R_HEAP_OFF + 8 * R_NEW_WORDS);
+	uint64_t *stack;
+
+	r->tid = (pid_t)syscall(SYS_gettid);
+	while (!*r->stop) {
+		uint8_t *blk =
+		    mmap(NULL, old_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *heap = blk + R_HEAP_OFF, *hend = heap + 8 * R_OLD_WORDS;
+
+		if (blk == MAP_FAILED)
+			break;
+		memset(blk, 0x11, old_len); /* every page touched: mremap has work to do */
+		stack = (uint64_t *)(hend - R_STACK_BYTES);
+		for (size_t i = 0; i < R_STACK_BYTES / 8; i++)
+			stack[i] = 0x1000 + i * 8;
+		stack[R_STACK_BYTES / 8 - 1] = R_NORMAL_EXIT;
+		r->proc[F_HEAP / 8] = (uint64_t)(uintptr_t)heap;
+		r->proc[F_HTOP / 8] = (uint64_t)(uintptr_t)(heap + 64);
+		r->proc[F_HEND / 8] = (uint64_t)(uintptr_t)hend;
+		r->proc[F_STOP / 8] = (uint64_t)(uintptr_t)stack;
+		memmove(heap + 8 * R_NEW_WORDS - R_STACK_BYTES, stack, R_STACK_BYTES);
+		if (mremap(blk, old_len, new_len, MREMAP_MAYMOVE) != blk)
+			break;
+		r->proc[F_STOP / 8] = r->proc[F_HEND / 8] = 0;
+		munmap(blk, new_len);
+		r->rounds++;
+	}
+	return NULL;
+}
+
+/* R's captures: in mremap (F_REMAP) and exact, or not. */
+struct remap_seen {
+	unsigned remapped, exact, other_remap;
+};
+
+static void check_remap(const struct kcap_rec *r, struct remap_seen *rs)
+{
+	uint64_t heap, want[R_STACK_BYTES / 8];
+
+	if (!r->remap_end)
+		return;
+	rs->remapped++;
+	if (!r->span)
+		return;
+	memcpy(&heap, r->span + F_HEAP - SPAN_LO, 8);
+	for (size_t i = 0; i < R_STACK_BYTES / 8; i++)
+		want[i] = 0x1000 + i * 8;
+	want[R_STACK_BYTES / 8 - 1] = R_NORMAL_EXIT;
+	if (r->remap_end == heap + 8 * R_NEW_WORDS && r->stack_len == R_STACK_BYTES &&
+	    r->stack_addr == r->remap_end - R_STACK_BYTES &&
+	    memcmp(r->stack, want, R_STACK_BYTES) == 0)
+		rs->exact++;
+}
+
 struct seen {
 	pid_t tid[NTHREADS];
 	const uint64_t *proc[NTHREADS];
@@ -48,6 +130,9 @@ struct seen {
 	bool sched[NTHREADS];
 	unsigned samples[NTHREADS], found[NTHREADS], exact[NTHREADS];
 	struct kcapture *k;
+	pid_t remap_tid;
+	unsigned remap_samples, remap_found;
+	struct remap_seen rs;
 };
 
 static void *spin(void *arg)
@@ -88,6 +173,16 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 
 	for (i = 0; i < NTHREADS && w->tid[i] != (pid_t)ps->tid; i++)
 		;
+	if (w->remap_tid == (pid_t)ps->tid) {
+		w->remap_samples++;
+		kcapture__drain(w->k, ps->time);
+		r = kcapture__find(w->k, ps->tid, ps->time, ps->regs[PERF_R_IP],
+				   ps->regs[PERF_R_SP]);
+		w->remap_found += r != NULL;
+		if (r)
+			check_remap(r, &w->rs);
+		return;
+	}
 	if (i == NTHREADS || !ps->regs_valid)
 		return;
 	w->samples[i]++;
@@ -96,6 +191,7 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 	if (!r)
 		return;
 	w->found[i]++;
+	w->rs.other_remap += r->remap_end != 0;
 	if (r->cp == (uint64_t)(uintptr_t)w->proc[i] && r->from_scheduler == w->sched[i] &&
 	    r->span && memcmp(r->span, (const uint8_t *)w->proc[i] + SPAN_LO, SPAN_LEN) == 0 &&
 	    r->state_known && r->state == FAKE_STATE &&
@@ -114,14 +210,15 @@ static void fake_process(uint64_t *p, uint8_t *heap, uint8_t *stop)
 	p[F_STOP / 8] = (uint64_t)(uintptr_t)stop;
 }
 
-static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
+static int run(struct kcapture *k, struct seen *w, uint64_t *cur, struct remapper *rm)
 {
 	struct perf_opts o = {PERF_EV_CPU_CLOCK,    997,   8192,  64,	1,
 			      kcapture__prog_fd(k), false, false, false};
 	struct spinner sp[NTHREADS];
 	struct perf_session *ps = NULL;
 	volatile int stop = 0;
-	pthread_t th[NTHREADS];
+	pthread_t th[NTHREADS], rth;
+	pid_t tids[NTHREADS + 1];
 	struct timespec t0, t;
 	int rc, i;
 
@@ -131,13 +228,19 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
 					 .stop = &stop};
 		pthread_create(&th[i], NULL, spin, &sp[i]);
 	}
+	rm->stop = &stop;
+	pthread_create(&rth, NULL, remap_loop, rm);
 	for (i = 0; i < NTHREADS; i++) {
 		while (!sp[i].tid)
 			sched_yield();
-		w->tid[i] = sp[i].tid;
+		tids[i] = w->tid[i] = sp[i].tid;
 	}
+	while (!rm->tid)
+		sched_yield();
+	tids[NTHREADS] = w->remap_tid = rm->tid;
 	kcapture__watch(k, w->tid[2], (uint64_t)(uintptr_t)cur, 0);
-	rc = perf_session__open(&ps, w->tid, NTHREADS, &o);
+	kcapture__watch(k, rm->tid, (uint64_t)(uintptr_t)&rm->cur, 0);
+	rc = perf_session__open(&ps, tids, NTHREADS + 1, &o);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		if (!rc)
@@ -149,6 +252,7 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur)
 	stop = 1;
 	for (i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
+	pthread_join(rth, NULL);
 	perf_session__free(ps);
 	return rc;
 }
@@ -159,13 +263,14 @@ int main(void)
 	uint8_t *heap_a = malloc(HEAP_BYTES), *heap_b = malloc(HEAP_BYTES), *gc = malloc(GC_BYTES);
 	uint8_t *heap_d = malloc(HEAP_BYTES);
 	/* perf_stack 0: D's copy starts at its rsp (the sampler passes perf's copy size). */
-	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND, F_STOP,
-			       F_HEAP,	1,	  997,	  0,	  F_STATE};
+	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND,  F_STOP, F_HEAP,
+			       1,	997,	  0,	  F_STATE, {0},	   0};
 	struct kcap_cfg bad = cfg;
 	struct kcapture *k = NULL;
 	struct seen w = {.proc = {proc_a, proc_b, proc_a, proc_d},
 			 .sched = {false, false, true, false}};
 	uint64_t cur = (uint64_t)(uintptr_t)proc_a;
+	static struct remapper rm;
 	char why[256] = "";
 	int rc;
 
@@ -185,6 +290,12 @@ int main(void)
 	fake_process(proc_d, heap_d, heap_d + HEAP_BYTES - 800);
 	w.stack_at[3] = heap_d + HEAP_BYTES - E_BYTES;
 	w.stack_len[3] = E_BYTES;
+	rm.proc[F_STATE / 8] = FAKE_STATE;
+	rm.cur = (uint64_t)(uintptr_t)rm.proc;
+	cfg.normal_exit = R_NORMAL_EXIT;
+	CHECK("heap_sizes", process__heap_sizes(cfg.heap_words, KCAP_HEAP_SIZES) > 100 &&
+				cfg.heap_words[16] == R_NEW_WORDS &&
+				cfg.heap_words[18] == R_OLD_WORDS);
 
 	bad.hend_off = 64; /* outside the span */
 	CHECK_INT("open.bad_cfg", -EINVAL, kcapture__open(&k, &bad, why, sizeof(why)));
@@ -197,7 +308,7 @@ int main(void)
 		return check_done();
 	}
 	w.k = k;
-	if (run(k, &w, &cur))
+	if (run(k, &w, &cur, &rm))
 		return check_skip("perf_event_open is not permitted here");
 	for (int i = 0; i < NTHREADS; i++) {
 		char name[64];
@@ -211,6 +322,15 @@ int main(void)
 		snprintf(name, sizeof(name), "thread%c.every_capture_exact", 'A' + i);
 		CHECK_INT(name, (int)w.found[i], (int)w.exact[i]);
 	}
+	printf("thread R: %u rounds, %u samples, %u captures found, %u in mremap, %u exact; %u "
+	       "others said mremap\n",
+	       rm.rounds, w.remap_samples, w.remap_found, w.rs.remapped, w.rs.exact,
+	       w.rs.other_remap);
+	CHECK("threadR.samples", w.remap_samples >= 100);
+	CHECK_INT("threadR.every_sample_found", (int)w.remap_samples, (int)w.remap_found);
+	CHECK("threadR.some_in_mremap", w.rs.remapped >= 5);
+	CHECK_INT("threadR.every_remap_exact", (int)w.rs.remapped, (int)w.rs.exact);
+	CHECK_INT("others.never_remap", 0, (int)w.rs.other_remap);
 	CHECK("find.none", kcapture__find(k, 1, 0, 0, 0) == NULL);
 	CHECK_INT("stats.malformed", 0, (int)kcapture__stats(k)->malformed);
 	kcapture__free(k);

@@ -199,6 +199,23 @@ static void test_moved_bounds(void)
 	mem__free(m);
 }
 
+/* The VM's heap sizes (B/erl_gc.c erts_init_gc): 233 and 999,631 words are two (the default
+ * minimum, the first past the Fibonacci part); one word more is not; the table ends below 2^50
+ * words. */
+static void test_heap_sizes(void)
+{
+	uint64_t w[PROCESS_HEAP_SIZES];
+	size_t n = process__heap_sizes(w, PROCESS_HEAP_SIZES);
+
+	CHECK("heap_sizes.start", w[0] == 12 && w[1] == 38 && w[2] == 51 && w[5] == 233);
+	CHECK("heap_sizes.fib_end", w[22] == 833026 && w[23] == 999631);
+	CHECK("heap_sizes.bounded", n > 100 && n < PROCESS_HEAP_SIZES && w[n - 1] <= (1ULL << 50) &&
+					w[n] == 0 && w[n - 1] + w[n - 1] / 5 > (1ULL << 50));
+	CHECK("heap_sizes.is", process__is_heap_size(233) && process__is_heap_size(999631));
+	CHECK("heap_sizes.is_not", !process__is_heap_size(234) && !process__is_heap_size(0));
+	CHECK_INT("heap_sizes.short", 3, (int)process__heap_sizes(w, 3));
+}
+
 int main(void)
 {
 	test_plausible();
@@ -206,5 +223,6 @@ int main(void)
 	test_faults();
 	test_abandoned_heap();
 	test_moved_bounds();
+	test_heap_sizes();
 	return check_done();
 }

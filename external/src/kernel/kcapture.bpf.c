@@ -26,6 +26,10 @@ const volatile __u32 span_lo, span_len;
 const volatile __u32 htop_off, hend_off, stop_off, heap_off;
 const volatile __u32 perf_stack;
 const volatile __u32 state_off; /* Process.state, 0: not read */
+/* The VM's heap sizes in words, ascending, 0 after the last; normal_exit, the stack's last word
+ * (0: not known, no heap resize is followed). */
+const volatile __u64 heap_words[KCAP_HEAP_SIZES];
+const volatile __u64 normal_exit;
 
 /* The capture is built in this CPU's slot of an array (a per-CPU map's values are limited to
  * 32 KiB): a perf event's program runs with interrupts off, alone on its CPU. max_entries is the
@@ -116,7 +120,44 @@ static __always_inline void copy_stack(struct kcap_raw *r, __u64 edge, __u64 len
 		try_copy(r, edge, part, up);
 }
 
-static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp)
+/* A collection shrinking the heap's block in place (resize_new_heap: the stack already moved to
+ * the new heap's end, stop and hend still the old block's, whose top pages mremap is taking away;
+ * the block is [start, start + old length), kept up to end). The new heap ends at heap + 8 * one
+ * of the VM's heap sizes, within KCAP_REMAP_SLACK below end: the largest of them whose last word is
+ * normal_exit, the stack's bottom. Copy the stack there (F_REMAP). */
+static __always_inline bool copy_remapped(struct kcap_raw *r, __u64 start, __u64 end, __u64 stop,
+					  __u64 hend)
+{
+	__u64 heap = field(r, heap_off), len = hend - stop, at, w;
+	__s32 top = -1;
+
+	if (!normal_exit || heap < start || heap >= end || hend <= end || stop <= heap ||
+	    stop >= hend || len > KCAP_STACK_MAX)
+		return false;
+	for (__u32 i = 0; i < KCAP_HEAP_SIZES; i++) {
+		if (!heap_words[i] || heap_words[i] > (end - heap) / 8)
+			break;
+		top = (__s32)i;
+	}
+	for (__u32 n = 0; n < KCAP_REMAP_TRIES; n++, top--) {
+		if (top < 0 || top >= KCAP_HEAP_SIZES) /* for the verifier */
+			return false;
+		at = heap + 8 * heap_words[top];
+		if (end - at > KCAP_REMAP_SLACK || at - heap < len)
+			return false;
+		if (bpf_probe_read_user(&w, sizeof(w), (const void *)(at - 8)) || w != normal_exit)
+			continue;
+		if (copy_at(r, at - len, len))
+			return false;
+		r->remap_end = at;
+		r->flags |= F_REMAP;
+		return true;
+	}
+	return false;
+}
+
+static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp,
+					 const bpf_user_pt_regs_t *remap)
 {
 	__u64 stop, hend, htop, from;
 	__u32 st;
@@ -136,6 +177,8 @@ static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp
 	 * still the old block's: copy from stop on (the new block's end is not known yet). */
 	stop = field(r, stop_off);
 	hend = field(r, hend_off);
+	if (remap && copy_remapped(r, remap->rdi, remap->rdi + remap->rdx, stop, hend))
+		return;
 	if (stop <= field(r, heap_off) || stop >= hend) {
 		copy_stack(r, stop, KCAP_STACK_MAX, false);
 		return;
@@ -235,6 +278,17 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, bpf_user_p
 	return (out->cs & 3) == 3 ? 0 : -1;
 }
 
+/* A sample in the kernel inside mremap(2) shrinking a mapping: the registers the syscall's entry
+ * saved (its number in orig_rax, its arguments: address, old length, new length), else NULL. */
+static __always_inline const bpf_user_pt_regs_t *in_mremap(struct bpf_perf_event_data *ctx,
+							   const bpf_user_pt_regs_t *user)
+{
+	if ((ctx->regs.cs & 3) == 3 || user->orig_rax != 25 /* __NR_mremap, x86-64 */ ||
+	    user->rdx >= user->rsi)
+		return NULL;
+	return user;
+}
+
 SEC("perf_event")
 int kcapture(struct bpf_perf_event_data *ctx)
 {
@@ -260,6 +314,7 @@ int kcapture(struct bpf_perf_event_data *ctx)
 	r->stack_len = 0;
 	r->cstack_addr = 0;
 	r->cstack_len = 0;
+	r->remap_end = 0;
 	cp = regs->r13;
 	/* The scheduler's current_process, when we know where this thread keeps it; when it is
 	 * NULL, r13's Process span only (an exiting process, or nothing: the sampler decides by
@@ -273,7 +328,7 @@ int kcapture(struct bpf_perf_event_data *ctx)
 	}
 	r->cp = cp;
 	if (cp)
-		copy_process(r, cp, PT_REGS_SP(regs));
+		copy_process(r, cp, PT_REGS_SP(regs), in_mremap(ctx, regs));
 	if (where)
 		copy_native(r, where->registers, PT_REGS_SP(regs));
 	len = r->stack_len + r->cstack_len;

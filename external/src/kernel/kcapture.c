@@ -117,6 +117,8 @@ static int load_program(struct kcapture *k, uint32_t cpus, char *why, size_t why
 	skel->rodata->heap_off = c->heap_off;
 	skel->rodata->perf_stack = c->perf_stack;
 	skel->rodata->state_off = c->state_off;
+	skel->rodata->normal_exit = c->normal_exit;
+	memcpy((void *)skel->rodata->heap_words, c->heap_words, sizeof(c->heap_words));
 	/* A second load with the verifier's log on, only when the first fails (libbpf retries). */
 	log = calloc(1, KCAP_LOG_BYTES);
 	if (!log || (err = bpf_program__set_log_buf(skel->progs.kcapture, log, KCAP_LOG_BYTES)) ||
@@ -332,7 +334,8 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len, uint64_t
 			       .state = (uint32_t)(flags >> F_STATE_SHIFT),
 			       .span = flags & F_SPAN_OK ? data + H_SPAN : NULL,
 			       .stack_addr = v[H_STACK_ADDR / 8],
-			       .stack_len = v[H_STACK_LEN / 8]};
+			       .stack_len = v[H_STACK_LEN / 8],
+			       .remap_end = flags & F_REMAP ? v[H_REMAP_END / 8] : 0};
 	/* The program bounds stack_len; the record's length bounds it again. */
 	if (r->stack_len > len - H_STACK || !r->span)
 		r->stack_len = 0;

@@ -27,6 +27,11 @@ struct kcap_cfg {
 	 * hold a stack of perf_stack + KCAP_STACK_MAX bytes as it was at the sample. */
 	uint32_t perf_stack;
 	uint32_t state_off; /* Process.state, read at the sample; 0: not read */
+	/* A heap shrunk in place under the sample (F_REMAP) is found from these: the VM's heap
+	 * sizes in words, ascending (0 after the last; process__heap_sizes), and normal_exit, the
+	 * stack's last word (0: not followed). */
+	uint64_t heap_words[KCAP_HEAP_SIZES];
+	uint64_t normal_exit;
 };
 
 /* One capture, as the BPF program wrote it. */
@@ -48,6 +53,10 @@ struct kcap_rec {
 	uint64_t stack_addr;
 	const uint8_t *stack; /* NULL when nothing was copied */
 	size_t stack_len;
+	/* Non-zero: the sample interrupted an mremap shrinking the Process's heap block in place, a
+	 * collection resizing it, whose block now ends here; the copy is the block's top below it,
+	 * where the stack was moved (stop and hend still the old block's). */
+	uint64_t remap_end;
 	/* The native stack beyond perf's copy of it, [cstack_addr, + cstack_len): it starts where
 	 * perf's copy ends, and ends at the runtime stack's top or after KCAP_CSTACK_MAX bytes. */
 	uint64_t cstack_addr;

@@ -41,6 +41,19 @@ struct kcap_watch {
  * 32 bits of flags (state_off set, the read did not fault). */
 #define F_STATE_OK    8u
 #define F_STATE_SHIFT 32
+/* The sample interrupted an mremap(2) shrinking the block that holds the Process's heap, in place
+ * (a collection resizing the new heap: B/erl_gc.c resize_new_heap, which moved the stack down to
+ * the new heap's end before the realloc, leaving stop and hend the old block's until it returns).
+ * remap_end is that new end, found by the program (heap + 8 * one of the VM's heap sizes, where
+ * the stack's last word, normal_exit, is), and the stack's copy is [remap_end - (hend - stop),
+ * remap_end). */
+#define F_REMAP 16u
+/* How far below the block's new end the heap's may be: the carrier past the heap, rounded up to
+ * a page (mseg) or to the sys_alloc carrier size (+MYycs, 1 MiB by default, then malloc's
+ * page): B/erl_alloc_util.c realloc_sbc. */
+#define KCAP_REMAP_SLACK (2u << 20)
+#define KCAP_REMAP_TRIES 8   /* heap sizes tried, the largest first */
+#define KCAP_HEAP_SIZES	 154 /* the VM's heap sizes at most (B/erl_gc.c MAX_HEAP_SIZES) */
 
 /* One capture as the program writes it; the ring gets its first H_STACK + stack_len bytes. */
 struct kcap_raw {
@@ -51,6 +64,7 @@ struct kcap_raw {
 	__u64 flags; /* F_*, and the state word above F_STATE_SHIFT (F_STATE_OK) */
 	__u64 stack_addr, stack_len;
 	__u64 cstack_addr, cstack_len; /* the native stack's part beyond perf's copy */
+	__u64 remap_end;	       /* F_REMAP: the heap's new end, the stack moved below it */
 	__u8 span[KCAP_SPAN_MAX];
 	/* The Erlang stack's copy, then (at stack + stack_len) the native one's; a page of slack
 	 * bounds the program's page-sized copies for the verifier. */
@@ -69,7 +83,8 @@ enum {
 	H_STACK_LEN = 56,
 	H_CSTACK_ADDR = 64,
 	H_CSTACK_LEN = 72,
-	H_SPAN = 80,
+	H_REMAP_END = 80,
+	H_SPAN = 88,
 	H_STACK = H_SPAN + KCAP_SPAN_MAX,
 	H_MAX = H_STACK + KCAP_STACK_MAX + KCAP_CSTACK_MAX + KCAP_PAGE,
 };
@@ -78,6 +93,7 @@ _Static_assert(__builtin_offsetof(struct kcap_raw, time) == H_TIME, "kcap_raw la
 _Static_assert(__builtin_offsetof(struct kcap_raw, flags) == H_FLAGS, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, stack_len) == H_STACK_LEN, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, cstack_len) == H_CSTACK_LEN, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, remap_end) == H_REMAP_END, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, span) == H_SPAN, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, stack) == H_STACK, "kcap_raw layout");
 _Static_assert(sizeof(struct kcap_raw) == H_MAX, "kcap_raw layout");

@@ -139,6 +139,9 @@ struct sampler_stats {
 	/* The same read after the sample (no capture), a dirty collection's: kept without callers.
 	 */
 	uint64_t gc_moved_late;
+	/* Of those, copied while the collection shrank the heap's block in place (in mremap, the
+	 * stack already moved to the new end, the bounds the old block's): walked from there. */
+	uint64_t gc_remapped;
 	/* Samples of a process whose exit the scheduler continued in JIT code (its heap, messages,
 	 * links freed): no Erlang stack left; kept as that process's, "[process exiting]". */
 	uint64_t exiting;

@@ -30,6 +30,8 @@ static void open_kcapture(struct sampler *s)
 	size_t i;
 
 	c.cpus = cpus > 0 ? (uint32_t)cpus : 1;
+	c.normal_exit = s->ecfg.normal_exit;
+	process__heap_sizes(c.heap_words, KCAP_HEAP_SIZES);
 	if (state->present && state->value > 0 && state->value < 4096)
 		c.state_off = (uint32_t)state->value;
 

@@ -165,6 +165,37 @@ static bool stack_from_copy(struct sampler *s, const uint8_t *data, size_t len, 
 	return false;
 }
 
+/* Captured in an mremap shrinking the heap's block in place (k->remap_end), a collection resizing
+ * the new heap (B/erl_gc.c resize_new_heap, otp-internals.md): the stack already moved down to the
+ * new heap's end, which the program found (heap + 8 * one of the VM's heap sizes, holding
+ * normal_exit) and copied the stack below; stop, hend and the frame pointers saved in the stack
+ * are still the old block's. The moved words are the same words: walked as if still at
+ * [stop, hend), from E = stop (where a collection has it). Taken only when they end at
+ * normal_exit there and nowhere before. */
+static int remapped_stack(struct sampler *s, const struct process_view *p, uint64_t *e,
+			  uint64_t *fp, size_t *nwords, bool *complete)
+{
+	const struct kcap_rec *k = s->cap;
+	uint64_t len = p->hend - p->stop, end = k->remap_end;
+	size_t n;
+
+	if (!k->stack || end <= p->heap || p->stop <= p->heap || p->stop >= p->hend ||
+	    (p->stop & 7) || len > STACK_CAP_BYTES || end - p->heap < len ||
+	    !process__is_heap_size((end - p->heap) / 8) || k->stack_addr != end - len ||
+	    k->stack_len != len)
+		return -EFAULT;
+	if (!stack_from_copy(s, k->stack, len, &n) || n != len / 8)
+		return -EFAULT;
+	*e = p->stop;
+	*nwords = n;
+	*complete = true;
+	if (s->t->frame_layout == XP_LAYOUT_FP && p->frame_pointer >= p->stop &&
+	    p->frame_pointer < p->hend && !(p->frame_pointer & 7))
+		*fp = p->frame_pointer;
+	s->st.gc_remapped++;
+	return 0;
+}
+
 /* E and the stack words from E to hend. *e is rsp for a sample in JIT code, 0 for a sample in
  * native code (E is then found from the call site). */
 int sampler_stack__read(struct sampler *s, const struct perf_sample *ps,
@@ -175,6 +206,8 @@ int sampler_stack__read(struct sampler *s, const struct perf_sample *ps,
 
 	s->live_read = s->heap_moved = s->top_live = false;
 	s->stack_used = s->stack_e = 0;
+	if ((!*e || *e == p->stop) && s->cap && s->cap->remap_end)
+		return remapped_stack(s, p, e, fp, nwords, complete);
 	if ((!*e || *e == p->stop) && s->cap && (p->stop <= p->heap || p->stop >= p->hend)) {
 		/* Captured in a garbage collection, from stop on: the stack already copied to the
 		 * new heap, whose end is not known yet; it ends at normal_exit. A native sample's

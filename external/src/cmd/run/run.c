@@ -307,6 +307,11 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"    of them copied as the collection ended, the stack already in the new "
 			"heap: %" PRIu64 ", walked from there\n",
 			st->gc_moved);
+	if (st->gc_remapped)
+		fprintf(f,
+			"    of them copied as the collection shrank the heap in place, the stack "
+			"already moved to its new end: %" PRIu64 ", walked from there\n",
+			st->gc_remapped);
 	if (st->gc_moved_late)
 		fprintf(f,
 			"    of them read after the sample as the collection ended: %" PRIu64
