@@ -120,19 +120,19 @@ static __always_inline void copy_stack(struct kcap_raw *r, __u64 edge, __u64 len
 		try_copy(r, edge, part, up);
 }
 
-/* A collection shrinking the heap's block in place (resize_new_heap: the stack already moved to
- * the new heap's end, stop and hend still the old block's, whose top pages mremap is taking away;
- * the block is [start, start + old length), kept up to end). The new heap ends at heap + 8 * one
- * of the VM's heap sizes, within KCAP_REMAP_SLACK below end: the largest of them whose last word is
- * normal_exit, the stack's bottom. Copy the stack there (F_REMAP). */
-static __always_inline bool copy_remapped(struct kcap_raw *r, __u64 start, __u64 end, __u64 stop,
+/* A collection shrinking the heap's block in place (resize_new_heap): it moves the stack down to
+ * the new heap's end, then reallocates the block (mremap takes its top pages away), and only then
+ * sets stop and hend, which are still the old block's. The new heap ends at heap + 8 * one of the
+ * VM's heap sizes, below end and at most slack below it: the largest of them whose last word is
+ * normal_exit, the stack's bottom (those above it may be gone already). Copy the stack there
+ * (F_REMAP). */
+static __always_inline bool copy_remapped(struct kcap_raw *r, __u64 end, __u64 slack, __u64 stop,
 					  __u64 hend)
 {
 	__u64 heap = field(r, heap_off), len = hend - stop, at, w;
 	__s32 top = -1;
 
-	if (!normal_exit || heap < start || heap >= end || hend <= end || stop <= heap ||
-	    stop >= hend || len > KCAP_STACK_MAX)
+	if (!normal_exit || heap >= end || stop <= heap || stop >= hend || len > KCAP_STACK_MAX)
 		return false;
 	for (__u32 i = 0; i < KCAP_HEAP_SIZES; i++) {
 		if (!heap_words[i] || heap_words[i] > (end - heap) / 8)
@@ -143,7 +143,7 @@ static __always_inline bool copy_remapped(struct kcap_raw *r, __u64 start, __u64
 		if (top < 0 || top >= KCAP_HEAP_SIZES) /* for the verifier */
 			return false;
 		at = heap + 8 * heap_words[top];
-		if (end - at > KCAP_REMAP_SLACK || at - heap < len)
+		if (end - at > slack || at - heap < len)
 			return false;
 		if (bpf_probe_read_user(&w, sizeof(w), (const void *)(at - 8)) || w != normal_exit)
 			continue;
@@ -156,14 +156,16 @@ static __always_inline bool copy_remapped(struct kcap_raw *r, __u64 start, __u64
 	return false;
 }
 
-static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp,
-					 const bpf_user_pt_regs_t *remap)
+/* Copy the Process's span and its stack. Returns where to look for a heap shrunk under the sample
+ * instead (copy_remapped's end; *slack), 0 when done. */
+static __always_inline __u64 copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp,
+					  const bpf_user_pt_regs_t *remap, __u64 *slack)
 {
 	__u64 stop, hend, htop, from;
 	__u32 st;
 
 	if (bpf_probe_read_user(r->span, span_len, (const void *)(cp + span_lo)))
-		return;
+		return 0;
 	r->flags |= F_SPAN_OK;
 	/* The state word as at the sample: a process running a system task on a dirty scheduler, or
 	 * in a garbage collection, says so there (ERTS_PSFLG_DIRTY_RUNNING_SYS, ERTS_PSFLG_GC). */
@@ -172,21 +174,25 @@ static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp
 	/* r13 with no current process: an exiting process has no Erlang stack to copy, and in the
 	 * scheduler's own code (a spinning scheduler) r13 is stale; the span alone names it. */
 	if (r->flags & F_SCHED_NONE)
-		return;
+		return 0;
 	/* In a garbage collection stop already points into the new heap while heap and hend are
 	 * still the old block's: copy from stop on (the new block's end is not known yet). */
 	stop = field(r, stop_off);
 	hend = field(r, hend_off);
-	if (remap && copy_remapped(r, remap->rdi, remap->rdi + remap->rdx, stop, hend))
-		return;
+	/* In the mremap: the block [rdi, rdi + rsi) kept up to rdi + rdx, the heap in it. The pages
+	 * at hend may still be there, holding what the move left of the stack: not copied. */
+	if (remap && field(r, heap_off) >= remap->rdi && hend > remap->rdi + remap->rdx) {
+		*slack = KCAP_REMAP_SLACK;
+		return remap->rdi + remap->rdx;
+	}
 	if (stop <= field(r, heap_off) || stop >= hend) {
 		copy_stack(r, stop, KCAP_STACK_MAX, false);
-		return;
+		return 0;
 	}
 	/* The stack lies in [htop, hend): htop as stored may lag the live one, never pass E. */
 	htop = field(r, htop_off);
 	if (htop >= hend)
-		return;
+		return 0;
 	if (rsp <= htop || rsp >= hend) {
 		/* In native code E is not known here. It is c_p->stop after a runtime entry that
 		 * stores it, else near it (the stack moved by a few frames since one did): copy
@@ -203,14 +209,22 @@ static __always_inline void copy_process(struct kcap_raw *r, __u64 cp, __u64 rsp
 			copy_stack(r, hend,
 				   hend - stop < KCAP_STACK_MAX ? hend - stop : KCAP_STACK_MAX,
 				   true);
-		return;
+		/* Nothing at hend, where the stack's bottom always is: the block was shrunk
+		 * under it, and the sample is past the mremap (in realloc's return, or in
+		 * resize_new_heap before it sets the new bounds). */
+		if (!r->stack_len) {
+			*slack = ~0ULL;
+			return hend - 8;
+		}
+		return 0;
 	}
 	/* In JIT code rsp is E: the stack is [rsp, hend), of which perf copies the first perf_stack
 	 * bytes; copy on from there (nothing when perf's copy holds it all). */
 	from = rsp + perf_stack;
 	if (from >= hend)
-		return;
+		return 0;
 	copy_at(r, from, hend - from < KCAP_STACK_MAX ? hend - from : KCAP_STACK_MAX);
+	return 0;
 }
 
 /* Where perf's copy of the stack from rsp ends: perf_stack bytes on, or before, at the first page
@@ -295,7 +309,7 @@ int kcapture(struct bpf_perf_event_data *ctx)
 	bpf_user_pt_regs_t user, *regs = &user;
 	struct kcap_raw *r;
 	struct kcap_watch *where;
-	__u64 cp, len;
+	__u64 cp, len, end, slack = 0;
 	__u32 cpu, tid;
 
 	if (user_regs(ctx, &user))
@@ -327,8 +341,8 @@ int kcapture(struct bpf_perf_event_data *ctx)
 		r->flags = r->cp ? F_FROM_SCHEDULER : F_SCHED_NONE;
 	}
 	r->cp = cp;
-	if (cp)
-		copy_process(r, cp, PT_REGS_SP(regs), in_mremap(ctx, regs));
+	if (cp && (end = copy_process(r, cp, PT_REGS_SP(regs), in_mremap(ctx, regs), &slack)))
+		copy_remapped(r, end, slack, field(r, stop_off), field(r, hend_off));
 	if (where)
 		copy_native(r, where->registers, PT_REGS_SP(regs));
 	len = r->stack_len + r->cstack_len;
