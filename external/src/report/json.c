@@ -15,6 +15,7 @@ void json__init(struct json *j, FILE *f)
 	j->depth = 0;
 	j->need_comma[0] = false;
 	j->after_key = false;
+	j->truncated = false;
 }
 
 int json__buffer(struct json *j, size_t cap)
@@ -30,8 +31,17 @@ int json__buffer(struct json *j, size_t cap)
 	return 0;
 }
 
+void json__init_mem(struct json *j, char *buf, size_t cap)
+{
+	json__init(j, NULL);
+	j->buf = buf;
+	j->cap = cap;
+}
+
 void json__flush(struct json *j)
 {
+	if (!j->f)
+		return; /* in memory (json__init_mem): kept */
 	if (j->buf && j->len)
 		fwrite_unlocked(j->buf, 1, j->len, j->f);
 	j->len = 0;
@@ -39,6 +49,8 @@ void json__flush(struct json *j)
 
 void json__unbuffer(struct json *j)
 {
+	if (!j->f)
+		return; /* the caller's memory */
 	json__flush(j);
 	free(j->buf);
 	j->buf = NULL;
@@ -50,7 +62,7 @@ void json__unbuffer(struct json *j)
 static bool room(struct json *j, size_t n)
 {
 	json__flush(j);
-	return n <= j->cap;
+	return j->f && n <= j->cap;
 }
 
 static void put(struct json *j, const void *p, size_t n)
@@ -73,8 +85,10 @@ static void put(struct json *j, const void *p, size_t n)
 			while (n--)
 				*d++ = *q++;
 		}
-	} else {
+	} else if (j->f) {
 		fwrite_unlocked(p, 1, n, j->f);
+	} else {
+		j->truncated = true; /* in memory, full: dropped */
 	}
 }
 
@@ -334,16 +348,15 @@ void json__null(struct json *j)
 	puts_(j, "null");
 }
 
-void json__addr(struct json *j, uint64_t v)
+size_t json__addr_text(uint64_t v, char *out)
 {
-	char b[24];
+	char b[JSON_ADDR_MAX];
 	size_t i = sizeof(b);
 
 	if (!v) {
-		json__null(j);
-		return;
+		memcpy(out, "null", 4);
+		return 4;
 	}
-	sep(j);
 	b[--i] = '"';
 	do {
 		b[--i] = "0123456789abcdef"[v & 15];
@@ -352,7 +365,22 @@ void json__addr(struct json *j, uint64_t v)
 	b[--i] = 'x';
 	b[--i] = '0';
 	b[--i] = '"';
-	put(j, b + i, sizeof(b) - i);
+	memcpy(out, b + i, sizeof(b) - i);
+	return sizeof(b) - i;
+}
+
+void json__addr(struct json *j, uint64_t v)
+{
+	char b[JSON_ADDR_MAX];
+
+	sep(j);
+	put(j, b, json__addr_text(v, b));
+}
+
+void json__raw(struct json *j, const char *text, size_t n)
+{
+	sep(j);
+	put(j, text, n);
 }
 
 void json__kv_string(struct json *j, const char *key, const char *s)

@@ -17,6 +17,7 @@ struct json {
 	int depth;
 	bool need_comma[JSON_MAX_DEPTH];
 	bool after_key;
+	bool truncated; /* json__init_mem: what did not fit was dropped */
 };
 
 void json__init(struct json *j, FILE *f);
@@ -25,6 +26,10 @@ void json__init(struct json *j, FILE *f);
  * Nothing else may write to f but after json__flush. -ENOMEM: left unbuffered. */
 int json__buffer(struct json *j, size_t cap);
 void json__flush(struct json *j);
+/* Write into buf (cap bytes, not NUL-terminated: j->len of them) and nowhere else, to keep a
+ * piece of JSON text written once and copied many times (json__raw). What does not fit is
+ * dropped and j->truncated set. */
+void json__init_mem(struct json *j, char *buf, size_t cap);
 /* Flush and free the buffer; the writer goes on unbuffered. */
 void json__unbuffer(struct json *j);
 void json__object(struct json *j);
@@ -45,6 +50,12 @@ void json__bool(struct json *j, bool v);
 void json__null(struct json *j);
 /* "0x..." or null when v == 0. */
 void json__addr(struct json *j, uint64_t v);
+#define JSON_ADDR_MAX 24 /* the longest json__addr_text */
+/* The same text into out (JSON_ADDR_MAX bytes): its length. */
+size_t json__addr_text(uint64_t v, char *out);
+/* A value given as its JSON text, written as it is (json__init_mem made it, or it needs no
+ * escape). */
+void json__raw(struct json *j, const char *text, size_t n);
 
 /* Shorthands for "key": value. */
 void json__kv_string(struct json *j, const char *key, const char *s); /* NULL -> null */
