@@ -64,6 +64,21 @@ int mem__open_fn(struct mem **out, mem_read_fn fn, void *ctx)
 	return 0;
 }
 
+int mem__open_twin(struct mem **out, const struct mem *m)
+{
+	if (!m || m->kind != MEM_LIVE || m->tap)
+		return -ENOTSUP;
+	return mem__open_live(out, m->pid);
+}
+
+void mem__add_failures(struct mem *to, const struct mem *from)
+{
+	if (!to || !from)
+		return;
+	for (int i = 0; i < MEM_FAIL_COUNT; i++)
+		to->fail[i] += from->fail[i];
+}
+
 void mem__set_tap(struct mem *m, mem_tap_fn fn, void *ctx)
 {
 	if (!m)

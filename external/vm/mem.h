@@ -70,6 +70,12 @@ struct mem_req {
 };
 int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n);
 
+/* A second live reader of the same process, for another thread: its own scratch and counters
+ * (fold them back with mem__add_failures). -ENOTSUP for a reader that is not live, or tapped
+ * (its tap must see every read). */
+int mem__open_twin(struct mem **out, const struct mem *m);
+void mem__add_failures(struct mem *to, const struct mem *from);
+
 /* Failure counters since open, indexed by enum mem_fail. */
 uint64_t mem__failures(const struct mem *m, enum mem_fail why);
 const char *mem__fail_name(enum mem_fail why);

@@ -11,6 +11,7 @@
  * calls and 88 bytes each. See pstack_list.h; the rows are written by pstack_rows.c. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,15 +237,15 @@ static void from_index(struct batch *b, const struct ref *r, size_t m)
 
 /* Each Process of the batch in one copy, after the stacks: parsed into the slot's s, the row's
  * copy, and checked against its slot in the table. */
-static void read_snaps(struct listing *l, struct batch *b, const struct ref *r, size_t m)
+static void read_snaps(const struct process_reader *pr, struct mem *mem, struct batch *b,
+		       const struct ref *r, size_t m)
 {
-	const struct process_reader *pr = &l->c->pr;
 	size_t k;
 
 	for (k = 0; k < m; k++) /* lent: parsed at once, where the reader copied them */
 		b->q[k] = (struct mem_req){
 		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len, .lend = true};
-	mem__read_many(l->c->t->mem, b->q, m);
+	mem__read_many(mem, b->q, m);
 	for (k = 0; k < m; k++) {
 		struct slot *s = &b->slots[k];
 		int rc = b->q[k].rc;
@@ -259,7 +260,7 @@ static void read_snaps(struct listing *l, struct batch *b, const struct ref *r, 
 
 /* The stacks of the parked processes of the batch, packed in the arena in one read: their
  * bounds from the index's copy, or in the second round (retry) from the copy read since. */
-static void read_stacks(struct listing *l, struct batch *b, size_t m, bool retry)
+static void read_stacks(struct mem *mem, struct batch *b, size_t m, bool retry)
 {
 	size_t k, n = 0;
 
@@ -277,13 +278,13 @@ static void read_stacks(struct listing *l, struct batch *b, size_t m, bool retry
 		b->qk[n++] = (uint32_t)k;
 		b->used += (s->bytes + 7) & ~(size_t)7;
 	}
-	mem__read_many(l->c->t->mem, b->q, n);
+	mem__read_many(mem, b->q, n);
 	for (k = 0; k < n; k++)
 		b->slots[b->qk[k]].stack_rc = b->q[k].rc;
 }
 
 /* The second round's Processes again, after their stacks: did they move meanwhile? */
-static void read_again(struct listing *l, struct batch *b, const struct ref *r, size_t m)
+static void read_again(struct mem *mem, struct batch *b, const struct ref *r, size_t m)
 {
 	size_t k, n = 0;
 
@@ -294,7 +295,7 @@ static void read_again(struct listing *l, struct batch *b, const struct ref *r, 
 		    .addr = r[k].addr, .buf = b->again + k * b->len, .len = b->len};
 		b->qk[n++] = (uint32_t)k;
 	}
-	mem__read_many(l->c->t->mem, b->q, n);
+	mem__read_many(mem, b->q, n);
 	for (k = 0; k < n; k++)
 		b->slots[b->qk[k]].again_rc = b->q[k].rc;
 }
@@ -382,20 +383,27 @@ static const char *stack_of(struct listing *l, struct batch *b, size_t k, const 
 	return "not read: changed while reading";
 }
 
-/* Read and write the processes r[0..m), one batch. Returns how many were listed. */
-static size_t list_batch(struct listing *l, struct batch *b, const struct ref *r, size_t m,
-			 struct pstack_frames *fr)
+/* Read the processes r[0..m), one batch, through mem: their stacks and Processes, and those that
+ * moved meanwhile once more. Reads nothing of l but the process reader. */
+static void read_batch(const struct listing *l, struct mem *mem, struct batch *b,
+		       const struct ref *r, size_t m)
+{
+	b->used = 0;
+	from_index(b, r, m);
+	read_stacks(mem, b, m, false);
+	read_snaps(&l->c->pr, mem, b, r, m);
+	if (mark_moved(b, m)) {
+		read_stacks(mem, b, m, true);
+		read_again(mem, b, r, m);
+	}
+}
+
+/* Walk and write the processes of a batch read by read_batch. Returns how many were listed. */
+static size_t write_batch(struct listing *l, struct batch *b, const struct ref *r, size_t m,
+			  struct pstack_frames *fr)
 {
 	size_t k, listed = 0;
 
-	b->used = 0;
-	from_index(b, r, m);
-	read_stacks(l, b, m, false);
-	read_snaps(l, b, r, m);
-	if (mark_moved(b, m)) {
-		read_stacks(l, b, m, true);
-		read_again(l, b, r, m);
-	}
 	for (k = 0; k < m && !l->gone; k++) {
 		const char *stack;
 
@@ -408,6 +416,104 @@ static size_t list_batch(struct listing *l, struct batch *b, const struct ref *r
 		listed++;
 	}
 	return listed;
+}
+
+/* The batches read by a second thread, one or two ahead of this one, which walks and writes the
+ * rows of the last: the kernel's copies then overlap the rows' writing. That thread reads only
+ * through its own struct mem (its scratch and counters), and only the batch it was given; this
+ * one reads through c->t->mem (names, dictionaries, processes read alone). */
+struct ahead {
+	const struct listing *l;
+	struct mem *mem;
+	struct batch b[2];
+	const struct ref *v;
+	size_t n, nb;	      /* processes, batches */
+	size_t read, written; /* batches read, and written, so far */
+	bool quit;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+static size_t batch_len(size_t n, size_t bi)
+{
+	size_t i = bi * MEM_MANY_BATCH;
+
+	return n - i < MEM_MANY_BATCH ? n - i : MEM_MANY_BATCH;
+}
+
+static void *ahead_thread(void *arg)
+{
+	struct ahead *a = arg;
+	bool quit = false;
+
+	for (size_t bi = 0; bi < a->nb && !quit; bi++) {
+		pthread_mutex_lock(&a->mu);
+		while (bi >= a->written + 2 && !a->quit)
+			pthread_cond_wait(&a->cv, &a->mu);
+		quit = a->quit;
+		pthread_mutex_unlock(&a->mu);
+		if (quit)
+			break;
+		read_batch(a->l, a->mem, &a->b[bi % 2], a->v + bi * MEM_MANY_BATCH,
+			   batch_len(a->n, bi));
+		pthread_mutex_lock(&a->mu);
+		a->read = bi + 1;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+	}
+	return NULL;
+}
+
+/* Wait until batch bi is read, then write it. */
+static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct pstack_frames *fr)
+{
+	size_t listed;
+
+	pthread_mutex_lock(&a->mu);
+	while (a->read <= bi)
+		pthread_cond_wait(&a->cv, &a->mu);
+	pthread_mutex_unlock(&a->mu);
+	listed = write_batch(l, &a->b[bi % 2], a->v + bi * MEM_MANY_BATCH, batch_len(a->n, bi), fr);
+	pthread_mutex_lock(&a->mu);
+	a->written = bi + 1;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	return listed;
+}
+
+/* The listing of v[0..n) with the batches read ahead. false when that cannot start (no second
+ * reader, memory, or thread): nothing was listed, list them in turn. */
+static bool list_ahead(struct listing *l, const struct ref *v, size_t n, const struct first *f,
+		       struct pstack_frames *fr, size_t *kept)
+{
+	struct ahead a = {.l = l, .v = v, .n = n, .nb = (n + MEM_MANY_BATCH - 1) / MEM_MANY_BATCH};
+	pthread_t th;
+	bool started = false;
+
+	pthread_mutex_init(&a.mu, NULL);
+	pthread_cond_init(&a.cv, NULL);
+	if (mem__open_twin(&a.mem, l->c->t->mem) || batch_new(&a.b[0], &l->c->pr) ||
+	    batch_new(&a.b[1], &l->c->pr))
+		goto cleanup;
+	a.b[0].firsts = a.b[1].firsts = f; /* before the thread reads them */
+	if (pthread_create(&th, NULL, ahead_thread, &a))
+		goto cleanup;
+	started = true;
+	for (size_t bi = 0; bi < a.nb && !*l->c->stop && !l->gone; bi++)
+		*kept += ahead_write(&a, l, bi, fr);
+	pthread_mutex_lock(&a.mu);
+	a.quit = true;
+	pthread_cond_broadcast(&a.cv);
+	pthread_mutex_unlock(&a.mu);
+	pthread_join(th, NULL);
+	mem__add_failures(l->c->t->mem, a.mem);
+cleanup:
+	batch_free(&a.b[0]);
+	batch_free(&a.b[1]);
+	mem__free(a.mem);
+	pthread_cond_destroy(&a.cv);
+	pthread_mutex_destroy(&a.mu);
+	return started;
 }
 
 int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, size_t errlen)
@@ -439,9 +545,12 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	} else {
 		fprintf(f, "\n== processes ==\n");
 	}
-	for (i = 0; i < nref && !*c->stop && !l.gone; i += m) {
-		m = nref - i < MEM_MANY_BATCH ? nref - i : MEM_MANY_BATCH;
-		kept += list_batch(&l, &b, v + i, m, fr);
+	if (!list_ahead(&l, v, nref, firsts, fr, &kept)) {
+		for (i = 0; i < nref && !*c->stop && !l.gone; i += m) {
+			m = nref - i < MEM_MANY_BATCH ? nref - i : MEM_MANY_BATCH;
+			read_batch(&l, c->t->mem, &b, v + i, m);
+			kept += write_batch(&l, &b, v + i, m, fr);
+		}
 	}
 	if (j)
 		json__end_array(j);
