@@ -418,17 +418,22 @@ static size_t write_batch(struct listing *l, struct batch *b, const struct ref *
 	return listed;
 }
 
-/* The batches read by a second thread, one or two ahead of this one, which walks and writes the
- * rows of the last: the kernel's copies then overlap the rows' writing. That thread reads only
- * through its own struct mem (its scratch and counters), and only the batch it was given; this
- * one reads through c->t->mem (names, dictionaries, processes read alone). */
+/* The batches read by a second thread ahead of this one, which walks and writes the rows: the
+ * kernel's copies then overlap the rows' writing. A batch that thread has not begun when its
+ * rows are due is read here instead, so that neither waits while there is reading to do (on two
+ * cores with the VM busy on one, a waiting thread's core is seldom handed to the other). That
+ * thread reads only through its own struct mem (its scratch and counters), and only the batch it
+ * claimed; this one reads through c->t->mem (names, dictionaries, processes read alone). */
+#define AHEAD_SLOTS 3 /* batches in flight: the one written, and two read ahead */
+
 struct ahead {
 	const struct listing *l;
 	struct mem *mem;
-	struct batch b[2];
+	struct batch b[AHEAD_SLOTS];
+	bool done[AHEAD_SLOTS]; /* the batch in this slot is read */
 	const struct ref *v;
 	size_t n, nb;	      /* processes, batches */
-	size_t read, written; /* batches read, and written, so far */
+	size_t next, written; /* the first batch no thread has claimed; batches written */
 	bool quit;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -441,40 +446,51 @@ static size_t batch_len(size_t n, size_t bi)
 	return n - i < MEM_MANY_BATCH ? n - i : MEM_MANY_BATCH;
 }
 
+static void ahead_read(struct ahead *a, struct mem *mem, size_t bi)
+{
+	read_batch(a->l, mem, &a->b[bi % AHEAD_SLOTS], a->v + bi * MEM_MANY_BATCH,
+		   batch_len(a->n, bi));
+}
+
 static void *ahead_thread(void *arg)
 {
 	struct ahead *a = arg;
-	bool quit = false;
+	size_t bi;
 
-	for (size_t bi = 0; bi < a->nb && !quit; bi++) {
-		pthread_mutex_lock(&a->mu);
-		while (bi >= a->written + 2 && !a->quit)
+	pthread_mutex_lock(&a->mu);
+	while (!a->quit && a->next < a->nb) {
+		if (a->next >= a->written + AHEAD_SLOTS) { /* every slot is taken */
 			pthread_cond_wait(&a->cv, &a->mu);
-		quit = a->quit;
+			continue;
+		}
+		bi = a->next++;
 		pthread_mutex_unlock(&a->mu);
-		if (quit)
-			break;
-		read_batch(a->l, a->mem, &a->b[bi % 2], a->v + bi * MEM_MANY_BATCH,
-			   batch_len(a->n, bi));
+		ahead_read(a, a->mem, bi);
 		pthread_mutex_lock(&a->mu);
-		a->read = bi + 1;
+		a->done[bi % AHEAD_SLOTS] = true;
 		pthread_cond_broadcast(&a->cv);
-		pthread_mutex_unlock(&a->mu);
 	}
+	pthread_mutex_unlock(&a->mu);
 	return NULL;
 }
 
-/* Wait until batch bi is read, then write it. */
+/* Batch bi: read here when no thread claimed it yet, else once it is read; then written. */
 static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct pstack_frames *fr)
 {
-	size_t listed;
+	size_t slot = bi % AHEAD_SLOTS, listed;
+	bool mine;
 
 	pthread_mutex_lock(&a->mu);
-	while (a->read <= bi)
+	if ((mine = a->next == bi))
+		a->next++;
+	while (!mine && !a->done[slot])
 		pthread_cond_wait(&a->cv, &a->mu);
 	pthread_mutex_unlock(&a->mu);
-	listed = write_batch(l, &a->b[bi % 2], a->v + bi * MEM_MANY_BATCH, batch_len(a->n, bi), fr);
+	if (mine)
+		ahead_read(a, l->c->t->mem, bi);
+	listed = write_batch(l, &a->b[slot], a->v + bi * MEM_MANY_BATCH, batch_len(a->n, bi), fr);
 	pthread_mutex_lock(&a->mu);
+	a->done[slot] = false;
 	a->written = bi + 1;
 	pthread_cond_broadcast(&a->cv);
 	pthread_mutex_unlock(&a->mu);
@@ -489,18 +505,22 @@ static bool list_ahead(struct listing *l, const struct ref *v, size_t n, const s
 	struct ahead a = {.l = l, .v = v, .n = n, .nb = (n + MEM_MANY_BATCH - 1) / MEM_MANY_BATCH};
 	pthread_t th;
 	bool started = false;
+	size_t i;
 
 	pthread_mutex_init(&a.mu, NULL);
 	pthread_cond_init(&a.cv, NULL);
-	if (mem__open_twin(&a.mem, l->c->t->mem) || batch_new(&a.b[0], &l->c->pr) ||
-	    batch_new(&a.b[1], &l->c->pr))
+	if (mem__open_twin(&a.mem, l->c->t->mem))
 		goto cleanup;
-	a.b[0].firsts = a.b[1].firsts = f; /* before the thread reads them */
+	for (i = 0; i < AHEAD_SLOTS; i++) {
+		if (batch_new(&a.b[i], &l->c->pr))
+			goto cleanup;
+		a.b[i].firsts = f;
+	}
 	if (pthread_create(&th, NULL, ahead_thread, &a))
 		goto cleanup;
 	started = true;
-	for (size_t bi = 0; bi < a.nb && !*l->c->stop && !l->gone; bi++)
-		*kept += ahead_write(&a, l, bi, fr);
+	for (i = 0; i < a.nb && !*l->c->stop && !l->gone; i++)
+		*kept += ahead_write(&a, l, i, fr);
 	pthread_mutex_lock(&a.mu);
 	a.quit = true;
 	pthread_cond_broadcast(&a.cv);
@@ -508,8 +528,8 @@ static bool list_ahead(struct listing *l, const struct ref *v, size_t n, const s
 	pthread_join(th, NULL);
 	mem__add_failures(l->c->t->mem, a.mem);
 cleanup:
-	batch_free(&a.b[0]);
-	batch_free(&a.b[1]);
+	for (i = 0; i < AHEAD_SLOTS; i++)
+		batch_free(&a.b[i]);
 	mem__free(a.mem);
 	pthread_cond_destroy(&a.cv);
 	pthread_mutex_destroy(&a.mu);
