@@ -348,25 +348,36 @@ void json__null(struct json *j)
 	puts_(j, "null");
 }
 
+/* The 8 hex digits of x, most significant first, as a word to store as it is (little-endian):
+ * its nibbles spread one a byte, then each made a digit, without a loop. */
+static uint64_t hex8(uint32_t x)
+{
+	uint64_t v = x;
+
+	v = (v | v << 16) & 0x0000ffff0000ffffULL;
+	v = (v | v << 8) & 0x00ff00ff00ff00ffULL;
+	v = (v | v << 4) & 0x0f0f0f0f0f0f0f0fULL; /* byte i: nibble i, from the least */
+	v = __builtin_bswap64(v);
+	/* '0' + n, and 'a' - '0' - 10 more where n > 9 (n + 6 carries into bit 4) */
+	return v + 0x3030303030303030ULL + (((v + 0x0606060606060606ULL) >> 4) & ONES) * 39;
+}
+
 size_t json__addr_text(uint64_t v, char *out)
 {
-	char b[JSON_ADDR_MAX];
-	size_t i = sizeof(b);
+	uint64_t d[2];
+	size_t n;
 
 	if (!v) {
 		memcpy(out, "null", 4);
 		return 4;
 	}
-	b[--i] = '"';
-	do {
-		b[--i] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	b[--i] = 'x';
-	b[--i] = '0';
-	b[--i] = '"';
-	memcpy(out, b + i, sizeof(b) - i);
-	return sizeof(b) - i;
+	d[0] = hex8((uint32_t)(v >> 32));
+	d[1] = hex8((uint32_t)v);
+	n = (size_t)(67 - __builtin_clzll(v)) / 4; /* digits without leading zeros */
+	memcpy(out, "\"0x", 3);
+	memcpy(out + 3, (const char *)d + 16 - n, n);
+	out[3 + n] = '"';
+	return n + 4;
 }
 
 void json__addr(struct json *j, uint64_t v)
