@@ -364,34 +364,51 @@ static uint64_t hex8(uint32_t x)
 
 size_t json__addr_text(uint64_t v, char *out)
 {
-	uint64_t d[2];
-	size_t n;
+	uint64_t hi = hex8((uint32_t)(v >> 32)), lo = hex8((uint32_t)v);
+	size_t n = (size_t)(67 - __builtin_clzll(v | 1)) / 4; /* digits without leading zeros */
 
 	if (!v) {
 		memcpy(out, "null", 4);
 		return 4;
 	}
-	d[0] = hex8((uint32_t)(v >> 32));
-	d[1] = hex8((uint32_t)v);
-	n = (size_t)(67 - __builtin_clzll(v)) / 4; /* digits without leading zeros */
+	/* The last n digits of hi, lo stored as words (shifted, not read back from memory: a load
+	 * across two fresh stores waits for both); out has room for the bytes past them. */
 	memcpy(out, "\"0x", 3);
-	memcpy(out + 3, (const char *)d + 16 - n, n);
+	if (n > 8) {
+		hi >>= 8 * (16 - n);
+		memcpy(out + 3, &hi, 8);
+		memcpy(out + 3 + n - 8, &lo, 8);
+	} else {
+		lo >>= 8 * (8 - n);
+		memcpy(out + 3, &lo, 8);
+	}
 	out[3 + n] = '"';
 	return n + 4;
 }
 
-void json__addr(struct json *j, uint64_t v)
+/* The address straight into the buffer when it has room. */
+static void put_addr(struct json *j, uint64_t v)
 {
 	char b[JSON_ADDR_MAX];
 
-	sep(j);
-	put(j, b, json__addr_text(v, b));
+	if (j->buf && j->cap - j->len >= JSON_ADDR_MAX)
+		j->len += json__addr_text(v, j->buf + j->len);
+	else
+		put(j, b, json__addr_text(v, b));
 }
 
-void json__raw(struct json *j, const char *text, size_t n)
+void json__addr(struct json *j, uint64_t v)
+{
+	sep(j);
+	put_addr(j, v);
+}
+
+void json__raw_addr(struct json *j, const char *text, size_t n, uint64_t v, char end)
 {
 	sep(j);
 	put(j, text, n);
+	put_addr(j, v);
+	putch(j, end);
 }
 
 void json__kv_string(struct json *j, const char *key, const char *s)

@@ -27,7 +27,7 @@ void json__init(struct json *j, FILE *f);
 int json__buffer(struct json *j, size_t cap);
 void json__flush(struct json *j);
 /* Write into buf (cap bytes, not NUL-terminated: j->len of them) and nowhere else, to keep a
- * piece of JSON text written once and copied many times (json__raw). What does not fit is
+ * piece of JSON text written once and copied many times (json__raw_addr). What does not fit is
  * dropped and j->truncated set. */
 void json__init_mem(struct json *j, char *buf, size_t cap);
 /* Flush and free the buffer; the writer goes on unbuffered. */
@@ -50,12 +50,12 @@ void json__bool(struct json *j, bool v);
 void json__null(struct json *j);
 /* "0x..." or null when v == 0. */
 void json__addr(struct json *j, uint64_t v);
-#define JSON_ADDR_MAX 24 /* the longest json__addr_text */
-/* The same text into out (JSON_ADDR_MAX bytes): its length. */
+#define JSON_ADDR_MAX 24 /* the longest json__addr_text, and the room it needs */
+/* The same text into out, which must have JSON_ADDR_MAX bytes (all may be written): its length. */
 size_t json__addr_text(uint64_t v, char *out);
-/* A value given as its JSON text, written as it is (json__init_mem made it, or it needs no
- * escape). */
-void json__raw(struct json *j, const char *text, size_t n);
+/* A value written as text, then address v as json__addr writes it, then the character end: a
+ * piece json__init_mem made that ends in a key, its value and the closing brace. */
+void json__raw_addr(struct json *j, const char *text, size_t n, uint64_t v, char end);
 
 /* Shorthands for "key": value. */
 void json__kv_string(struct json *j, const char *key, const char *s); /* NULL -> null */

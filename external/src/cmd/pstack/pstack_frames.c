@@ -178,15 +178,11 @@ static int frame_json(const struct pstack_ctx *c, uint32_t id, const char **text
 static void json_frame(const struct pstack_ctx *c, uint32_t id, uint64_t addr, struct json *j)
 {
 	enum frame_kind k = agg__frame_kind(c->agg, id);
-	char b[FJSON_MAX + JSON_ADDR_MAX + 1];
 	const char *text;
 	uint32_t n;
 
 	if (frame_json(c, id, &text, &n) == 0) {
-		memcpy(b, text, n);
-		n += json__addr_text(addr, b + n);
-		b[n++] = '}';
-		json__raw(j, b, n);
+		json__raw_addr(j, text, n, addr, '}');
 		return;
 	}
 	json__object(j);
