@@ -1,14 +1,14 @@
-/* pstack --all: every process of the process table, read from outside in batches. First every
- * Process once, in address order (neighbours are copied in large ranges), for its pid, to list
- * them in pid order (a radix sort), and for its stack's bounds. Then, batch by batch in pid
- * order, the stacks of those parked at the index, packed in an arena, and each Process once
- * again after its stack: that copy is what the row shows, and the stack stands when it agrees
- * with the index's (same pid, stack and heap bounds, frame pointer, resume point and reductions;
- * not running). One that moved meanwhile is read again in a second round of the batch, Process,
- * stack and Process (one that moved still is read alone, then reported as changed). A process on
- * a scheduler is not walked here: its stop is stale (the scheduler snapshot has its stack). Bad
- * entries are skipped and counted by reason. A million processes cost a few thousand system
- * calls and 88 bytes each. See pstack_list.h; the rows are written by pstack_rows.c. */
+/* pstack --all: every process of the process table, read from outside in batches. First the
+ * index (pstack_index.c): every Process once, in address order, for its pid (the listing's
+ * order) and its stack's bounds. Then, batch by batch in pid order, the stacks of those parked
+ * at the index, packed in an arena, and each Process once again after its stack: that copy is
+ * what the row shows, and the stack stands when it agrees with the index's (same pid, stack and
+ * heap bounds, frame pointer, resume point and reductions; not running). One that moved
+ * meanwhile is read again in a second round of the batch, Process, stack and Process (one that
+ * moved still is read alone, then reported as changed). A process on a scheduler is not walked
+ * here: its stop is stale (the scheduler snapshot has its stack). A second thread reads batches
+ * ahead of the rows. A million processes cost a few thousand system calls and 88 bytes each.
+ * See pstack_list.h; the rows are written by pstack_rows.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -18,25 +18,8 @@
 #include <time.h>
 
 #include "pstack_list.h"
-#include "radix.h"
 
 #define STACK_ARENA (4u << 20) /* the stacks of one batch; a larger one is read alone */
-#define NOT_IN_SLOT (-EXDEV)   /* a read Process whose pid does not belong in its slot */
-
-/* A process to list, in pid order: 24 bytes, a million of them. */
-struct ref {
-	uint64_t order; /* the sort key (radix__sort): first */
-	uint64_t addr;
-	uint32_t ix;
-	uint32_t fi; /* its index copy, in firsts[] */
-};
-
-/* What the index's copy of a Process says of its stack: 64 bytes, a million of them. */
-struct first {
-	uint64_t pid, stop, heap, hend, i, fp, reds;
-	uint32_t state;
-	bool have_state, have_i, have_reds;
-};
 
 /* One process of the batch being read. */
 struct slot {
@@ -112,99 +95,6 @@ static const char *not_walked(const struct process_snap *s)
 	if (s->state & XP_PSFLG_GC)
 		return "not read: garbage collecting";
 	return NULL;
-}
-
-/* The index's copy of one Process: its ref and first, or why it is skipped. */
-static int index_one(const struct process_reader *pr, const uint8_t *buf, size_t len, uint64_t addr,
-		     uint32_t ix, struct process_snap *s, struct ref *r, struct first *f)
-{
-	int rc = process__parse_snap(pr, addr, buf, len, s);
-
-	if (rc)
-		return rc;
-	if (pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->v.pid, ix))
-		return NOT_IN_SLOT;
-	*f = (struct first){.pid = s->v.pid,
-			    .stop = s->v.stop,
-			    .heap = s->v.heap,
-			    .hend = s->v.hend,
-			    .i = s->i,
-			    .fp = s->v.frame_pointer,
-			    .reds = s->reds,
-			    .state = s->state,
-			    .have_state = s->have_state,
-			    .have_i = s->have_i,
-			    .have_reds = s->have_reds};
-	r->order = process__pid_data(&pr->pids, s->v.pid);
-	return 0;
-}
-
-static void skip(struct listing *l, int rc)
-{
-	if (rc == -ESRCH)
-		l->gone = true;
-	else if (rc == NOT_IN_SLOT)
-		l->skipped[SKIP_WRONG_SLOT]++;
-	else
-		l->skipped[rc == -EINVAL ? SKIP_INVALID : SKIP_UNREADABLE]++;
-}
-
-/* Every Process once, in address order: Processes side by side in their carriers are then
- * copied a few MB at a time (mem__read_many). Its pid orders the listing; its stack bounds are
- * kept in *firsts (a malloc'd array, 64 bytes a process). Those that cannot be read or are not
- * plausible are skipped here, and counted. */
-static int index_all(struct listing *l, struct batch *b, uint32_t *ixs, uint64_t *procs, size_t n,
-		     struct ref **out, struct first **firsts, size_t *kept)
-{
-	struct ref *v = malloc((n ? n : 1) * sizeof(*v));
-	struct first *f = malloc((n ? n : 1) * sizeof(*f));
-	struct process_snap *snap = malloc(sizeof(*snap));
-	size_t i, k, m, c = 0, nv = 0;
-	int rc;
-
-	if (!v || !f || !snap || ptab__by_address(ixs, procs, n)) {
-		free(v);
-		free(f);
-		free(snap);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++) {
-		if (!procs[i] || (procs[i] & 7))
-			l->skipped[SKIP_INVALID]++;
-		else
-			v[nv++] = (struct ref){.addr = procs[i], .ix = ixs[i]};
-	}
-	for (i = 0; i < nv && !*l->c->stop && !l->gone; i += m) {
-		m = nv - i < MEM_MANY_BATCH ? nv - i : MEM_MANY_BATCH;
-		for (k = 0; k < m; k++) /* lent: parsed where the reader copied them */
-			b->q[k] = (struct mem_req){.addr = v[i + k].addr,
-						   .buf = b->snaps + k * b->len,
-						   .len = b->len,
-						   .lend = true};
-		mem__read_many(l->c->t->mem, b->q, m);
-		for (k = 0; k < m; k++) {
-			rc = b->q[k].rc;
-			v[c] = v[i + k];
-			v[c].fi = (uint32_t)c;
-			if (!rc)
-				rc = index_one(&l->c->pr, b->q[k].data, b->len, v[c].addr, v[c].ix,
-					       snap, &v[c], &f[c]);
-			if (rc)
-				skip(l, rc);
-			else
-				c++;
-		}
-	}
-	free(snap);
-	if (radix__sort(v, c, sizeof(*v))) {
-		free(v);
-		free(f);
-		return -ENOMEM;
-	}
-	*out = v;
-	*firsts = f;
-	*kept = c;
-	return 0;
 }
 
 /* Each slot from the index: its first copy, and whether its stack is to be read. */
@@ -408,7 +298,7 @@ static size_t write_batch(struct listing *l, struct batch *b, const struct ref *
 		const char *stack;
 
 		if (b->slots[k].rc) {
-			skip(l, b->slots[k].rc);
+			pstack_index__skip(l, b->slots[k].rc);
 			continue;
 		}
 		stack = stack_of(l, b, k, &r[k], fr);
@@ -556,7 +446,7 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	}
 	if ((rc = ptab__collect(&c->ptab, c->t->mem, &ixs, &procs, &n, &st)))
 		goto cleanup;
-	if ((rc = index_all(&l, &b, ixs, procs, n, &v, &firsts, &nref)))
+	if ((rc = pstack_index__all(&l, ixs, procs, n, &v, &firsts, &nref)))
 		goto cleanup;
 	b.firsts = firsts;
 	if (j) {
