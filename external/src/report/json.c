@@ -188,20 +188,6 @@ static size_t utf8_len(const unsigned char *p)
 	return n;
 }
 
-/* Copy one well-formed UTF-8 sequence, or write U+FFFD for a byte that starts none (atom names
- * and paths come from the VM: anything may be there). Returns the bytes consumed. */
-static size_t write_utf8(struct json *j, const unsigned char *p)
-{
-	size_t n = utf8_len(p);
-
-	if (n == 0) {
-		puts_(j, "\\ufffd");
-		return 1;
-	}
-	put(j, p, n);
-	return n;
-}
-
 /* The bytes written as they are: printable ASCII but '"' and '\\' (NUL is not one of them). */
 static const unsigned char plain[256] = {
     [0x20] = 1, [0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7e] = 1};
@@ -236,34 +222,74 @@ static size_t plain_run(const unsigned char *p, size_t n)
 	return i;
 }
 
-/* Runs of plain characters go out in one write: a million-process document is mostly them. */
+/* The escape of the byte or UTF-8 sequence at p that plain_run stopped at, into e (6 bytes at
+ * most, never more than 6 a byte of p): its length, and *used the bytes of p it stands for. A
+ * well-formed sequence is copied; a byte that starts none is U+FFFD (atom names and paths come
+ * from the VM: anything may be there). */
+static size_t escape_one(const unsigned char *p, char *e, size_t *used)
+{
+	size_t n;
+
+	*used = 1;
+	if (*p == '"' || *p == '\\') {
+		e[0] = '\\';
+		e[1] = (char)*p;
+		return 2;
+	}
+	if (*p == '\n') {
+		memcpy(e, "\\n", 2);
+		return 2;
+	}
+	if (*p < 0x20 || *p == 0x7f) {
+		memcpy(e, "\\u00", 4);
+		e[4] = "0123456789abcdef"[*p >> 4];
+		e[5] = "0123456789abcdef"[*p & 15];
+		return 6;
+	}
+	if (!(n = utf8_len(p))) {
+		memcpy(e, "\\ufffd", 6);
+		return 6;
+	}
+	memcpy(e, p, n);
+	*used = n;
+	return n;
+}
+
+/* Runs of plain characters go out in one write: a million-process document is mostly them.
+ * Straight into the buffer when it has room for the worst case, six bytes a byte. */
 static void write_escaped(struct json *j, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
-	size_t run;
-	char e[8];
+	size_t run, used, n = (size_t)(end - p);
+	char e[8], *d;
 
+	if (j->buf && j->cap - j->len >= 2 && n <= (j->cap - j->len - 2) / 6) {
+		d = j->buf + j->len;
+		*d++ = '"';
+		while (p < end) {
+			run = plain_run(p, (size_t)(end - p));
+			memcpy(d, p, run);
+			d += run;
+			p += run;
+			if (p < end) {
+				d += escape_one(p, d, &used);
+				p += used;
+			}
+		}
+		*d++ = '"';
+		j->len = (size_t)(d - j->buf);
+		return;
+	}
 	putch(j, '"');
 	while (p < end) {
 		run = plain_run(p, (size_t)(end - p));
 		if (run)
 			put(j, p, run);
 		p += run;
-		if (p >= end)
-			break;
-		if (*p == '"' || *p == '\\') {
-			e[0] = '\\';
-			e[1] = (char)*p;
-			put(j, e, 2);
-		} else if (*p == '\n') {
-			put(j, "\\n", 2);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			snprintf(e, sizeof(e), "\\u%04x", *p);
-			put(j, e, 6);
-		} else {
-			p += write_utf8(j, p) - 1;
+		if (p < end) {
+			put(j, e, escape_one(p, e, &used));
+			p += used;
 		}
-		p++;
 	}
 	putch(j, '"');
 }
