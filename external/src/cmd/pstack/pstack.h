@@ -76,9 +76,10 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
  * the return addresses from stop to hend. Returns how the walk ended. */
 enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process_snap *s,
 				      struct pstack_frames *out);
-/* The same in two steps, for stacks read many at once: how many bytes from s's stop to read
- * (false: the bounds are not a stack), and the walk of those bytes once read into words. */
-bool pstack__stack_span(const struct process_snap *s, size_t *bytes, bool *complete);
+/* The same in two steps, for stacks read many at once: how many bytes from stop to read of a
+ * stack in [heap, hend) (false: the bounds are not a stack), and the walk of those bytes once
+ * read into words. */
+bool pstack__stack_span(uint64_t stop, uint64_t heap, uint64_t hend, size_t *bytes, bool *complete);
 enum estack_end pstack__walk_words(struct pstack_ctx *c, const struct process_snap *s,
 				   const uint64_t *words, size_t bytes, bool complete,
 				   struct pstack_frames *out);

@@ -87,14 +87,12 @@ static void add_frame(struct pstack_frames *fr, uint32_t id, uint64_t addr)
 	fr->addr[fr->n++] = addr;
 }
 
-bool pstack__stack_span(const struct process_snap *s, size_t *bytes, bool *complete)
+bool pstack__stack_span(uint64_t stop, uint64_t heap, uint64_t hend, size_t *bytes, bool *complete)
 {
-	const struct process_view *p = &s->v;
-
-	if (p->stop <= p->heap || p->stop >= p->hend || (p->stop & 7))
+	if (stop <= heap || stop >= hend || (stop & 7))
 		return false;
-	*complete = p->hend - p->stop <= PSTACK_STACK_BYTES;
-	*bytes = *complete ? (size_t)(p->hend - p->stop) : PSTACK_STACK_BYTES;
+	*complete = hend - stop <= PSTACK_STACK_BYTES;
+	*bytes = *complete ? (size_t)(hend - stop) : PSTACK_STACK_BYTES;
 	return true;
 }
 
@@ -126,7 +124,7 @@ enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process
 	bool complete;
 
 	out->n = 0;
-	if (!pstack__stack_span(s, &bytes, &complete))
+	if (!pstack__stack_span(s->v.stop, s->v.heap, s->v.hend, &bytes, &complete))
 		return ESTACK_END_NO_BOTTOM;
 	if (mem__read(c->t->mem, s->v.stop, c->words, bytes))
 		return ESTACK_END_TRUNCATED;

@@ -21,16 +21,8 @@ void pstack_index__skip(struct listing *l, int rc)
 		l->skipped[rc == -EINVAL ? SKIP_INVALID : SKIP_UNREADABLE]++;
 }
 
-/* The index's copy of one Process: its ref and first, or why it is skipped. */
-static int index_one(const struct process_reader *pr, const uint8_t *buf, size_t len, uint64_t addr,
-		     uint32_t ix, struct process_snap *s, struct ref *r, struct first *f)
+void pstack_index__first(const struct process_snap *s, struct first *f)
 {
-	int rc = process__parse_snap(pr, addr, buf, len, s);
-
-	if (rc)
-		return rc;
-	if (pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->v.pid, ix))
-		return NOT_IN_SLOT;
 	*f = (struct first){.pid = s->v.pid,
 			    .stop = s->v.stop,
 			    .heap = s->v.heap,
@@ -42,6 +34,19 @@ static int index_one(const struct process_reader *pr, const uint8_t *buf, size_t
 			    .have_state = s->have_state,
 			    .have_i = s->have_i,
 			    .have_reds = s->have_reds};
+}
+
+/* The index's copy of one Process: its ref and first, or why it is skipped. */
+static int index_one(const struct process_reader *pr, const uint8_t *buf, size_t len, uint64_t addr,
+		     uint32_t ix, struct process_snap *s, struct ref *r, struct first *f)
+{
+	int rc = process__parse_snap(pr, addr, buf, len, s);
+
+	if (rc)
+		return rc;
+	if (pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->v.pid, ix))
+		return NOT_IN_SLOT;
+	pstack_index__first(s, f);
 	r->order = process__pid_data(&pr->pids, s->v.pid);
 	return 0;
 }

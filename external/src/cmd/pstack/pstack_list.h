@@ -51,6 +51,8 @@ struct listing {
  * skipped counted in l. 0 or -ENOMEM. */
 int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t n, struct ref **out,
 		      struct first **firsts, size_t *kept);
+/* What a copy of a Process says of its stack, as the index keeps it. */
+void pstack_index__first(const struct process_snap *s, struct first *f);
 /* Count a process skipped by why (rc: NOT_IN_SLOT, -EINVAL, a read error; -ESRCH: l->gone). */
 void pstack_index__skip(struct listing *l, int rc);
 

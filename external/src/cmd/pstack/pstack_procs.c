@@ -21,13 +21,14 @@
 
 #define STACK_ARENA (4u << 20) /* the stacks of one batch; a larger one is read alone */
 
-/* One process of the batch being read. */
+/* One process of the batch being read: 64 bytes, not a snap (5 KB of names): a thousand slots
+ * of those were a thousand pages touched a batch. */
 struct slot {
-	struct process_snap s;	   /* the copy after its stack: what its row shows */
-	struct process_snap first; /* the index's copy: only struct first's fields are set */
-	int rc;		 /* 0, or why it is skipped (NOT_IN_SLOT, -EINVAL, a read error) */
-	uint64_t *words; /* its stack in the arena; NULL: no stack, or read alone */
+	const struct first *f; /* the index's copy */
+	int rc;		       /* 0, or why it is skipped (NOT_IN_SLOT, -EINVAL, a read error) */
+	uint64_t *words;       /* its stack in the arena; NULL: no stack, or read alone */
 	size_t bytes;
+	uint64_t stop, heap, hend; /* retry: the stack's bounds as the batch's copy says */
 	bool span, complete, walk;
 	bool retry; /* moved since the index: Process, stack and Process read again */
 	int stack_rc, again_rc;
@@ -41,6 +42,7 @@ struct batch {
 	size_t len, used; /* used: bytes of the arena taken in this batch */
 	uint32_t *qk;	  /* the slot of each request */
 	const struct first *firsts;
+	struct process_snap *seen; /* each Process of the batch parsed in turn, to check it */
 };
 
 static double now_ms(void)
@@ -60,7 +62,9 @@ static int batch_new(struct batch *b, const struct process_reader *pr)
 	b->again = malloc((size_t)MEM_MANY_BATCH * b->len);
 	b->arena = malloc(STACK_ARENA);
 	b->qk = calloc(MEM_MANY_BATCH, sizeof(*b->qk));
-	return b->q && b->slots && b->snaps && b->again && b->arena && b->qk ? 0 : -ENOMEM;
+	b->seen = malloc(sizeof(*b->seen));
+	return b->q && b->slots && b->snaps && b->again && b->arena && b->qk && b->seen ? 0
+											: -ENOMEM;
 }
 
 static void batch_free(struct batch *b)
@@ -71,81 +75,91 @@ static void batch_free(struct batch *b)
 	free(b->again);
 	free(b->arena);
 	free(b->qk);
+	free(b->seen);
 }
 
 /* Did the process move between the two reads (scheduled, garbage collected, exited)? Its
  * reductions count only grows when it runs. */
-static bool moved(const struct process_snap *a, const struct process_snap *b)
+static bool moved(const struct first *a, const struct process_snap *b)
 {
-	return a->v.pid != b->v.pid || a->v.stop != b->v.stop || a->v.hend != b->v.hend ||
-	       a->v.heap != b->v.heap || a->v.frame_pointer != b->v.frame_pointer || a->i != b->i ||
+	return a->pid != b->v.pid || a->stop != b->v.stop || a->hend != b->v.hend ||
+	       a->heap != b->v.heap || a->fp != b->v.frame_pointer || a->i != b->i ||
 	       (a->have_reds && b->have_reds && a->reds != b->reds) ||
 	       process__is_running(b->state) || (b->state & (XP_PSFLG_GC | XP_PSFLG_FREE));
 }
 
-/* Why a process's stack is not walked, or NULL to walk it. */
-static const char *not_walked(const struct process_snap *s)
+/* Why a process in this state is not walked, or NULL to walk it. */
+static const char *not_walked_in(bool have_state, uint32_t state)
 {
-	if (!s->have_state)
+	if (!have_state)
 		return "state unknown";
-	if (s->state & XP_PSFLG_FREE)
+	if (state & XP_PSFLG_FREE)
 		return "not read: free";
-	if (process__is_running(s->state))
+	if (process__is_running(state))
 		return "not read: running";
-	if (s->state & XP_PSFLG_GC)
+	if (state & XP_PSFLG_GC)
 		return "not read: garbage collecting";
 	return NULL;
+}
+
+static const char *not_walked(const struct process_snap *s)
+{
+	return not_walked_in(s->have_state, s->state);
 }
 
 /* Each slot from the index: its first copy, and whether its stack is to be read. */
 static void from_index(struct batch *b, const struct ref *r, size_t m)
 {
 	for (size_t k = 0; k < m; k++) {
-		struct slot *s = &b->slots[k];
 		const struct first *f = &b->firsts[r[k].fi];
-		struct process_snap *p = &s->first; /* not cleared: 1.5 KB of names, unread */
 
-		p->v.addr = r[k].addr;
-		p->v.pid = f->pid;
-		p->v.stop = f->stop;
-		p->v.heap = f->heap;
-		p->v.hend = f->hend;
-		p->v.frame_pointer = f->fp;
-		p->i = f->i;
-		p->reds = f->reds;
-		p->state = f->state;
-		p->have_state = f->have_state;
-		p->have_i = f->have_i;
-		p->have_reds = f->have_reds;
-		s->words = NULL;
-		s->bytes = 0;
-		s->span = s->complete = s->retry = false;
-		s->stack_rc = s->again_rc = s->rc = 0;
-		s->walk = !not_walked(p);
+		b->slots[k] =
+		    (struct slot){.f = f, .walk = !not_walked_in(f->have_state, f->state)};
 	}
 }
 
-/* Each Process of the batch in one copy, after the stacks: parsed into the slot's s, the row's
- * copy, and checked against its slot in the table. */
-static void read_snaps(const struct process_reader *pr, struct mem *mem, struct batch *b,
-		       const struct ref *r, size_t m)
+/* Which slots moved since the index (or are walkable now and were not), seen their copy just
+ * parsed: those are read again, a second round from that copy. */
+static bool mark_moved(struct slot *s, const struct process_snap *seen)
 {
-	size_t k;
+	s->retry = s->walk ? moved(s->f, seen) : !not_walked(seen);
+	if (!s->retry)
+		return false;
+	s->walk = !not_walked(seen);
+	s->stop = seen->v.stop;
+	s->heap = seen->v.heap;
+	s->hend = seen->v.hend;
+	s->words = NULL;
+	s->span = false;
+	s->stack_rc = 0;
+	return true;
+}
 
-	for (k = 0; k < m; k++) /* lent: parsed at once, where the reader copied them */
+/* Each Process of the batch in one copy, after the stacks, kept in snaps for its row: parsed,
+ * checked against its slot in the table and against the index's copy. Returns how many moved. */
+static size_t read_snaps(const struct process_reader *pr, struct mem *mem, struct batch *b,
+			 const struct ref *r, size_t m)
+{
+	size_t k, n = 0;
+
+	for (k = 0; k < m; k++)
 		b->q[k] = (struct mem_req){
-		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len, .lend = true};
+		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len};
 	mem__read_many(mem, b->q, m);
 	for (k = 0; k < m; k++) {
 		struct slot *s = &b->slots[k];
 		int rc = b->q[k].rc;
 
 		if (!rc)
-			rc = process__parse_snap(pr, r[k].addr, b->q[k].data, b->len, &s->s);
-		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->s.v.pid, r[k].ix))
+			rc = process__parse_snap(pr, r[k].addr, b->snaps + k * b->len, b->len,
+						 b->seen);
+		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, b->seen->v.pid, r[k].ix))
 			rc = NOT_IN_SLOT;
 		s->rc = rc;
+		if (!rc)
+			n += mark_moved(s, b->seen);
 	}
+	return n;
 }
 
 /* The stacks of the parked processes of the batch, packed in the arena in one read: their
@@ -156,15 +170,17 @@ static void read_stacks(struct mem *mem, struct batch *b, size_t m, bool retry)
 
 	for (k = 0; k < m; k++) {
 		struct slot *s = &b->slots[k];
-		const struct process_snap *from = retry ? &s->s : &s->first;
+		uint64_t stop = retry ? s->stop : s->f->stop;
 
 		if (s->retry != retry || !s->walk ||
-		    !(s->span = pstack__stack_span(from, &s->bytes, &s->complete)))
+		    !(s->span = pstack__stack_span(stop, retry ? s->heap : s->f->heap,
+						   retry ? s->hend : s->f->hend, &s->bytes,
+						   &s->complete)))
 			continue;
 		if (s->bytes > STACK_ARENA - b->used)
 			continue; /* read alone when walked */
 		s->words = b->arena + b->used / 8;
-		b->q[n] = (struct mem_req){.addr = from->v.stop, .buf = s->words, .len = s->bytes};
+		b->q[n] = (struct mem_req){.addr = stop, .buf = s->words, .len = s->bytes};
 		b->qk[n++] = (uint32_t)k;
 		b->used += (s->bytes + 7) & ~(size_t)7;
 	}
@@ -190,40 +206,18 @@ static void read_again(struct mem *mem, struct batch *b, const struct ref *r, si
 		b->slots[b->qk[k]].again_rc = b->q[k].rc;
 }
 
-/* Which slots moved since the index (or are walkable now and were not): those are read again, a
- * second round from the copy just read. Returns how many. */
-static size_t mark_moved(struct batch *b, size_t m)
-{
-	size_t k, n = 0;
-
-	for (k = 0; k < m; k++) {
-		struct slot *s = &b->slots[k];
-
-		if (s->rc)
-			continue;
-		s->retry = s->walk ? moved(&s->first, &s->s) : !not_walked(&s->s);
-		if (!s->retry)
-			continue;
-		s->walk = !not_walked(&s->s);
-		s->words = NULL;
-		s->span = false;
-		s->stack_rc = 0;
-		n++;
-	}
-	return n;
-}
-
-/* The first walk, from what the batch read. */
-static enum estack_end first_walk(struct listing *l, struct slot *s, struct pstack_frames *fr)
+/* The first walk of row (the batch's copy), from what the batch read. */
+static enum estack_end first_walk(struct listing *l, struct slot *s, const struct process_snap *row,
+				  struct pstack_frames *fr)
 {
 	fr->n = 0;
 	if (!s->span)
 		return ESTACK_END_NO_BOTTOM;
 	if (!s->words)
-		return pstack__process_stack(l->c, &s->s, fr);
+		return pstack__process_stack(l->c, row, fr);
 	if (s->stack_rc)
 		return ESTACK_END_TRUNCATED;
-	return pstack__walk_words(l->c, &s->s, s->words, s->bytes, s->complete, fr);
+	return pstack__walk_words(l->c, row, s->words, s->bytes, s->complete, fr);
 }
 
 static const char *end_text(struct listing *l, enum estack_end end)
@@ -233,39 +227,42 @@ static const char *end_text(struct listing *l, enum estack_end end)
 	return end == ESTACK_END_BOTTOM ? "complete" : erlang_stack__end_name(end);
 }
 
-/* The stack of slot k, checked against the Process read after it (the first round's against
- * the index's copy); one that moved in the second round too is read again alone, once. Returns
- * the stack status text. */
+/* The stack of slot k, row its copy after the stack, checked against it (the first round's
+ * against the index's copy); one that moved in the second round too is read again alone, once,
+ * into row. Returns the stack status text. */
 static const char *stack_of(struct listing *l, struct batch *b, size_t k, const struct ref *r,
-			    struct pstack_frames *fr)
+			    struct process_snap *row, struct pstack_frames *fr)
 {
 	struct slot *s = &b->slots[k];
 	struct process_snap again;
+	struct first was;
 	const char *why;
 	enum estack_end end;
 
 	fr->n = 0;
-	if ((why = not_walked(&s->s))) {
-		l->running += process__is_running(s->s.state);
+	if ((why = not_walked(row))) {
+		l->running += process__is_running(row->state);
 		return why;
 	}
 	if (!s->retry) /* it agrees with the index's copy, its stack read in between */
-		return end_text(l, first_walk(l, s, fr));
-	end = first_walk(l, s, fr);
+		return end_text(l, first_walk(l, s, row, fr));
+	end = first_walk(l, s, row, fr);
+	pstack_index__first(row, &was);
 	if (!s->again_rc &&
 	    !process__parse_snap(&l->c->pr, r->addr, b->again + k * b->len, b->len, &again) &&
-	    !moved(&s->s, &again))
+	    !moved(&was, &again))
 		return end_text(l, end);
 	/* It moved: once more, alone, from a fresh copy. */
-	if (process__read_snap(&l->c->pr, r->addr, &s->s) == 0 &&
-	    ptab__pid_in_slot(&l->c->pr.pids, s->s.v.pid, r->ix)) {
-		if ((why = not_walked(&s->s))) {
+	if (process__read_snap(&l->c->pr, r->addr, row) == 0 &&
+	    ptab__pid_in_slot(&l->c->pr.pids, row->v.pid, r->ix)) {
+		if ((why = not_walked(row))) {
 			fr->n = 0;
-			l->running += process__is_running(s->s.state);
+			l->running += process__is_running(row->state);
 			return why;
 		}
-		end = pstack__process_stack(l->c, &s->s, fr);
-		if (process__read_snap(&l->c->pr, r->addr, &again) == 0 && !moved(&s->s, &again))
+		end = pstack__process_stack(l->c, row, fr);
+		pstack_index__first(row, &was);
+		if (process__read_snap(&l->c->pr, r->addr, &again) == 0 && !moved(&was, &again))
 			return end_text(l, end);
 	}
 	fr->n = 0;
@@ -281,28 +278,33 @@ static void read_batch(const struct listing *l, struct mem *mem, struct batch *b
 	b->used = 0;
 	from_index(b, r, m);
 	read_stacks(mem, b, m, false);
-	read_snaps(&l->c->pr, mem, b, r, m);
-	if (mark_moved(b, m)) {
+	if (read_snaps(&l->c->pr, mem, b, r, m)) {
 		read_stacks(mem, b, m, true);
 		read_again(mem, b, r, m);
 	}
 }
 
-/* Walk and write the processes of a batch read by read_batch. Returns how many were listed. */
+/* Walk and write the processes of a batch read by read_batch, each parsed again into row from
+ * the batch's copy. Returns how many were listed. */
 static size_t write_batch(struct listing *l, struct batch *b, const struct ref *r, size_t m,
-			  struct pstack_frames *fr)
+			  struct process_snap *row, struct pstack_frames *fr)
 {
 	size_t k, listed = 0;
+	int rc;
 
 	for (k = 0; k < m && !l->gone; k++) {
 		const char *stack;
 
-		if (b->slots[k].rc) {
-			pstack_index__skip(l, b->slots[k].rc);
+		rc = b->slots[k].rc;
+		if (!rc) /* as read_snaps parsed it: the same bytes */
+			rc = process__parse_snap(&l->c->pr, r[k].addr, b->snaps + k * b->len,
+						 b->len, row);
+		if (rc) {
+			pstack_index__skip(l, rc);
 			continue;
 		}
-		stack = stack_of(l, b, k, &r[k], fr);
-		pstack_rows__emit(l, &b->slots[k].s, stack, fr);
+		stack = stack_of(l, b, k, &r[k], row, fr);
+		pstack_rows__emit(l, row, stack, fr);
 		listed++;
 	}
 	return listed;
@@ -365,7 +367,8 @@ static void *ahead_thread(void *arg)
 }
 
 /* Batch bi: read here when no thread claimed it yet, else once it is read; then written. */
-static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct pstack_frames *fr)
+static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct process_snap *row,
+			  struct pstack_frames *fr)
 {
 	size_t slot = bi % AHEAD_SLOTS, listed;
 	bool mine;
@@ -378,7 +381,8 @@ static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct 
 	pthread_mutex_unlock(&a->mu);
 	if (mine)
 		ahead_read(a, l->c->t->mem, bi);
-	listed = write_batch(l, &a->b[slot], a->v + bi * MEM_MANY_BATCH, batch_len(a->n, bi), fr);
+	listed =
+	    write_batch(l, &a->b[slot], a->v + bi * MEM_MANY_BATCH, batch_len(a->n, bi), row, fr);
 	pthread_mutex_lock(&a->mu);
 	a->done[slot] = false;
 	a->written = bi + 1;
@@ -390,7 +394,7 @@ static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct 
 /* The listing of v[0..n) with the batches read ahead. false when that cannot start (no second
  * reader, memory, or thread): nothing was listed, list them in turn. */
 static bool list_ahead(struct listing *l, const struct ref *v, size_t n, const struct first *f,
-		       struct pstack_frames *fr, size_t *kept)
+		       struct process_snap *row, struct pstack_frames *fr, size_t *kept)
 {
 	struct ahead a = {.l = l, .v = v, .n = n, .nb = (n + MEM_MANY_BATCH - 1) / MEM_MANY_BATCH};
 	pthread_t th;
@@ -410,7 +414,7 @@ static bool list_ahead(struct listing *l, const struct ref *v, size_t n, const s
 		goto cleanup;
 	started = true;
 	for (i = 0; i < a.nb && !*l->c->stop && !l->gone; i++)
-		*kept += ahead_write(&a, l, i, fr);
+		*kept += ahead_write(&a, l, i, row, fr);
 	pthread_mutex_lock(&a.mu);
 	a.quit = true;
 	pthread_cond_broadcast(&a.cv);
@@ -430,6 +434,7 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 {
 	struct listing l = {.c = c, .f = f, .j = j};
 	struct pstack_frames *fr = malloc(sizeof(*fr));
+	struct process_snap *row = malloc(sizeof(*row)); /* the one being written */
 	struct batch b = {0};
 	struct ptab_stats st;
 	uint32_t *ixs = NULL;
@@ -440,7 +445,7 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	size_t n = 0, nref = 0, kept = 0, i, m;
 	int rc;
 
-	if (!fr || (rc = pstack_rows__init(&l)) || (rc = batch_new(&b, &c->pr))) {
+	if (!fr || !row || (rc = pstack_rows__init(&l)) || (rc = batch_new(&b, &c->pr))) {
 		rc = -ENOMEM;
 		goto cleanup;
 	}
@@ -455,11 +460,11 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	} else {
 		fprintf(f, "\n== processes ==\n");
 	}
-	if (!list_ahead(&l, v, nref, firsts, fr, &kept)) {
+	if (!list_ahead(&l, v, nref, firsts, row, fr, &kept)) {
 		for (i = 0; i < nref && !*c->stop && !l.gone; i += m) {
 			m = nref - i < MEM_MANY_BATCH ? nref - i : MEM_MANY_BATCH;
 			read_batch(&l, c->t->mem, &b, v + i, m);
-			kept += write_batch(&l, &b, v + i, m, fr);
+			kept += write_batch(&l, &b, v + i, m, row, fr);
 		}
 	}
 	if (j)
@@ -482,6 +487,7 @@ cleanup:
 	free(firsts);
 	free(ixs);
 	free(procs);
+	free(row);
 	free(fr);
 	return rc;
 }
