@@ -255,29 +255,68 @@ static size_t escape_one(const unsigned char *p, char *e, size_t *used)
 	return n;
 }
 
+char *json__room(struct json *j, size_t n)
+{
+	if (!j->buf || n > j->cap)
+		return NULL;
+	if (j->cap - j->len < n)
+		json__flush(j);
+	return j->f || j->cap - j->len >= n ? j->buf + j->len : NULL;
+}
+
+void json__wrote(struct json *j, const char *end)
+{
+	j->len = (size_t)(end - j->buf);
+}
+
+void json__value(struct json *j)
+{
+	sep(j);
+}
+
+char *json__escape_to(char *d, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	size_t run, used;
+
+	*d++ = '"';
+	while (p < end) {
+		run = plain_run(p, (size_t)(end - p));
+		memcpy(d, p, run);
+		d += run;
+		p += run;
+		if (p < end) {
+			d += escape_one(p, d, &used);
+			p += used;
+		}
+	}
+	*d++ = '"';
+	return d;
+}
+
+char *json__uint_to(char *d, uint64_t v)
+{
+	char b[24];
+	size_t i = sizeof(b);
+
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(d, b + i, sizeof(b) - i);
+	return d + sizeof(b) - i;
+}
+
 /* Runs of plain characters go out in one write: a million-process document is mostly them.
  * Straight into the buffer when it has room for the worst case, six bytes a byte. */
 static void write_escaped(struct json *j, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
 	size_t run, used, n = (size_t)(end - p);
-	char e[8], *d;
+	char e[8];
 
 	if (j->buf && j->cap - j->len >= 2 && n <= (j->cap - j->len - 2) / 6) {
-		d = j->buf + j->len;
-		*d++ = '"';
-		while (p < end) {
-			run = plain_run(p, (size_t)(end - p));
-			memcpy(d, p, run);
-			d += run;
-			p += run;
-			if (p < end) {
-				d += escape_one(p, d, &used);
-				p += used;
-			}
-		}
-		*d++ = '"';
-		j->len = (size_t)(d - j->buf);
+		json__wrote(j, json__escape_to(j->buf + j->len, s, n));
 		return;
 	}
 	putch(j, '"');
@@ -298,13 +337,8 @@ static void write_escaped(struct json *j, const char *s)
 static void write_u64(struct json *j, uint64_t v)
 {
 	char b[24];
-	size_t i = sizeof(b);
 
-	do {
-		b[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put(j, b + i, sizeof(b) - i);
+	put(j, b, (size_t)(json__uint_to(b, v) - b));
 }
 
 void json__key(struct json *j, const char *key)

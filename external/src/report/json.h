@@ -57,6 +57,20 @@ size_t json__addr_text(uint64_t v, char *out);
  * piece json__init_mem made that ends in a key, its value and the closing brace. */
 void json__raw_addr(struct json *j, const char *text, size_t n, uint64_t v, char end);
 
+/* A value written straight into the buffer, for many values alike (pstack --all's rows):
+ * json__value writes the separator it needs; json__room gives where n bytes fit (flushing
+ * first when they do not), NULL when the writer has no buffer that large (write it with the
+ * calls above); json__wrote says where what was written there ends. In between, what is
+ * written must be valid JSON: the texts below, or literals. */
+void json__value(struct json *j);
+char *json__room(struct json *j, size_t n);
+void json__wrote(struct json *j, const char *end);
+#define JSON_ESCAPED_MAX(n) (6 * (n) + 2) /* the room json__escape_to needs for n bytes */
+/* s (n bytes) escaped and quoted at d, as json__string writes it: the end. */
+char *json__escape_to(char *d, const char *s, size_t n);
+/* v in decimal at d (20 bytes at most): the end. */
+char *json__uint_to(char *d, uint64_t v);
+
 /* Shorthands for "key": value. */
 void json__kv_string(struct json *j, const char *key, const char *s); /* NULL -> null */
 void json__kv_int(struct json *j, const char *key, int64_t v);

@@ -92,6 +92,11 @@ void pstack__frame_cache_free(struct pstack_ctx *c);
 int pstack__jit_frame(struct pstack_ctx *c, const struct jit_range *r, uint32_t *id);
 void pstack__json_frames(const struct pstack_ctx *c, const struct pstack_frames *fr,
 			 struct json *j);
+/* The same, ,"frames":[...], straight into j's buffer (json__room) inside an object written
+ * there, once pstack__json_frames_ready says every frame's text is kept (c->fjson). */
+bool pstack__json_frames_ready(const struct pstack_ctx *c, const struct pstack_frames *fr);
+void pstack__json_frames_direct(const struct pstack_ctx *c, const struct pstack_frames *fr,
+				struct json *j);
 void pstack__print_frames(const struct pstack_ctx *c, const struct pstack_frames *fr, FILE *f);
 
 #endif /* XP_PSTACK_H */

@@ -202,6 +202,43 @@ void pstack__json_frames(const struct pstack_ctx *c, const struct pstack_frames 
 	json__end_array(j);
 }
 
+bool pstack__json_frames_ready(const struct pstack_ctx *c, const struct pstack_frames *fr)
+{
+	const char *text;
+	uint32_t n;
+
+	for (uint32_t i = 0; i < fr->n; i++) {
+		if (frame_json(c, fr->id[i], &text, &n))
+			return false;
+	}
+	return true;
+}
+
+void pstack__json_frames_direct(const struct pstack_ctx *c, const struct pstack_frames *fr,
+				struct json *j)
+{
+	const char *text;
+	uint32_t i, n;
+	char *d = json__room(j, 16);
+
+	memcpy(d, ",\"frames\":[", 11);
+	json__wrote(j, d + 11);
+	for (i = 0; i < fr->n; i++) {
+		frame_json(c, fr->id[i], &text, &n);
+		d = json__room(j, n + JSON_ADDR_MAX + 2);
+		if (i)
+			*d++ = ',';
+		memcpy(d, text, n);
+		d += n;
+		d += json__addr_text(fr->addr[i], d);
+		*d++ = '}';
+		json__wrote(j, d);
+	}
+	d = json__room(j, 1);
+	*d++ = ']';
+	json__wrote(j, d);
+}
+
 void pstack__print_frames(const struct pstack_ctx *c, const struct pstack_frames *fr, FILE *f)
 {
 	uint32_t i;
