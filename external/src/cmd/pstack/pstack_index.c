@@ -21,33 +21,17 @@ void pstack_index__skip(struct listing *l, int rc)
 		l->skipped[rc == -EINVAL ? SKIP_INVALID : SKIP_UNREADABLE]++;
 }
 
-void pstack_index__first(const struct process_snap *s, struct first *f)
-{
-	*f = (struct first){.pid = s->v.pid,
-			    .stop = s->v.stop,
-			    .heap = s->v.heap,
-			    .hend = s->v.hend,
-			    .i = s->i,
-			    .fp = s->v.frame_pointer,
-			    .reds = s->reds,
-			    .state = s->state,
-			    .have_state = s->have_state,
-			    .have_i = s->have_i,
-			    .have_reds = s->have_reds};
-}
-
-/* The index's copy of one Process: its ref and first, or why it is skipped. */
+/* The index's copy of one Process: its ref and marks, or why it is skipped. */
 static int index_one(const struct process_reader *pr, const uint8_t *buf, size_t len, uint64_t addr,
-		     uint32_t ix, struct process_snap *s, struct ref *r, struct first *f)
+		     uint32_t ix, struct ref *r, struct process_marks *f)
 {
-	int rc = process__parse_snap(pr, addr, buf, len, s);
+	int rc = process__parse_marks(pr, addr, buf, len, f);
 
 	if (rc)
 		return rc;
-	if (pr->pids.known && !ptab__pid_in_slot(&pr->pids, s->v.pid, ix))
+	if (pr->pids.known && !ptab__pid_in_slot(&pr->pids, f->pid, ix))
 		return NOT_IN_SLOT;
-	pstack_index__first(s, f);
-	r->order = process__pid_data(&pr->pids, s->v.pid);
+	r->order = process__pid_data(&pr->pids, f->pid);
 	return 0;
 }
 
@@ -58,26 +42,23 @@ struct index_part {
 	struct mem *mem;
 	struct mem_req *q;
 	uint8_t *snaps;
-	struct process_snap *snap;
 	size_t len, lo, hi, kept;
 	struct ref *v;
-	struct first *f;
+	struct process_marks *f;
 };
 
-/* A part's buffers: q and snaps for MEM_MANY_BATCH requests of len bytes, and a snap. */
+/* A part's buffers: q and snaps for MEM_MANY_BATCH requests of len bytes. */
 static int part_new(struct index_part *p)
 {
 	p->q = calloc(MEM_MANY_BATCH, sizeof(*p->q));
 	p->snaps = malloc((size_t)MEM_MANY_BATCH * p->len);
-	p->snap = malloc(sizeof(*p->snap));
-	return p->q && p->snaps && p->snap ? 0 : -ENOMEM;
+	return p->q && p->snaps ? 0 : -ENOMEM;
 }
 
 static void part_free(struct index_part *p)
 {
 	free(p->q);
 	free(p->snaps);
-	free(p->snap);
 }
 
 static void *index_part(void *arg)
@@ -100,7 +81,7 @@ static void *index_part(void *arg)
 			v[c] = v[i + k];
 			if (!rc)
 				rc = index_one(&p->l->c->pr, p->q[k].data, p->len, v[c].addr,
-					       v[c].ix, p->snap, &v[c], &p->f[c]);
+					       v[c].ix, &v[c], &p->f[c]);
 			if (rc)
 				pstack_index__skip(p->l, rc);
 			else
@@ -125,7 +106,6 @@ static void index_halves(struct index_part *lower, struct index_part *upper, str
 	upper->mem = NULL; /* its own, or none: not lower's */
 	upper->q = NULL;
 	upper->snaps = NULL;
-	upper->snap = NULL;
 	apart = !part_new(upper) && !mem__open_twin(&upper->mem, l2->c->t->mem) &&
 		!pthread_create(&th, NULL, index_part, upper);
 	index_part(lower);
@@ -146,10 +126,10 @@ static void index_halves(struct index_part *lower, struct index_part *upper, str
 }
 
 int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t n, struct ref **out,
-		      struct first **firsts, size_t *kept)
+		      struct process_marks **firsts, size_t *kept)
 {
 	struct ref *v = malloc((n ? n : 1) * sizeof(*v));
-	struct first *f = malloc((n ? n : 1) * sizeof(*f));
+	struct process_marks *f = malloc((n ? n : 1) * sizeof(*f));
 	struct listing l2 = {.c = l->c};
 	struct index_part lower = {.l = l, .mem = l->c->t->mem, .v = v, .f = f};
 	struct index_part upper;

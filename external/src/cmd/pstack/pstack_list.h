@@ -21,14 +21,7 @@ struct ref {
 	uint64_t order; /* the sort key (radix__sort): first */
 	uint64_t addr;
 	uint32_t ix;
-	uint32_t fi; /* its index copy, in firsts[] */
-};
-
-/* What the index's copy of a Process says of its stack: 64 bytes, a million of them. */
-struct first {
-	uint64_t pid, stop, heap, hend, i, fp, reds;
-	uint32_t state;
-	bool have_state, have_i, have_reds;
+	uint32_t fi; /* its index copy's marks, in firsts[] */
 };
 
 struct atom_slot;
@@ -50,9 +43,7 @@ struct listing {
  * *out those to list, in pid order, *firsts what each said (malloc'd, *kept of each), those
  * skipped counted in l. 0 or -ENOMEM. */
 int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t n, struct ref **out,
-		      struct first **firsts, size_t *kept);
-/* What a copy of a Process says of its stack, as the index keeps it. */
-void pstack_index__first(const struct process_snap *s, struct first *f);
+		      struct process_marks **firsts, size_t *kept);
 /* Count a process skipped by why (rc: NOT_IN_SLOT, -EINVAL, a read error; -ESRCH: l->gone). */
 void pstack_index__skip(struct listing *l, int rc);
 

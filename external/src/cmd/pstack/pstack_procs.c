@@ -24,9 +24,9 @@
 /* One process of the batch being read: 64 bytes, not a snap (5 KB of names): a thousand slots
  * of those were a thousand pages touched a batch. */
 struct slot {
-	const struct first *f; /* the index's copy */
-	int rc;		       /* 0, or why it is skipped (NOT_IN_SLOT, -EINVAL, a read error) */
-	uint64_t *words;       /* its stack in the arena; NULL: no stack, or read alone */
+	const struct process_marks *f; /* the index's copy */
+	int rc;		 /* 0, or why it is skipped (NOT_IN_SLOT, -EINVAL, a read error) */
+	uint64_t *words; /* its stack in the arena; NULL: no stack, or read alone */
 	size_t bytes;
 	uint64_t stop, heap, hend; /* retry: the stack's bounds as the batch's copy says */
 	bool span, complete, walk;
@@ -41,8 +41,7 @@ struct batch {
 	uint64_t *arena;
 	size_t len, used; /* used: bytes of the arena taken in this batch */
 	uint32_t *qk;	  /* the slot of each request */
-	const struct first *firsts;
-	struct process_snap *seen; /* each Process of the batch parsed in turn, to check it */
+	const struct process_marks *firsts;
 };
 
 static double now_ms(void)
@@ -62,9 +61,7 @@ static int batch_new(struct batch *b, const struct process_reader *pr)
 	b->again = malloc((size_t)MEM_MANY_BATCH * b->len);
 	b->arena = malloc(STACK_ARENA);
 	b->qk = calloc(MEM_MANY_BATCH, sizeof(*b->qk));
-	b->seen = malloc(sizeof(*b->seen));
-	return b->q && b->slots && b->snaps && b->again && b->arena && b->qk && b->seen ? 0
-											: -ENOMEM;
+	return b->q && b->slots && b->snaps && b->again && b->arena && b->qk ? 0 : -ENOMEM;
 }
 
 static void batch_free(struct batch *b)
@@ -75,15 +72,14 @@ static void batch_free(struct batch *b)
 	free(b->again);
 	free(b->arena);
 	free(b->qk);
-	free(b->seen);
 }
 
 /* Did the process move between the two reads (scheduled, garbage collected, exited)? Its
  * reductions count only grows when it runs. */
-static bool moved(const struct first *a, const struct process_snap *b)
+static bool moved(const struct process_marks *a, const struct process_marks *b)
 {
-	return a->pid != b->v.pid || a->stop != b->v.stop || a->hend != b->v.hend ||
-	       a->heap != b->v.heap || a->fp != b->v.frame_pointer || a->i != b->i ||
+	return a->pid != b->pid || a->stop != b->stop || a->hend != b->hend || a->heap != b->heap ||
+	       a->fp != b->fp || a->i != b->i ||
 	       (a->have_reds && b->have_reds && a->reds != b->reds) ||
 	       process__is_running(b->state) || (b->state & (XP_PSFLG_GC | XP_PSFLG_FREE));
 }
@@ -111,35 +107,38 @@ static const char *not_walked(const struct process_snap *s)
 static void from_index(struct batch *b, const struct ref *r, size_t m)
 {
 	for (size_t k = 0; k < m; k++) {
-		const struct first *f = &b->firsts[r[k].fi];
+		const struct process_marks *f = &b->firsts[r[k].fi];
 
 		b->slots[k] =
 		    (struct slot){.f = f, .walk = !not_walked_in(f->have_state, f->state)};
 	}
 }
 
-/* Which slots moved since the index (or are walkable now and were not), seen their copy just
- * parsed: those are read again, a second round from that copy. */
-static bool mark_moved(struct slot *s, const struct process_snap *seen)
+/* Whether a slot moved since the index (or is walkable now and was not), seen its copy just
+ * read: then it is read again, a second round from that copy. */
+static bool mark_moved(struct slot *s, const struct process_marks *seen)
 {
-	s->retry = s->walk ? moved(s->f, seen) : !not_walked(seen);
+	bool walk = !not_walked_in(seen->have_state, seen->state);
+
+	s->retry = s->walk ? moved(s->f, seen) : walk;
 	if (!s->retry)
 		return false;
-	s->walk = !not_walked(seen);
-	s->stop = seen->v.stop;
-	s->heap = seen->v.heap;
-	s->hend = seen->v.hend;
+	s->walk = walk;
+	s->stop = seen->stop;
+	s->heap = seen->heap;
+	s->hend = seen->hend;
 	s->words = NULL;
 	s->span = false;
 	s->stack_rc = 0;
 	return true;
 }
 
-/* Each Process of the batch in one copy, after the stacks, kept in snaps for its row: parsed,
- * checked against its slot in the table and against the index's copy. Returns how many moved. */
+/* Each Process of the batch in one copy, after the stacks, kept in snaps for its row: checked
+ * against its slot in the table and against the index's copy. Returns how many moved. */
 static size_t read_snaps(const struct process_reader *pr, struct mem *mem, struct batch *b,
 			 const struct ref *r, size_t m)
 {
+	struct process_marks seen;
 	size_t k, n = 0;
 
 	for (k = 0; k < m; k++)
@@ -151,13 +150,13 @@ static size_t read_snaps(const struct process_reader *pr, struct mem *mem, struc
 		int rc = b->q[k].rc;
 
 		if (!rc)
-			rc = process__parse_snap(pr, r[k].addr, b->snaps + k * b->len, b->len,
-						 b->seen);
-		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, b->seen->v.pid, r[k].ix))
+			rc = process__parse_marks(pr, r[k].addr, b->snaps + k * b->len, b->len,
+						  &seen);
+		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, seen.pid, r[k].ix))
 			rc = NOT_IN_SLOT;
 		s->rc = rc;
 		if (!rc)
-			n += mark_moved(s, b->seen);
+			n += mark_moved(s, &seen);
 	}
 	return n;
 }
@@ -234,8 +233,8 @@ static const char *stack_of(struct listing *l, struct batch *b, size_t k, const 
 			    struct process_snap *row, struct pstack_frames *fr)
 {
 	struct slot *s = &b->slots[k];
+	struct process_marks was, now;
 	struct process_snap again;
-	struct first was;
 	const char *why;
 	enum estack_end end;
 
@@ -247,10 +246,10 @@ static const char *stack_of(struct listing *l, struct batch *b, size_t k, const 
 	if (!s->retry) /* it agrees with the index's copy, its stack read in between */
 		return end_text(l, first_walk(l, s, row, fr));
 	end = first_walk(l, s, row, fr);
-	pstack_index__first(row, &was);
+	process__snap_marks(row, &was);
 	if (!s->again_rc &&
-	    !process__parse_snap(&l->c->pr, r->addr, b->again + k * b->len, b->len, &again) &&
-	    !moved(&was, &again))
+	    !process__parse_marks(&l->c->pr, r->addr, b->again + k * b->len, b->len, &now) &&
+	    !moved(&was, &now))
 		return end_text(l, end);
 	/* It moved: once more, alone, from a fresh copy. */
 	if (process__read_snap(&l->c->pr, r->addr, row) == 0 &&
@@ -261,9 +260,12 @@ static const char *stack_of(struct listing *l, struct batch *b, size_t k, const 
 			return why;
 		}
 		end = pstack__process_stack(l->c, row, fr);
-		pstack_index__first(row, &was);
-		if (process__read_snap(&l->c->pr, r->addr, &again) == 0 && !moved(&was, &again))
-			return end_text(l, end);
+		process__snap_marks(row, &was);
+		if (process__read_snap(&l->c->pr, r->addr, &again) == 0) {
+			process__snap_marks(&again, &now);
+			if (!moved(&was, &now))
+				return end_text(l, end);
+		}
 	}
 	fr->n = 0;
 	l->changed++;
@@ -393,8 +395,9 @@ static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct 
 
 /* The listing of v[0..n) with the batches read ahead. false when that cannot start (no second
  * reader, memory, or thread): nothing was listed, list them in turn. */
-static bool list_ahead(struct listing *l, const struct ref *v, size_t n, const struct first *f,
-		       struct process_snap *row, struct pstack_frames *fr, size_t *kept)
+static bool list_ahead(struct listing *l, const struct ref *v, size_t n,
+		       const struct process_marks *f, struct process_snap *row,
+		       struct pstack_frames *fr, size_t *kept)
 {
 	struct ahead a = {.l = l, .v = v, .n = n, .nb = (n + MEM_MANY_BATCH - 1) / MEM_MANY_BATCH};
 	pthread_t th;
@@ -440,7 +443,7 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	uint32_t *ixs = NULL;
 	uint64_t *procs = NULL;
 	struct ref *v = NULL;
-	struct first *firsts = NULL;
+	struct process_marks *firsts = NULL;
 	double start = now_ms();
 	size_t n = 0, nref = 0, kept = 0, i, m;
 	int rc;
