@@ -368,18 +368,30 @@ static void *ahead_thread(void *arg)
 	return NULL;
 }
 
-/* Batch bi: read here when no thread claimed it yet, else once it is read; then written. */
+/* Batch bi: read here when no thread claimed it yet, else once it is read (meanwhile, a batch
+ * after it no thread claimed yet is read here: this thread does not wait while there is reading
+ * to do); then written. */
 static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct process_snap *row,
 			  struct pstack_frames *fr)
 {
-	size_t slot = bi % AHEAD_SLOTS, listed;
+	size_t slot = bi % AHEAD_SLOTS, listed, other;
 	bool mine;
 
 	pthread_mutex_lock(&a->mu);
 	if ((mine = a->next == bi))
 		a->next++;
-	while (!mine && !a->done[slot])
+	while (!mine && !a->done[slot]) {
+		if (a->next < a->nb && a->next < a->written + AHEAD_SLOTS) {
+			other = a->next++;
+			pthread_mutex_unlock(&a->mu);
+			ahead_read(a, l->c->t->mem, other);
+			pthread_mutex_lock(&a->mu);
+			a->done[other % AHEAD_SLOTS] = true;
+			pthread_cond_broadcast(&a->cv);
+			continue;
+		}
 		pthread_cond_wait(&a->cv, &a->mu);
+	}
 	pthread_mutex_unlock(&a->mu);
 	if (mine)
 		ahead_read(a, l->c->t->mem, bi);
