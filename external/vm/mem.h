@@ -52,8 +52,8 @@ int mem__read_u32(struct mem *m, uint64_t addr, uint32_t *out);
 /* Many reads at once: each request's rc is what mem__read would return for it. A live reader
  * makes one process_vm_readv of up to MEM_MANY_BATCH requests (a request that faults is read
  * again alone, to classify it, and the batch goes on after it); requests in increasing address
- * order up to 4 KiB apart are copied as one range through a 2 MiB buffer the reader
- * keeps (pstack --all, heap: a million Processes side by side). Other readers, and a tapped
+ * order up to 1 KiB apart, or in one page, are copied as one range through a 2 MiB buffer the
+ * reader keeps (pstack --all, heap: a million Processes side by side). Other readers, and a tapped
  * one, read each in turn. Once a read finds the process gone (-ESRCH), every request left gets
  * -ESRCH unread. Returns 0, or -EINVAL for a bad request array. */
 #define MEM_MANY_BATCH 1024 /* IOV_MAX: the most iovecs one process_vm_readv takes */
