@@ -69,6 +69,11 @@ struct mem_req {
 	const void *data;
 };
 int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n);
+/* The same, the merged ranges copied into scratch (MEM_BOUNCE_BYTES, the caller's) instead of
+ * the reader's own buffer: what is lent there stays valid while the caller keeps scratch, across
+ * later reads (pstack --all parses a batch's Processes where they were copied, a while later). */
+#define MEM_BOUNCE_BYTES (2u << 20) /* the merged ranges of one process_vm_readv */
+int mem__read_many_at(struct mem *m, struct mem_req *reqs, size_t n, uint8_t *scratch);
 
 /* A second live reader of the same process, for another thread: its own scratch and counters
  * (fold them back with mem__add_failures). -ENOTSUP for a reader that is not live, or tapped

@@ -29,6 +29,7 @@ struct slot {
 	uint64_t *words; /* its stack in the arena; NULL: no stack, or read alone */
 	size_t bytes;
 	uint64_t stop, heap, hend; /* retry: the stack's bounds as the batch's copy says */
+	const uint8_t *data;	   /* the batch's copy of its Process (in bounce or snaps) */
 	bool span, complete, walk;
 	bool retry; /* moved since the index: Process, stack and Process read again */
 	int stack_rc, again_rc;
@@ -38,6 +39,7 @@ struct batch {
 	struct mem_req *q;
 	struct slot *slots;
 	uint8_t *snaps, *again; /* MEM_MANY_BATCH copies of len bytes each */
+	uint8_t *bounce;	/* the Processes copied in ranges, parsed there (lent) */
 	uint64_t *arena;
 	size_t len, used; /* used: bytes of the arena taken in this batch */
 	uint32_t *qk;	  /* the slot of each request */
@@ -61,7 +63,9 @@ static int batch_new(struct batch *b, const struct process_reader *pr)
 	b->again = malloc((size_t)MEM_MANY_BATCH * b->len);
 	b->arena = malloc(STACK_ARENA);
 	b->qk = calloc(MEM_MANY_BATCH, sizeof(*b->qk));
-	return b->q && b->slots && b->snaps && b->again && b->arena && b->qk ? 0 : -ENOMEM;
+	b->bounce = malloc(MEM_BOUNCE_BYTES);
+	return b->q && b->slots && b->snaps && b->again && b->arena && b->qk && b->bounce ? 0
+											  : -ENOMEM;
 }
 
 static void batch_free(struct batch *b)
@@ -72,6 +76,7 @@ static void batch_free(struct batch *b)
 	free(b->again);
 	free(b->arena);
 	free(b->qk);
+	free(b->bounce);
 }
 
 /* Did the process move between the two reads (scheduled, garbage collected, exited)? Its
@@ -133,8 +138,9 @@ static bool mark_moved(struct slot *s, const struct process_marks *seen)
 	return true;
 }
 
-/* Each Process of the batch in one copy, after the stacks, kept in snaps for its row: checked
- * against its slot in the table and against the index's copy. Returns how many moved. */
+/* Each Process of the batch in one copy, after the stacks, kept for its row (lent, in the
+ * batch's bounce): checked against its slot in the table and against the index's copy. Returns
+ * how many moved. */
 static size_t read_snaps(const struct process_reader *pr, struct mem *mem, struct batch *b,
 			 const struct ref *r, size_t m)
 {
@@ -143,15 +149,15 @@ static size_t read_snaps(const struct process_reader *pr, struct mem *mem, struc
 
 	for (k = 0; k < m; k++)
 		b->q[k] = (struct mem_req){
-		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len};
-	mem__read_many(mem, b->q, m);
+		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len, .lend = true};
+	mem__read_many_at(mem, b->q, m, b->bounce);
 	for (k = 0; k < m; k++) {
 		struct slot *s = &b->slots[k];
 		int rc = b->q[k].rc;
 
+		s->data = b->q[k].data;
 		if (!rc)
-			rc = process__parse_marks(pr, r[k].addr, b->snaps + k * b->len, b->len,
-						  &seen);
+			rc = process__parse_marks(pr, r[k].addr, s->data, b->len, &seen);
 		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, seen.pid, r[k].ix))
 			rc = NOT_IN_SLOT;
 		s->rc = rc;
@@ -299,8 +305,8 @@ static size_t write_batch(struct listing *l, struct batch *b, const struct ref *
 
 		rc = b->slots[k].rc;
 		if (!rc) /* as read_snaps parsed it: the same bytes */
-			rc = process__parse_snap(&l->c->pr, r[k].addr, b->snaps + k * b->len,
-						 b->len, row);
+			rc = process__parse_snap(&l->c->pr, r[k].addr, b->slots[k].data, b->len,
+						 row);
 		if (rc) {
 			pstack_index__skip(l, rc);
 			continue;
