@@ -64,6 +64,21 @@ int mem__open_fn(struct mem **out, mem_read_fn fn, void *ctx)
 	return 0;
 }
 
+int mem__open_twin(struct mem **out, const struct mem *m)
+{
+	if (!m || m->kind != MEM_LIVE || m->tap)
+		return -ENOTSUP;
+	return mem__open_live(out, m->pid);
+}
+
+void mem__add_failures(struct mem *to, const struct mem *from)
+{
+	if (!to || !from)
+		return;
+	for (int i = 0; i < MEM_FAIL_COUNT; i++)
+		to->fail[i] += from->fail[i];
+}
+
 void mem__set_tap(struct mem *m, mem_tap_fn fn, void *ctx)
 {
 	if (!m)
@@ -214,9 +229,14 @@ int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len)
 	return rc;
 }
 
-#define MEM_COALESCE_GAP 1024	    /* requests this close share one remote iovec */
-#define MEM_BOUNCE_BYTES (2u << 20) /* the merged ranges of one process_vm_readv */
-#define MEM_DIRECT	 SIZE_MAX   /* a request read straight into its buffer */
+/* A remote iovec costs the kernel a page-table walk and a pin of its own, about what copying a
+ * KB or two costs: requests this close share one, and so do requests farther apart that end in
+ * the page the range ends in (pinned for it anyway). pstack --all's million small stacks, 1.9
+ * KB apart at the ends of their heaps, are then about half a million ranges, not a million
+ * iovecs nor 1.9 GB copied. */
+#define MEM_COALESCE_GAP 1024
+#define MEM_PAGE	 4096
+#define MEM_DIRECT	 SIZE_MAX /* a request read straight into its buffer */
 
 /* The live reader's scratch for mem__read_many, allocated on its first use. */
 struct mem_many {
@@ -227,15 +247,18 @@ struct mem_many {
 };
 
 /* reqs[i..g): the requests from i that follow one another in memory, each within
- * MEM_COALESCE_GAP bytes of the one before and all within MEM_BOUNCE_BYTES of the first. */
+ * MEM_COALESCE_GAP bytes of the one before or ending in the page it ends in, and all within
+ * MEM_BOUNCE_BYTES of the first. */
 static size_t group_end(const struct mem_req *reqs, size_t i, size_t n)
 {
 	uint64_t start = reqs[i].addr, end = start + reqs[i].len;
 	size_t g;
 
 	for (g = i + 1; g < n && g - i < MEM_MANY_BATCH; g++) {
-		if (reqs[g].addr < end || reqs[g].addr - end > MEM_COALESCE_GAP ||
-		    reqs[g].addr - start > MEM_BOUNCE_BYTES - reqs[g].len)
+		if (reqs[g].addr < end || reqs[g].addr - start > MEM_BOUNCE_BYTES - reqs[g].len)
+			break;
+		if (reqs[g].addr - end > MEM_COALESCE_GAP &&
+		    (reqs[g].addr + reqs[g].len - 1) / MEM_PAGE != (end - 1) / MEM_PAGE)
 			break;
 		end = reqs[g].addr + reqs[g].len;
 	}
@@ -259,7 +282,8 @@ static void local_add(struct mem_many *s, size_t *nl, void *p, size_t len)
  * per range and per local iovec, and a million Processes allocated side by side then cost a few
  * thousand large copies, not a million small ones. A request alone is read straight into its
  * buffer. */
-static size_t readv_many(struct mem *m, struct mem_req *reqs, size_t n, size_t *tried)
+static size_t readv_many(struct mem *m, struct mem_req *reqs, size_t n, uint8_t *bounce,
+			 size_t *tried)
 {
 	struct mem_many *s = m->many;
 	size_t i = 0, g, k, nl = 0, nr = 0, total = 0, used = 0, done = 0;
@@ -283,7 +307,7 @@ static size_t readv_many(struct mem *m, struct mem_req *reqs, size_t n, size_t *
 			break;
 		s->remote[nr++] =
 		    (struct iovec){.iov_base = (void *)(uintptr_t)start, .iov_len = span};
-		local_add(s, &nl, s->bounce + used, span);
+		local_add(s, &nl, bounce + used, span);
 		for (k = i; k < g; k++) {
 			s->boff[k] = used + (reqs[k].addr - start);
 			s->ends[k] = total + (reqs[k].addr - start) + reqs[k].len;
@@ -302,9 +326,9 @@ static size_t readv_many(struct mem *m, struct mem_req *reqs, size_t n, size_t *
 		if (s->boff[i] == MEM_DIRECT) {
 			reqs[i].data = reqs[i].buf;
 		} else if (reqs[i].lend) {
-			reqs[i].data = s->bounce + s->boff[i]; /* lent: no copy */
+			reqs[i].data = bounce + s->boff[i]; /* lent: no copy */
 		} else {
-			memcpy(reqs[i].buf, s->bounce + s->boff[i], reqs[i].len);
+			memcpy(reqs[i].buf, bounce + s->boff[i], reqs[i].len);
 			reqs[i].data = reqs[i].buf;
 		}
 		done++;
@@ -337,6 +361,11 @@ static bool req_ok(const struct mem_req *q)
 
 int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 {
+	return mem__read_many_at(m, reqs, n, NULL);
+}
+
+int mem__read_many_at(struct mem *m, struct mem_req *reqs, size_t n, uint8_t *scratch)
+{
 	size_t i = 0, k, batch, done, lent = 0;
 
 	if (!m || (n && !reqs))
@@ -354,7 +383,7 @@ int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n)
 			;
 		unlend(reqs + lent, i - lent); /* the scratch is about to be reused */
 		lent = i;
-		done = readv_many(m, reqs + i, k - i, &batch);
+		done = readv_many(m, reqs + i, k - i, scratch ? scratch : m->many->bounce, &batch);
 		for (k = i; k < i + done; k++)
 			reqs[k].rc = 0;
 		i += done;

@@ -52,8 +52,8 @@ int mem__read_u32(struct mem *m, uint64_t addr, uint32_t *out);
 /* Many reads at once: each request's rc is what mem__read would return for it. A live reader
  * makes one process_vm_readv of up to MEM_MANY_BATCH requests (a request that faults is read
  * again alone, to classify it, and the batch goes on after it); requests in increasing address
- * order up to 1 KiB apart are copied as one range through a 2 MiB buffer the reader
- * keeps (pstack --all, heap: a million Processes side by side). Other readers, and a tapped
+ * order up to 1 KiB apart, or in one page, are copied as one range through a 2 MiB buffer the
+ * reader keeps (pstack --all, heap: a million Processes side by side). Other readers, and a tapped
  * one, read each in turn. Once a read finds the process gone (-ESRCH), every request left gets
  * -ESRCH unread. Returns 0, or -EINVAL for a bad request array. */
 #define MEM_MANY_BATCH 1024 /* IOV_MAX: the most iovecs one process_vm_readv takes */
@@ -69,6 +69,17 @@ struct mem_req {
 	const void *data;
 };
 int mem__read_many(struct mem *m, struct mem_req *reqs, size_t n);
+/* The same, the merged ranges copied into scratch (MEM_BOUNCE_BYTES, the caller's) instead of
+ * the reader's own buffer: what is lent there stays valid while the caller keeps scratch, across
+ * later reads (pstack --all parses a batch's Processes where they were copied, a while later). */
+#define MEM_BOUNCE_BYTES (2u << 20) /* the merged ranges of one process_vm_readv */
+int mem__read_many_at(struct mem *m, struct mem_req *reqs, size_t n, uint8_t *scratch);
+
+/* A second live reader of the same process, for another thread: its own scratch and counters
+ * (fold them back with mem__add_failures). -ENOTSUP for a reader that is not live, or tapped
+ * (its tap must see every read). */
+int mem__open_twin(struct mem **out, const struct mem *m);
+void mem__add_failures(struct mem *to, const struct mem *from);
 
 /* Failure counters since open, indexed by enum mem_fail. */
 uint64_t mem__failures(const struct mem *m, enum mem_fail why);

@@ -142,15 +142,21 @@ static int read_bounds_span(const struct process_reader *r, uint64_t addr, struc
  * scheduler, or for a process too large to collect now) runs the process on a heap fragment:
  * heap and hend are the fragment's, heap_sz the abandoned heap's, and abandoned_heap is set
  * (B/erl_gc.c delay_garbage_collection, 25-29; its ASSERT allows exactly this). */
-static int check_bounds(const struct process_view *p, uint64_t sz)
+static int bounds_check(uint64_t pid, uint64_t heap, uint64_t hend, uint64_t abandoned_heap,
+			uint64_t sz)
 {
-	bool abandoned = p->abandoned_heap && !(p->abandoned_heap & 7);
+	bool abandoned = abandoned_heap && !(abandoned_heap & 7);
 
-	if ((p->pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || p->heap >= p->hend ||
-	    (p->hend - p->heap != sz * 8 && !abandoned) || sz * 8 > PROCESS_MAX_HEAP ||
-	    p->hend - p->heap > PROCESS_MAX_HEAP || (p->hend & 7))
+	if ((pid & XP_TAG_IMMED1_MASK) != XP_TAG_PID || heap >= hend ||
+	    (hend - heap != sz * 8 && !abandoned) || sz * 8 > PROCESS_MAX_HEAP ||
+	    hend - heap > PROCESS_MAX_HEAP || (hend & 7))
 		return -EINVAL;
 	return 0;
+}
+
+static int check_bounds(const struct process_view *p, uint64_t sz)
+{
+	return bounds_check(p->pid, p->heap, p->hend, p->abandoned_heap, sz);
 }
 
 int process__read_bounds(const struct process_reader *r, uint64_t addr, struct process_view *p)
@@ -600,6 +606,46 @@ int process__parse_snap(const struct process_reader *r, uint64_t addr, const uin
 	}
 	snap_memory_fields(r, buf, n, s);
 	return 0;
+}
+
+int process__parse_marks(const struct process_reader *r, uint64_t addr, const uint8_t *buf,
+			 size_t n, struct process_marks *m)
+{
+	uint64_t sz, htop, abandoned = 0;
+
+	*m = (struct process_marks){0};
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	if (!snap_field(r, buf, n, XP_OFF_P_ID, 8, &m->pid) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEAP, 8, &m->heap) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEND, 8, &m->hend) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HEAP_SZ, 8, &sz) ||
+	    !snap_field(r, buf, n, XP_OFF_P_HTOP, 8, &htop) ||
+	    !snap_field(r, buf, n, XP_OFF_P_STOP, 8, &m->stop))
+		return -EINVAL;
+	snap_field(r, buf, n, XP_OFF_P_ABANDONED_HEAP, 8, &abandoned);
+	if (bounds_check(m->pid, m->heap, m->hend, abandoned, sz))
+		return -EINVAL;
+	snap_field(r, buf, n, XP_OFF_P_FRAME_POINTER, 8, &m->fp);
+	m->have_state = snap_field(r, buf, n, XP_OFF_P_STATE, 4, &m->state);
+	m->have_i = snap_field(r, buf, n, XP_OFF_P_I, 8, &m->i);
+	m->have_reds = snap_field(r, buf, n, XP_OFF_P_REDS, 8, &m->reds);
+	return 0;
+}
+
+void process__snap_marks(const struct process_snap *s, struct process_marks *m)
+{
+	*m = (struct process_marks){.pid = s->v.pid,
+				    .stop = s->v.stop,
+				    .heap = s->v.heap,
+				    .hend = s->v.hend,
+				    .i = s->i,
+				    .fp = s->v.frame_pointer,
+				    .reds = s->reds,
+				    .state = s->state,
+				    .have_state = s->have_state,
+				    .have_i = s->have_i,
+				    .have_reds = s->have_reds};
 }
 
 #define VHEAP_MAX_WORDS (1ULL << 41) /* 16 TiB of binaries: garbage */

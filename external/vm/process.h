@@ -92,6 +92,18 @@ int process__read_snap(const struct process_reader *r, uint64_t addr, struct pro
 size_t process__snap_len(const struct process_reader *r);
 int process__parse_snap(const struct process_reader *r, uint64_t addr, const uint8_t *buf, size_t n,
 			struct process_snap *out);
+/* What a copy of a Process says of where it is in its life: enough to tell whether it moved
+ * between two copies (pstack --all checks a million twice each). 64 bytes. */
+struct process_marks {
+	uint64_t pid, stop, heap, hend, i, fp, reds;
+	uint32_t state;
+	bool have_state, have_i, have_reds;
+};
+/* Those of a copy buf of n bytes made at addr, checked as process__parse_snap checks it (the
+ * same return), without filling a snap; and those of a snap. */
+int process__parse_marks(const struct process_reader *r, uint64_t addr, const uint8_t *buf,
+			 size_t n, struct process_marks *m);
+void process__snap_marks(const struct process_snap *s, struct process_marks *m);
 /* Where the pid term sits in a Process, to read only the pid of one (events --source uprobes):
  * 0, or -ENOTSUP when this VM's layout lacks it. */
 int process__pid_offset(const struct process_reader *r, uint32_t *off);

@@ -1,13 +1,15 @@
 /* Least significant digit first, 16 bits a pass, skipping a digit every key shares: pids of a
  * table that never wrapped, or addresses within a few GB, sort in two or three passes. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "radix.h"
 
-#define DIGITS (1u << 16)
+#define DIGITS	 (1u << 16)
+#define RUNS_MAX 256 /* fewer ascending runs than this are merged, not sorted by digits */
 
 static uint64_t key(const uint8_t *item)
 {
@@ -38,11 +40,72 @@ static void pass(const uint8_t *src, uint8_t *dst, size_t n, size_t size, unsign
 	}
 }
 
+/* Where each ascending run of the n items begins (starts[0..nruns)), counted in one pass. */
+static size_t run_starts(const uint8_t *v, size_t n, size_t size, size_t *starts)
+{
+	size_t i, nruns = 1;
+
+	starts[0] = 0;
+	for (i = 1; i < n; i++) {
+		if (key(v + i * size) < key(v + (i - 1) * size))
+			starts[nruns++] = i;
+	}
+	return nruns;
+}
+
+/* Does run a's head come before run b's? Equal keys: the earlier run's (stable). */
+static bool before(const uint8_t *v, size_t size, const size_t *at, size_t a, size_t b)
+{
+	uint64_t ka = key(v + at[a] * size), kb = key(v + at[b] * size);
+
+	return ka < kb || (ka == kb && a < b);
+}
+
+/* heap[i] moved down the heap of h runs to where its head belongs. */
+static void sift(const uint8_t *v, size_t size, const size_t *at, size_t *heap, size_t h, size_t i)
+{
+	size_t c, r;
+
+	for (; (c = 2 * i + 1) < h; i = c) {
+		if (c + 1 < h && before(v, size, at, heap[c + 1], heap[c]))
+			c++;
+		if (!before(v, size, at, heap[c], heap[i]))
+			break;
+		r = heap[i];
+		heap[i] = heap[c];
+		heap[c] = r;
+	}
+}
+
+/* The nruns ascending runs of src merged into dst, through a heap of the runs by their heads:
+ * pids listed in address order, when the processes were spawned one after the other, are a
+ * hundred or so runs, merged in one pass instead of two or three by digits. */
+static void merge_runs(const uint8_t *src, uint8_t *dst, size_t n, size_t size,
+		       const size_t *starts, size_t nruns)
+{
+	size_t at[RUNS_MAX], end[RUNS_MAX], heap[RUNS_MAX], h = nruns, r, o;
+
+	for (r = 0; r < nruns; r++) {
+		at[r] = starts[r];
+		end[r] = r + 1 < nruns ? starts[r + 1] : n;
+		heap[r] = r;
+	}
+	for (r = h / 2; r-- > 0;)
+		sift(src, size, at, heap, h, r);
+	for (o = 0; o < n; o++) {
+		r = heap[0];
+		memcpy(dst + o * size, src + at[r] * size, size);
+		if (++at[r] == end[r])
+			heap[0] = heap[--h];
+		sift(src, size, at, heap, h, 0);
+	}
+}
+
 int radix__sort(void *items, size_t n, size_t size)
 {
 	uint64_t all_or = 0, all_and = ~(uint64_t)0;
 	uint8_t *v = items, *tmp, *src, *dst, *t;
-	size_t *count, i;
+	size_t *count, i, runs = 0; /* runs: where a key is below the one before it */
 	unsigned shift;
 
 	if (size < 8 || size > 64 || size % 8 || (n && !items))
@@ -50,15 +113,25 @@ int radix__sort(void *items, size_t n, size_t size)
 	for (i = 0; i < n; i++) {
 		all_or |= key(v + i * size);
 		all_and &= key(v + i * size);
+		runs += i && key(v + i * size) < key(v + (i - 1) * size);
 	}
-	if (n < 2 || all_or == all_and)
-		return 0;
+	if (n < 2 || all_or == all_and || !runs)
+		return 0; /* in order already */
 	tmp = malloc(n * size);
 	count = malloc(DIGITS * sizeof(*count));
 	if (!tmp || !count) {
 		free(tmp);
 		free(count);
 		return -ENOMEM;
+	}
+	if (runs < RUNS_MAX) {
+		size_t starts[RUNS_MAX];
+
+		merge_runs(v, tmp, n, size, starts, run_starts(v, n, size, starts));
+		memcpy(v, tmp, n * size);
+		free(tmp);
+		free(count);
+		return 0;
 	}
 	src = v;
 	dst = tmp;

@@ -132,9 +132,51 @@ static void expect_flushed(void)
 	free(buf);
 }
 
+/* json__addr_text against printf, every digit count and digit value: it spreads the nibbles of
+ * the address over a word instead of a loop. */
+static void expect_addr_text(void)
+{
+	char got[JSON_ADDR_MAX + 1], want[JSON_ADDR_MAX + 1];
+	uint64_t v, x = 0x9e3779b97f4a7c15ULL;
+	int bad = 0;
+
+	for (int i = 0; i < 100000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		v = i < 64 ? (uint64_t)1 << i : i < 128 ? ~(uint64_t)0 >> (i - 64) : x >> (i % 64);
+		got[json__addr_text(v, got)] = '\0';
+		if (v)
+			snprintf(want, sizeof(want), "\"0x%llx\"", (unsigned long long)v);
+		else
+			snprintf(want, sizeof(want), "null");
+		bad += strcmp(got, want) != 0;
+	}
+	got[json__addr_text(0xfedcba9876543210ULL, got)] = '\0';
+	CHECK_STR("addr all digits", "\"0xfedcba9876543210\"", got);
+	CHECK("addr text as printf", bad == 0);
+}
+
+/* A piece of JSON kept in memory, then copied as a value: the frames' text of pstack --all. */
+static void expect_mem(void)
+{
+	char small[8], piece[64];
+	struct json m;
+
+	json__init_mem(&m, piece, sizeof(piece));
+	json__object(&m);
+	json__lit_key(&m, "kind");
+	json__string(&m, "erlang");
+	CHECK("mem piece kept",
+	      !m.truncated && m.len == 16 && !memcmp(piece, "{\"kind\":\"erlang\"", 16));
+	json__init_mem(&m, small, sizeof(small));
+	json__string(&m, "longer than eight");
+	CHECK("mem piece too long", m.truncated && m.len <= sizeof(small));
+}
+
 int main(void)
 {
 	expect_known();
+	expect_addr_text();
+	expect_mem();
 	expect_every_lane();
 	expect_flushed();
 	expect("long ascii", "proc_lib:init_p/5 and some more text after it",

@@ -216,8 +216,50 @@ static void test_heap_sizes(void)
 	CHECK_INT("heap_sizes.short", 3, (int)process__heap_sizes(w, 3));
 }
 
+/* process__parse_marks against process__parse_snap on the same bytes: the same return, and the
+ * snap's marks when it parses (pstack --all checks a million Processes with the first). */
+static void test_marks(void)
+{
+	static const struct {
+		enum xp_off_id id;
+		uint64_t v;
+	} edits[] = {{XP_OFF_P_ID, 0},
+		     {XP_OFF_P_ID, 0x1234 << 4 | XP_TAG_PID},
+		     {XP_OFF_P_HEAP_SZ, 987},
+		     {XP_OFF_P_ABANDONED_HEAP, 0x30000},
+		     {XP_OFF_P_HEND, HEAP + 1},
+		     {XP_OFF_P_HEND, HEAP + 987 * 8},
+		     {XP_OFF_P_FRAME_POINTER, 0x1234},
+		     {XP_OFF_P_I, 0x7f0000001000},
+		     {XP_OFF_P_STATE, 0x404},
+		     {XP_OFF_P_HEAP, HEAP + 8}};
+	struct pid_format pids = {.format = XP_PID_PIXDATA};
+	struct process_marks m, want;
+	struct process_reader pr;
+	struct process_snap s;
+	struct fixture f;
+	int bad = 0, rc1, rc2;
+	size_t i, n;
+
+	fixture_init(&f);
+	process__reader_init(&pr, NULL, f.off, &pids, NULL);
+	n = process__snap_len(&pr);
+	for (i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		put(&f, edits[i].id, edits[i].v);
+		rc1 = process__parse_snap(&pr, PROC, f.bytes, n, &s);
+		rc2 = process__parse_marks(&pr, PROC, f.bytes, n, &m);
+		process__snap_marks(&s, &want);
+		bad += rc1 != rc2 || (!rc1 && memcmp(&m, &want, sizeof(m)));
+	}
+	CHECK("marks as the snap's, rc and fields", bad == 0);
+	CHECK_INT("misaligned address", -EINVAL,
+		  process__parse_marks(&pr, PROC + 4, f.bytes, n, &m));
+	CHECK_INT("a copy too short", -EINVAL, process__parse_marks(&pr, PROC, f.bytes, 16, &m));
+}
+
 int main(void)
 {
+	test_marks();
 	test_plausible();
 	test_no_old_heap();
 	test_faults();

@@ -1,6 +1,7 @@
 /* Unit tests for the radix sort (radix.c): against a plain stable sort, for keys that differ in
  * one digit, in every digit, or not at all; stable (equal keys keep their order); sizes 16 and
- * 24 as ptab.c and pstack use them; bad sizes refused with the items untouched. And
+ * 24 as ptab.c and pstack use them; items in a few ascending runs (merged); bad sizes refused
+ * with the items untouched. And
  * ptab__by_address (ptab.c), packed into 8-byte keys or not, against the same stable sort. */
 #include <errno.h>
 #include <stdint.h>
@@ -50,6 +51,34 @@ static void expect_sorted(const char *name, size_t n, uint64_t mask, uint64_t ba
 	}
 	for (size_t i = 0; i < n; i++)
 		v[i] = (struct item){.key = base | (next() & mask), .seq = i};
+	memcpy(w, v, n * sizeof(*v));
+	qsort(w, n, sizeof(*w), by_key_then_seq);
+	ok = radix__sort(v, n, sizeof(*v)) == 0 && memcmp(v, w, n * sizeof(*v)) == 0;
+	CHECK(name, ok);
+	free(v);
+	free(w);
+}
+
+/* n items in about k ascending runs (merged, not sorted by digits, below RUNS_MAX runs), keys
+ * from a small range so that runs share keys: against the stable sort. */
+static void expect_runs(const char *name, size_t n, size_t k)
+{
+	struct item *v = malloc(n * sizeof(*v)), *w = malloc(n * sizeof(*w));
+	uint64_t at = 0;
+	bool ok;
+
+	if (!v || !w) {
+		CHECK(name, false);
+		free(v);
+		free(w);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (next() % (n / k + 1) == 0)
+			at = next() % 1000; /* a new run, most likely below */
+		at += next() % 3;
+		v[i] = (struct item){.key = at, .seq = i};
+	}
 	memcpy(w, v, n * sizeof(*v));
 	qsort(w, n, sizeof(*w), by_key_then_seq);
 	ok = radix__sort(v, n, sizeof(*v)) == 0 && memcmp(v, w, n * sizeof(*v)) == 0;
@@ -120,6 +149,10 @@ int main(void)
 	expect_sorted("only the top digit varies", 5000, 0xffff000000000000ull, 0);
 	expect_sorted("full 64-bit keys", 100000, ~0ull, 0);
 	expect_pairs();
+	expect_runs("two runs", 100000, 2);
+	expect_runs("a hundred runs, keys shared between them", 100000, 100);
+	expect_runs("about the most runs merged", 100000, 240);
+	expect_runs("more runs than merged: by digits", 100000, 2000);
 	expect_refused();
 	/* Packed: 8-aligned within a few GB; Processes 776 bytes apart would be as good. */
 	expect_by_address("by address, packed", 100000, 0x7f3a00000000ull, 0xffffffffull, 7, 0);

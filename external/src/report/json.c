@@ -15,6 +15,7 @@ void json__init(struct json *j, FILE *f)
 	j->depth = 0;
 	j->need_comma[0] = false;
 	j->after_key = false;
+	j->truncated = false;
 }
 
 int json__buffer(struct json *j, size_t cap)
@@ -30,8 +31,17 @@ int json__buffer(struct json *j, size_t cap)
 	return 0;
 }
 
+void json__init_mem(struct json *j, char *buf, size_t cap)
+{
+	json__init(j, NULL);
+	j->buf = buf;
+	j->cap = cap;
+}
+
 void json__flush(struct json *j)
 {
+	if (!j->f)
+		return; /* in memory (json__init_mem): kept */
 	if (j->buf && j->len)
 		fwrite_unlocked(j->buf, 1, j->len, j->f);
 	j->len = 0;
@@ -39,6 +49,8 @@ void json__flush(struct json *j)
 
 void json__unbuffer(struct json *j)
 {
+	if (!j->f)
+		return; /* the caller's memory */
 	json__flush(j);
 	free(j->buf);
 	j->buf = NULL;
@@ -50,7 +62,7 @@ void json__unbuffer(struct json *j)
 static bool room(struct json *j, size_t n)
 {
 	json__flush(j);
-	return n <= j->cap;
+	return j->f && n <= j->cap;
 }
 
 static void put(struct json *j, const void *p, size_t n)
@@ -73,8 +85,10 @@ static void put(struct json *j, const void *p, size_t n)
 			while (n--)
 				*d++ = *q++;
 		}
-	} else {
+	} else if (j->f) {
 		fwrite_unlocked(p, 1, n, j->f);
+	} else {
+		j->truncated = true; /* in memory, full: dropped */
 	}
 }
 
@@ -174,20 +188,6 @@ static size_t utf8_len(const unsigned char *p)
 	return n;
 }
 
-/* Copy one well-formed UTF-8 sequence, or write U+FFFD for a byte that starts none (atom names
- * and paths come from the VM: anything may be there). Returns the bytes consumed. */
-static size_t write_utf8(struct json *j, const unsigned char *p)
-{
-	size_t n = utf8_len(p);
-
-	if (n == 0) {
-		puts_(j, "\\ufffd");
-		return 1;
-	}
-	put(j, p, n);
-	return n;
-}
-
 /* The bytes written as they are: printable ASCII but '"' and '\\' (NUL is not one of them). */
 static const unsigned char plain[256] = {
     [0x20] = 1, [0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7e] = 1};
@@ -222,40 +222,79 @@ static size_t plain_run(const unsigned char *p, size_t n)
 	return i;
 }
 
-/* Runs of plain characters go out in one write: a million-process document is mostly them. */
-static void write_escaped(struct json *j, const char *s)
+/* The escape of the byte or UTF-8 sequence at p that plain_run stopped at, into e (6 bytes at
+ * most, never more than 6 a byte of p): its length, and *used the bytes of p it stands for. A
+ * well-formed sequence is copied; a byte that starts none is U+FFFD (atom names and paths come
+ * from the VM: anything may be there). */
+static size_t escape_one(const unsigned char *p, char *e, size_t *used)
 {
-	const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
-	size_t run;
-	char e[8];
+	size_t n;
 
-	putch(j, '"');
-	while (p < end) {
-		run = plain_run(p, (size_t)(end - p));
-		if (run)
-			put(j, p, run);
-		p += run;
-		if (p >= end)
-			break;
-		if (*p == '"' || *p == '\\') {
-			e[0] = '\\';
-			e[1] = (char)*p;
-			put(j, e, 2);
-		} else if (*p == '\n') {
-			put(j, "\\n", 2);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			snprintf(e, sizeof(e), "\\u%04x", *p);
-			put(j, e, 6);
-		} else {
-			p += write_utf8(j, p) - 1;
-		}
-		p++;
+	*used = 1;
+	if (*p == '"' || *p == '\\') {
+		e[0] = '\\';
+		e[1] = (char)*p;
+		return 2;
 	}
-	putch(j, '"');
+	if (*p == '\n') {
+		memcpy(e, "\\n", 2);
+		return 2;
+	}
+	if (*p < 0x20 || *p == 0x7f) {
+		memcpy(e, "\\u00", 4);
+		e[4] = "0123456789abcdef"[*p >> 4];
+		e[5] = "0123456789abcdef"[*p & 15];
+		return 6;
+	}
+	if (!(n = utf8_len(p))) {
+		memcpy(e, "\\ufffd", 6);
+		return 6;
+	}
+	memcpy(e, p, n);
+	*used = n;
+	return n;
 }
 
-/* Decimal digits of v, without printf's parsing of a format: JSON writes millions of them. */
-static void write_u64(struct json *j, uint64_t v)
+char *json__room(struct json *j, size_t n)
+{
+	if (!j->buf || n > j->cap)
+		return NULL;
+	if (j->cap - j->len < n)
+		json__flush(j);
+	return j->f || j->cap - j->len >= n ? j->buf + j->len : NULL;
+}
+
+void json__wrote(struct json *j, const char *end)
+{
+	j->len = (size_t)(end - j->buf);
+}
+
+void json__value(struct json *j)
+{
+	sep(j);
+}
+
+char *json__escape_to(char *d, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	size_t run, used;
+
+	*d++ = '"';
+	while (p < end) {
+		run = plain_run(p, (size_t)(end - p));
+		memcpy(d, p, run);
+		d += run;
+		p += run;
+		if (p < end) {
+			d += escape_one(p, d, &used);
+			p += used;
+		}
+	}
+	*d++ = '"';
+	return d;
+}
+
+char *json__uint_to(char *d, uint64_t v)
 {
 	char b[24];
 	size_t i = sizeof(b);
@@ -264,7 +303,42 @@ static void write_u64(struct json *j, uint64_t v)
 		b[--i] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	put(j, b + i, sizeof(b) - i);
+	memcpy(d, b + i, sizeof(b) - i);
+	return d + sizeof(b) - i;
+}
+
+/* Runs of plain characters go out in one write: a million-process document is mostly them.
+ * Straight into the buffer when it has room for the worst case, six bytes a byte. */
+static void write_escaped(struct json *j, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+	size_t run, used, n = (size_t)(end - p);
+	char e[8];
+
+	if (j->buf && j->cap - j->len >= 2 && n <= (j->cap - j->len - 2) / 6) {
+		json__wrote(j, json__escape_to(j->buf + j->len, s, n));
+		return;
+	}
+	putch(j, '"');
+	while (p < end) {
+		run = plain_run(p, (size_t)(end - p));
+		if (run)
+			put(j, p, run);
+		p += run;
+		if (p < end) {
+			put(j, e, escape_one(p, e, &used));
+			p += used;
+		}
+	}
+	putch(j, '"');
+}
+
+/* Decimal digits of v, without printf's parsing of a format: JSON writes millions of them. */
+static void write_u64(struct json *j, uint64_t v)
+{
+	char b[24];
+
+	put(j, b, (size_t)(json__uint_to(b, v) - b));
 }
 
 void json__key(struct json *j, const char *key)
@@ -334,25 +408,67 @@ void json__null(struct json *j)
 	puts_(j, "null");
 }
 
-void json__addr(struct json *j, uint64_t v)
+/* The 8 hex digits of x, most significant first, as a word to store as it is (little-endian):
+ * its nibbles spread one a byte, then each made a digit, without a loop. */
+static uint64_t hex8(uint32_t x)
 {
-	char b[24];
-	size_t i = sizeof(b);
+	uint64_t v = x;
+
+	v = (v | v << 16) & 0x0000ffff0000ffffULL;
+	v = (v | v << 8) & 0x00ff00ff00ff00ffULL;
+	v = (v | v << 4) & 0x0f0f0f0f0f0f0f0fULL; /* byte i: nibble i, from the least */
+	v = __builtin_bswap64(v);
+	/* '0' + n, and 'a' - '0' - 10 more where n > 9 (n + 6 carries into bit 4) */
+	return v + 0x3030303030303030ULL + (((v + 0x0606060606060606ULL) >> 4) & ONES) * 39;
+}
+
+size_t json__addr_text(uint64_t v, char *out)
+{
+	uint64_t hi = hex8((uint32_t)(v >> 32)), lo = hex8((uint32_t)v);
+	size_t n = (size_t)(67 - __builtin_clzll(v | 1)) / 4; /* digits without leading zeros */
 
 	if (!v) {
-		json__null(j);
-		return;
+		memcpy(out, "null", 4);
+		return 4;
 	}
+	/* The last n digits of hi, lo stored as words (shifted, not read back from memory: a load
+	 * across two fresh stores waits for both); out has room for the bytes past them. */
+	memcpy(out, "\"0x", 3);
+	if (n > 8) {
+		hi >>= 8 * (16 - n);
+		memcpy(out + 3, &hi, 8);
+		memcpy(out + 3 + n - 8, &lo, 8);
+	} else {
+		lo >>= 8 * (8 - n);
+		memcpy(out + 3, &lo, 8);
+	}
+	out[3 + n] = '"';
+	return n + 4;
+}
+
+/* The address straight into the buffer when it has room. */
+static void put_addr(struct json *j, uint64_t v)
+{
+	char b[JSON_ADDR_MAX];
+
+	if (j->buf && j->cap - j->len >= JSON_ADDR_MAX)
+		j->len += json__addr_text(v, j->buf + j->len);
+	else
+		put(j, b, json__addr_text(v, b));
+}
+
+void json__addr(struct json *j, uint64_t v)
+{
 	sep(j);
-	b[--i] = '"';
-	do {
-		b[--i] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	b[--i] = 'x';
-	b[--i] = '0';
-	b[--i] = '"';
-	put(j, b + i, sizeof(b) - i);
+	put_addr(j, v);
+}
+
+void json__raw_addr(struct json *j, const char *text, size_t n, uint64_t v, char end)
+{
+	sep(j);
+	put(j, text, n);
+	put_addr(j, v);
+	putch(j, end);
 }
 
 void json__kv_string(struct json *j, const char *key, const char *s)

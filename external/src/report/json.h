@@ -17,6 +17,7 @@ struct json {
 	int depth;
 	bool need_comma[JSON_MAX_DEPTH];
 	bool after_key;
+	bool truncated; /* json__init_mem: what did not fit was dropped */
 };
 
 void json__init(struct json *j, FILE *f);
@@ -25,6 +26,10 @@ void json__init(struct json *j, FILE *f);
  * Nothing else may write to f but after json__flush. -ENOMEM: left unbuffered. */
 int json__buffer(struct json *j, size_t cap);
 void json__flush(struct json *j);
+/* Write into buf (cap bytes, not NUL-terminated: j->len of them) and nowhere else, to keep a
+ * piece of JSON text written once and copied many times (json__raw_addr). What does not fit is
+ * dropped and j->truncated set. */
+void json__init_mem(struct json *j, char *buf, size_t cap);
 /* Flush and free the buffer; the writer goes on unbuffered. */
 void json__unbuffer(struct json *j);
 void json__object(struct json *j);
@@ -45,6 +50,26 @@ void json__bool(struct json *j, bool v);
 void json__null(struct json *j);
 /* "0x..." or null when v == 0. */
 void json__addr(struct json *j, uint64_t v);
+#define JSON_ADDR_MAX 24 /* the longest json__addr_text, and the room it needs */
+/* The same text into out, which must have JSON_ADDR_MAX bytes (all may be written): its length. */
+size_t json__addr_text(uint64_t v, char *out);
+/* A value written as text, then address v as json__addr writes it, then the character end: a
+ * piece json__init_mem made that ends in a key, its value and the closing brace. */
+void json__raw_addr(struct json *j, const char *text, size_t n, uint64_t v, char end);
+
+/* A value written straight into the buffer, for many values alike (pstack --all's rows):
+ * json__value writes the separator it needs; json__room gives where n bytes fit (flushing
+ * first when they do not), NULL when the writer has no buffer that large (write it with the
+ * calls above); json__wrote says where what was written there ends. In between, what is
+ * written must be valid JSON: the texts below, or literals. */
+void json__value(struct json *j);
+char *json__room(struct json *j, size_t n);
+void json__wrote(struct json *j, const char *end);
+#define JSON_ESCAPED_MAX(n) (6 * (n) + 2) /* the room json__escape_to needs for n bytes */
+/* s (n bytes) escaped and quoted at d, as json__string writes it: the end. */
+char *json__escape_to(char *d, const char *s, size_t n);
+/* v in decimal at d (20 bytes at most): the end. */
+char *json__uint_to(char *d, uint64_t v);
 
 /* Shorthands for "key": value. */
 void json__kv_string(struct json *j, const char *key, const char *s); /* NULL -> null */

@@ -145,7 +145,7 @@ cleanup:
 	free(c.scheds);
 	free(c.words);
 	free(c.er);
-	free(c.fcache);
+	pstack__frame_cache_free(&c);
 	agg__free(c.agg);
 	return rc;
 }

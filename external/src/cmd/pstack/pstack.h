@@ -44,6 +44,7 @@ struct pstack_sched {
 };
 
 struct pstack_fslot;
+struct pstack_fjson;
 
 struct pstack_ctx {
 	const struct cli_opts *o;
@@ -59,6 +60,7 @@ struct pstack_ctx {
 	double sched_ms;	     /* how long the snapshot took */
 	bool have_ptab;		     /* --all: the process table was found */
 	struct pstack_fslot *fcache; /* frame ids by JIT range (pstack__frame_cache), or NULL */
+	struct pstack_fjson *fjson;  /* frames' JSON by frame id (pstack__frame_cache), or NULL */
 	struct ptab ptab;
 };
 
@@ -74,19 +76,27 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
  * the return addresses from stop to hend. Returns how the walk ended. */
 enum estack_end pstack__process_stack(struct pstack_ctx *c, const struct process_snap *s,
 				      struct pstack_frames *out);
-/* The same in two steps, for stacks read many at once: how many bytes from s's stop to read
- * (false: the bounds are not a stack), and the walk of those bytes once read into words. */
-bool pstack__stack_span(const struct process_snap *s, size_t *bytes, bool *complete);
+/* The same in two steps, for stacks read many at once: how many bytes from stop to read of a
+ * stack in [heap, hend) (false: the bounds are not a stack), and the walk of those bytes once
+ * read into words. */
+bool pstack__stack_span(uint64_t stop, uint64_t heap, uint64_t hend, size_t *bytes, bool *complete);
 enum estack_end pstack__walk_words(struct pstack_ctx *c, const struct process_snap *s,
 				   const uint64_t *words, size_t bytes, bool complete,
 				   struct pstack_frames *out);
-/* Name each JIT range once (c->fcache, freed by the caller): pstack --all, where a million
- * stacks share a few hundred functions. Only for a JIT map that does not change meanwhile. */
+/* Name each JIT range once (c->fcache), and write each frame's JSON once (c->fjson): pstack
+ * --all, where a million stacks share a few hundred functions. Only for a JIT map that does not
+ * change meanwhile. Freed by pstack__frame_cache_free. */
 int pstack__frame_cache(struct pstack_ctx *c);
+void pstack__frame_cache_free(struct pstack_ctx *c);
 /* The aggregate frame of a JIT range, named as the sampler names it. */
 int pstack__jit_frame(struct pstack_ctx *c, const struct jit_range *r, uint32_t *id);
 void pstack__json_frames(const struct pstack_ctx *c, const struct pstack_frames *fr,
 			 struct json *j);
+/* The same, ,"frames":[...], straight into j's buffer (json__room) inside an object written
+ * there, once pstack__json_frames_ready says every frame's text is kept (c->fjson). */
+bool pstack__json_frames_ready(const struct pstack_ctx *c, const struct pstack_frames *fr);
+void pstack__json_frames_direct(const struct pstack_ctx *c, const struct pstack_frames *fr,
+				struct json *j);
 void pstack__print_frames(const struct pstack_ctx *c, const struct pstack_frames *fr, FILE *f);
 
 #endif /* XP_PSTACK_H */

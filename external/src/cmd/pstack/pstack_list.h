@@ -1,6 +1,7 @@
-/* What the two halves of pstack --all share: the listing's counters and caches. pstack_procs.c
- * reads the processes (in batches), pstack_rows.c writes each one's row and the summary.
- * Private to those two files; see pstack.h for the rest of pstack. */
+/* What the parts of pstack --all share: the listing's counters and caches, and the index.
+ * pstack_index.c reads every Process once for the index, pstack_procs.c reads the processes in
+ * batches, pstack_rows.c writes each one's row and the summary. Private to those three files;
+ * see pstack.h for the rest of pstack. */
 #ifndef XP_PSTACK_LIST_H
 #define XP_PSTACK_LIST_H
 
@@ -11,6 +12,16 @@ enum skip_reason {
 	SKIP_INVALID,	     /* not a plausible live Process */
 	SKIP_WRONG_SLOT,     /* its pid does not belong in the slot it was found in */
 	SKIP_COUNT
+};
+
+#define NOT_IN_SLOT (-EXDEV) /* a read Process whose pid does not belong in its slot */
+
+/* A process to list, in pid order: 24 bytes, a million of them. */
+struct ref {
+	uint64_t order; /* the sort key (radix__sort): first */
+	uint64_t addr;
+	uint32_t ix;
+	uint32_t fi; /* its index copy's marks, in firsts[] */
 };
 
 struct atom_slot;
@@ -27,6 +38,14 @@ struct listing {
 	uint64_t pdict[PDICT_RESULT_COUNT]; /* '$initial_call' reads by result */
 	bool gone; /* a read found the VM gone: the listing stops there, marked partial */
 };
+
+/* pstack_index.c: every Process once, in address order, for its pid and its stack's bounds:
+ * *out those to list, in pid order, *firsts what each said (malloc'd, *kept of each), those
+ * skipped counted in l. 0 or -ENOMEM. */
+int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t n, struct ref **out,
+		      struct process_marks **firsts, size_t *kept);
+/* Count a process skipped by why (rc: NOT_IN_SLOT, -EINVAL, a read error; -ESRCH: l->gone). */
+void pstack_index__skip(struct listing *l, int rc);
 
 int pstack_rows__init(struct listing *l);
 void pstack_rows__free(struct listing *l);

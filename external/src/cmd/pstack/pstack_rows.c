@@ -167,6 +167,87 @@ static void emit_json(struct listing *l, const struct row *r)
 	json__end_object(j);
 }
 
+#define LIT(d, s) ((char *)memcpy((d), (s), sizeof(s) - 1) + sizeof(s) - 1)
+
+/* A string value, or null when empty. */
+static char *str_or_null(char *d, const char *s, size_t n)
+{
+	return n ? json__escape_to(d, s, n) : LIT(d, "null");
+}
+
+static char *int_to(char *d, int64_t v)
+{
+	if (v < 0) {
+		*d++ = '-';
+		return json__uint_to(d, -(uint64_t)v);
+	}
+	return json__uint_to(d, (uint64_t)v);
+}
+
+/* The fields before the frames: as emit_json writes them. The label is one of the three names
+ * before it: its text is copied from there, not escaped again. */
+static char *json_head(char *d, const struct row *r, const size_t len[6])
+{
+	const struct process_snap *s = r->s;
+	const struct process_view *id = r->id;
+	const char *status = s->have_state ? process__status_name(s->state) : NULL;
+	char *name, *initial, *pd, *end[3];
+
+	d = json__escape_to(LIT(d, "{\"pid\":"), r->pid, len[0]);
+	d = LIT(d, ",\"address\":");
+	d += json__addr_text(s->v.addr, d);
+	name = LIT(d, ",\"name\":");
+	initial = LIT(end[0] = str_or_null(name, id->name, len[1]), ",\"initial_call\":");
+	pd = LIT(end[1] = str_or_null(initial, id->initial, len[2]),
+		 ",\"dictionary_initial_call\":");
+	d = LIT(end[2] = str_or_null(pd, id->pd_initial, len[3]), ",\"label\":");
+	if (len[1] || len[3] || len[2]) { /* process__label's choice */
+		const char *from = len[1] ? name : len[3] ? pd : initial;
+		size_t n = (size_t)(end[len[1] ? 0 : len[3] ? 2 : 1] - from);
+
+		d = (char *)memcpy(d, from, n) + n;
+	} else {
+		d = LIT(d, "null");
+	}
+	d = LIT(d, ",\"status\":");
+	d = status ? json__escape_to(d, status, strlen(status)) : LIT(d, "null");
+	d = LIT(d, ",\"message_queue_len\":");
+	d = s->have_msg_len ? int_to(d, s->msg_len) : LIT(d, "null");
+	d = int_to(LIT(d, ",\"heap_size\":"), (int64_t)s->heap_sz);
+	d = LIT(d, ",\"stack_size\":");
+	d = s->have_sizes ? json__uint_to(d, (s->v.hend - s->v.stop) / 8) : LIT(d, "null");
+	d = str_or_null(LIT(d, ",\"current_function\":"), r->cur, len[4]);
+	d = LIT(d, ",\"pc\":");
+	d += json__addr_text(process__is_running(s->state) ? 0 : s->i, d);
+	return json__escape_to(LIT(d, ",\"stack\":"), r->stack, len[5]);
+}
+
+/* The row straight into the writer's buffer: what emit_json writes, without a call a field.
+ * false when it cannot be (no buffer, or a frame's text not kept): nothing was written. */
+static bool emit_json_direct(struct listing *l, const struct row *r)
+{
+	size_t len[6] = {strlen(r->pid),	 strlen(r->id->name),
+			 strlen(r->id->initial), strlen(r->id->pd_initial),
+			 strlen(r->cur),	 strlen(r->stack)};
+	size_t need =
+	    256 + JSON_ADDR_MAX * 2 + JSON_ESCAPED_MAX(len[0]) +
+	    2 * (JSON_ESCAPED_MAX(len[1]) + JSON_ESCAPED_MAX(len[2]) + JSON_ESCAPED_MAX(len[3])) +
+	    JSON_ESCAPED_MAX(len[4]) + JSON_ESCAPED_MAX(len[5]);
+	struct json *j = l->j;
+	char *d;
+
+	if (!pstack__json_frames_ready(l->c, r->fr) || !json__room(j, need + 1))
+		return false;
+	json__value(j); /* its comma first: then the room, which that may have taken */
+	d = json__room(j, need);
+	json__wrote(j, json_head(d, r, len));
+	pstack__json_frames_direct(l->c, r->fr, j);
+	d = json__room(j, 1);
+	*d++ = '}';
+	json__wrote(j, d);
+	return true;
+}
+
 static void emit_text(struct listing *l, const struct row *r)
 {
 	const struct process_snap *s = r->s;
@@ -199,9 +280,9 @@ void pstack_rows__emit(struct listing *l, const struct process_snap *s, const ch
 	process__pid_text(&l->c->pr.pids, s->v.pid, pid, sizeof(pid));
 	identity(l, s, &id);
 	r.cur = current_fn(l, s);
-	if (l->j)
+	if (l->j && !emit_json_direct(l, &r))
 		emit_json(l, &r);
-	else
+	else if (!l->j)
 		emit_text(l, &r);
 }
 
