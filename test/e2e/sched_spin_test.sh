@@ -6,7 +6,7 @@
 #   - default: the dirty CPU and dirty I/O schedulers spin (sched_yield in their wait loop) far
 #     more than they sleep and wake, and sched names +sbwtdcpu none +sbwtdio none as giving CPU
 #     back; the normal schedulers spin at least 5 % of their samples;
-#   - +sbwt none ...: no type spins more than 2 % (and 2 samples) and no flag is named;
+#   - +sbwt none ...: no type spins more than 5 % (and 2 samples) and no flag is named;
 #   - --json carries the same verdict.
 # Without the agent only: the wait loop is found from its sched_yield calls, which no agent
 # changes; OTP 29 without the agent (dirty schedulers' processes unknown) is the hardest case.
@@ -61,9 +61,10 @@ last=$(grep '^Busy-wait flags that would give CPU back: ' "$spin_dir/sched.txt" 
 J=$none_dir/sched.json
 xp_expect "busy_wait types (+sbwt none)" "normal dirty-cpu dirty-io" \
 	"$(jq -r '[.busy_wait[].type] | join(" ")' "$J")"
-# Over 2 % and over 2 samples: ci15 saw 11 of 966 (1.1 %) and 1 of 87 (1.1 %) with +sbwt none,
-# against 21-73 % with the default busy wait.
-xp_expect "types spinning over 2 % and 2 samples (+sbwt none)" "" \
-	"$(jq -r '[.busy_wait[] | select(.samples > 0 and .spinning * 50 > .samples and .spinning > 2) | .type] | join(" ")' "$J")"
+# Over 5 % and over 2 samples: ci15 saw 11 of 966 (1.1 %) and 1 of 87 (1.1 %) with +sbwt none,
+# ci22 16 of 772 (2.1 %, normal), against 21-73 % with the default busy wait (and >= 5 %
+# asserted for the normal schedulers above).
+xp_expect "types spinning over 5 % and 2 samples (+sbwt none)" "" \
+	"$(jq -r '[.busy_wait[] | select(.samples > 0 and .spinning * 20 > .samples and .spinning > 2) | .type] | join(" ")' "$J")"
 xp_expect "flags named (+sbwt none)" "" "$(jq -r '[.busy_wait[] | .flag // empty] | join(" ")' "$J")"
 xp_summary
