@@ -37,26 +37,30 @@ static int by_key_then_seq(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* v[0..n) sorted by radix__sort and, in w (room for n), by the stable sort: the same. Frees both
+ * (a failed allocation of either fails the check). */
+static void check_as_stable(const char *name, struct item *v, struct item *w, size_t n)
+{
+	bool ok = v && w;
+
+	if (ok) {
+		memcpy(w, v, n * sizeof(*v));
+		qsort(w, n, sizeof(*w), by_key_then_seq);
+		ok = radix__sort(v, n, sizeof(*v)) == 0 && memcmp(v, w, n * sizeof(*v)) == 0;
+	}
+	CHECK(name, ok);
+	free(v);
+	free(w);
+}
+
 /* n items with keys from mask (bits that vary), sorted both ways and compared. */
 static void expect_sorted(const char *name, size_t n, uint64_t mask, uint64_t base)
 {
 	struct item *v = malloc((n ? n : 1) * sizeof(*v)), *w = malloc((n ? n : 1) * sizeof(*w));
-	bool ok;
 
-	if (!v || !w) {
-		CHECK(name, false);
-		free(v);
-		free(w);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; v && i < n; i++)
 		v[i] = (struct item){.key = base | (next() & mask), .seq = i};
-	memcpy(w, v, n * sizeof(*v));
-	qsort(w, n, sizeof(*w), by_key_then_seq);
-	ok = radix__sort(v, n, sizeof(*v)) == 0 && memcmp(v, w, n * sizeof(*v)) == 0;
-	CHECK(name, ok);
-	free(v);
-	free(w);
+	check_as_stable(name, v, w, n);
 }
 
 /* n items in about k ascending runs (merged, not sorted by digits, below RUNS_MAX runs), keys
@@ -65,26 +69,14 @@ static void expect_runs(const char *name, size_t n, size_t k)
 {
 	struct item *v = malloc(n * sizeof(*v)), *w = malloc(n * sizeof(*w));
 	uint64_t at = 0;
-	bool ok;
 
-	if (!v || !w) {
-		CHECK(name, false);
-		free(v);
-		free(w);
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; v && i < n; i++) {
 		if (next() % (n / k + 1) == 0)
 			at = next() % 1000; /* a new run, most likely below */
 		at += next() % 3;
 		v[i] = (struct item){.key = at, .seq = i};
 	}
-	memcpy(w, v, n * sizeof(*v));
-	qsort(w, n, sizeof(*w), by_key_then_seq);
-	ok = radix__sort(v, n, sizeof(*v)) == 0 && memcmp(v, w, n * sizeof(*v)) == 0;
-	CHECK(name, ok);
-	free(v);
-	free(w);
+	check_as_stable(name, v, w, n);
 }
 
 /* 16-byte items: ptab__by_address's {address, slot}. */
