@@ -53,9 +53,10 @@ struct kcap_rec {
 	uint64_t stack_addr;
 	const uint8_t *stack; /* NULL when nothing was copied */
 	size_t stack_len;
-	/* Non-zero: the sample interrupted an mremap shrinking the Process's heap block in place, a
-	 * collection resizing it, whose block now ends here; the copy is the block's top below it,
-	 * where the stack was moved (stop and hend still the old block's). */
+	/* Non-zero (F_REMAP): a collection was shrinking the Process's heap in place at the sample
+	 * (in mremap, or past it before the new bounds were set); its heap now ends here, and the
+	 * copy is the stack moved below it, [remap_end - (hend - stop), remap_end), stop and hend
+	 * still the old block's. */
 	uint64_t remap_end;
 	/* The native stack beyond perf's copy of it, [cstack_addr, + cstack_len): it starts where
 	 * perf's copy ends, and ends at the runtime stack's top or after KCAP_CSTACK_MAX bytes. */

@@ -41,7 +41,8 @@ struct kcap_watch {
  * 32 bits of flags (state_off set, the read did not fault). */
 #define F_STATE_OK    8u
 #define F_STATE_SHIFT 32
-/* The sample interrupted an mremap(2) shrinking the block that holds the Process's heap, in place
+/* The sample interrupted an mremap(2) shrinking the block that holds the Process's heap in place,
+ * or came after it before the new bounds were set
  * (a collection resizing the new heap: B/erl_gc.c resize_new_heap, which moved the stack down to
  * the new heap's end before the realloc, leaving stop and hend the old block's until it returns).
  * remap_end is that new end, found by the program (heap + 8 * one of the VM's heap sizes, where
