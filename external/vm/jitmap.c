@@ -146,6 +146,9 @@ static int add_range(struct parse *p, const uint8_t *r, const char *name, size_t
 	jr->fragment = strncmp(jr->name, "global::", 8) == 0;
 	jr->frame = !(nlen >= 17 && strcmp(jr->name + nlen - 17, "-CodeInfoPrologue") == 0) &&
 		    !strstr(jr->name, "::codeHeader") && !strstr(jr->name, "::codeFooter");
+	jr->sched_loop = strcmp(jr->name, "global::process_main") == 0;
+	jr->exit_code = strcmp(jr->name, "erts_beamasm:normal_exit/0") == 0 ||
+			strcmp(jr->name, "erts_beamasm:continue_exit/0") == 0;
 	map->nranges++;
 	map->stats.ranges++;
 	map->stats.functions += jitmap__is_function(name, nlen);

@@ -33,6 +33,10 @@ struct jit_range {
 	 * may point into (not a prologue, module header or footer), a shared fragment (global::).
 	 */
 	bool frame, fragment;
+	/* Also from the name, for the sampler's per-sample tests: the scheduler loop
+	 * (global::process_main), the code a process exits from (erts_beamasm:normal_exit/0,
+	 * erts_beamasm:continue_exit/0). */
+	bool sched_loop, exit_code;
 };
 
 struct jit_module_info {

@@ -41,7 +41,7 @@ static uint64_t delay_since(uint64_t t)
  * r13 there is whichever process ran last, not the sample's (otp-internals.md §2). */
 static bool is_scheduler_loop(const struct jit_range *r)
 {
-	return r && strcmp(r->name, "global::process_main") == 0;
+	return r && r->sched_loop;
 }
 
 static const struct target_sched *find_sched(const struct sampler *s, pid_t tid)
@@ -518,8 +518,7 @@ static bool no_process_known(const struct kcap_rec *k, const struct where *w)
  * messages and links from there (B/erl_process.c), with no Erlang stack left to walk. */
 static bool is_exit_code(const struct jit_range *r)
 {
-	return r && (strcmp(r->name, "erts_beamasm:normal_exit/0") == 0 ||
-		     strcmp(r->name, "erts_beamasm:continue_exit/0") == 0);
+	return r && r->exit_code;
 }
 
 /* A sample of a process whose stack is not walked, kept with its native frames under leaf (NULL:
