@@ -33,6 +33,7 @@ struct kcapture_bpf;
 #define KCAP_RING_MIN	  (4u << 20)
 #define KCAP_RING_MAX	  (64u << 20)
 #define KCAP_RING_SECONDS 0.125
+#define KCAP_CONS_STEP	  16 /* the consumer position is handed back in 1/16s of the ring */
 #define KCAP_PENDING	  256 /* captures kept until their sample is read */
 /* A capture no sample claimed within this long after it is given up (its perf record was lost),
  * so that it does not hold the ring's space. Samples are read in time order. */
@@ -65,6 +66,11 @@ struct kcapture {
 	struct slot slots[KCAP_PENDING];
 	size_t head, count;
 	uint64_t read; /* the ring position parsed up to; the consumer position trails it */
+	/* The producer position as last loaded, and the consumer position as last stored: both
+	 * lines are shared with the program on every CPU, so each access is a cache miss there
+	 * and here. prod is loaded again once read reaches it; cons is stored when it moved on
+	 * by KCAP_CONS_STEP (the program then has that much less room, 1/16 of the ring). */
+	uint64_t prod_seen, cons_told;
 	struct kcap_stats st;
 };
 
@@ -255,6 +261,7 @@ int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why,
 		goto cleanup;
 	}
 	k->read = __atomic_load_n((uint64_t *)k->cons, __ATOMIC_RELAXED);
+	k->prod_seen = k->cons_told = k->read;
 	*out = k;
 	return 0;
 cleanup:
@@ -360,8 +367,12 @@ static void release(struct kcapture *k, uint64_t upto)
 			break;
 		drop_oldest(k);
 	}
-	__atomic_store_n((uint64_t *)k->cons, k->count ? k->slots[k->head].pos : k->read,
-			 __ATOMIC_RELEASE);
+	uint64_t cons = k->count ? k->slots[k->head].pos : k->read;
+
+	if (cons - k->cons_told < k->ring_bytes / KCAP_CONS_STEP)
+		return;
+	__atomic_store_n((uint64_t *)k->cons, cons, __ATOMIC_RELEASE);
+	k->cons_told = cons;
 }
 
 void kcapture__drain(struct kcapture *k, uint64_t upto)
@@ -374,7 +385,9 @@ void kcapture__drain(struct kcapture *k, uint64_t upto)
 	mask = k->ring_bytes - 1;
 	data = k->prod + k->page_size;
 	release(k, upto);
-	prod = __atomic_load_n((uint64_t *)k->prod, __ATOMIC_ACQUIRE);
+	if (k->read >= k->prod_seen)
+		k->prod_seen = __atomic_load_n((uint64_t *)k->prod, __ATOMIC_ACQUIRE);
+	prod = k->prod_seen;
 	while (k->read < prod) {
 		const uint8_t *h = data + (k->read & mask);
 		uint32_t len = __atomic_load_n((const uint32_t *)h, __ATOMIC_ACQUIRE);
