@@ -226,6 +226,17 @@ static void ring__release(struct perf_ring *r)
 	__atomic_store_n(&meta->data_tail, r->tail, __ATOMIC_RELEASE);
 }
 
+/* The lines of the sample at ring offset off (size bytes) that parsing it reads besides its
+ * first: the registers after the header, and the stack copy's dyn_size at its end. The kernel
+ * wrote them on another CPU, so each is a cache miss (a sixth of the sampler's time at 997 Hz);
+ * asked for while another ring's sample is resolved, they arrive meanwhile. */
+static void ring__prefetch(const uint8_t *data, uint64_t size, uint64_t off, uint32_t len)
+{
+	__builtin_prefetch(data + ((off + 64) & (size - 1)));
+	__builtin_prefetch(data + ((off + 128) & (size - 1)));
+	__builtin_prefetch(data + ((off + len - 8) & (size - 1)));
+}
+
 /* Step r's read position to its next sample, handling the records before it (lost, throttle,
  * malformed) on the way; r->ready says whether one is there, r->next_time is its time. */
 static void ring__next_sample(struct perf_session *s, struct perf_ring *r)
@@ -249,6 +260,7 @@ static void ring__next_sample(struct perf_session *s, struct perf_ring *r)
 				   sizeof(time));
 			r->next_time = time;
 			r->ready = true;
+			ring__prefetch(data, size, r->tail, h.size);
 			return;
 		}
 		session__record(s, r, &h, data, size, r->tail, NULL, NULL);
