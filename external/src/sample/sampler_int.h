@@ -27,6 +27,7 @@
  * VM with a few hundred modules, while samples queue up: keep them rare. */
 #define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
 #define JIT_REFRESH_MISS_NS (100 * 1000000ull)
+#define JIT_CHECK_NS	    (250 * 1000000ull) /* the descriptor read from the polling loop */
 #define MAPS_REFRESH_NS	    (1000 * 1000000ull)
 #define LEARN_ESDP_TRIES    1000 /* JIT samples asked for their scheduler's data, at most */
 #define LEARN_POLL_NS	    (1000 * 1000000ull) /* ... in the first second, read every LEARN_POLL_MS */
@@ -88,6 +89,7 @@ struct sampler {
 	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
 	struct jit_descriptor jdesc; /* as of the JIT map in use */
 	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
+	uint64_t jit_checked_ns;     /* last read of its descriptor from the polling loop */
 	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
 	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
 	char filter_pid[32];

@@ -49,6 +49,11 @@ void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
 
 	if (s->replay || !a->present || now - s->jit_tried_ns < min_ns)
 		return;
+	/* The descriptor itself is read at most every JIT_CHECK_NS from the polling loop (a
+	 * syscall per wake-up otherwise); a sample in code the map lacks asks at once. */
+	if (min_ns >= JIT_REFRESH_POLL_NS && now - s->jit_checked_ns < JIT_CHECK_NS)
+		return;
+	s->jit_checked_ns = now;
 	if (jitmap__read_descriptor(s->t->mem, (uint64_t)a->value, &d) ||
 	    same_descriptor(&d, &s->jdesc))
 		return;
