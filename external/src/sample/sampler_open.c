@@ -136,8 +136,9 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 		 * wake-ups were most of the sampler's cost (a wake-up every 8 samples: 3.5 % of a
 		 * core on the bench workload; woken when a ring is half full or every RUN_POLL_MS:
 		 * 1.5 %). The Erlang stack is in the capture, so perf copies less of the native
-		 * one: a runtime call's C frames take well under 8 KiB, and the unwinder reads
-		 * any rest live (1.5 -> 1.3 %). */
+		 * one: 4 KiB, and the program copies a deeper C stack's rest (copy_native), up
+		 * to KCAP_CSTACK_MAX more (16 -> 8 KiB: 1.5 -> 1.3 %; 8 -> 4 KiB: 6 % less of the
+		 * sampler's CPU, and half the bytes the VM's sampling interrupt copies). */
 		po.bpf_prog_fd = kcapture__prog_fd(s->kc);
 		po.stack_bytes = PERF_STACK_CAPTURED;
 		po.wakeup_events = 0;
