@@ -63,9 +63,37 @@ static void test_print(void)
 	free(buf);
 }
 
+/* Samples the in-kernel capture copied are said so, with no read delay; the stack's share is of
+ * every sample. */
+static void test_print_captured(void)
+{
+	struct skid_stats k;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	memset(&k, 0, sizeof(k));
+	skid__captured(&k);
+	skid__captured(&k);
+	skid__captured(&k);
+	k.live_stack = 3;
+	skid__print(&k, f);
+	fclose(f);
+	CHECK("captured line",
+	      strstr(buf,
+		     "Process fields copied at the sample by the in-kernel capture: 3 samples\n") !=
+		  NULL);
+	CHECK("no delay line without a late read",
+	      strstr(buf, "Process fields read after the sample") == NULL);
+	CHECK("stack line of every sample",
+	      strstr(buf, "stack partly read from memory after the sample: 3 (100.0%)") != NULL);
+	free(buf);
+}
+
 int main(void)
 {
 	test_quantiles();
 	test_print();
+	test_print_captured();
 	return check_done();
 }

@@ -319,8 +319,9 @@ static const struct jit_range *resume_leaf(struct sampler *s, const struct proce
 	return erlang_stack__is_function(r) ? r : NULL;
 }
 
-/* The skid summary: the Process was read rec->read_delay_ns after the sample, perhaps part of
- * its stack too. The call-site check (cc) already caught a stack that had moved on. With
+/* The skid summary: the Process was copied at the sample (s->cap), or read rec->read_delay_ns
+ * after it, perhaps part of its stack too. The call-site check (cc) already caught a stack that had
+ * moved on. With
  * --skid-summary, also ask the scheduler now which process it runs: another one means the reads
  * after the sample saw a process that had moved on; frames read then and not verified by the
  * call site are at risk. */
@@ -332,15 +333,22 @@ static void skid_check(struct sampler *s, const struct target_sched *sch, const 
 	uint64_t now_cp = w->cp;
 	bool known = true;
 
-	skid__delay(k, rec->read_delay_ns);
+	if (s->cap)
+		skid__captured(k);
+	else
+		skid__delay(k, rec->read_delay_ns);
 	k->live_stack += s->live_read;
 	if (s->opts.skid)
 		now_cp = current_process(s, sch, &known);
 	if (!known)
 		return;
 	k->checked++;
+	/* A sample the capture copied was not read later: that its scheduler runs another process
+	 * by now, or that its heap moved since, contradicts nothing it used. */
 	if (cc == CALL_DISAGREES)
 		why = SKID_CALL_SITE;
+	else if (s->cap)
+		return;
 	else if (now_cp != w->cp)
 		why = SKID_SWITCHED;
 	else if (s->heap_moved)
@@ -591,12 +599,13 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		sampler_frames__label(s, &rec, w.leaf, w.ur, no_process_known(k, &w));
 		return;
 	}
-	rec.read_delay_ns = delay_since(ps->time);
 	/* The capture copied the process r13 or the scheduler named at the sample: used when it
 	 * is the one this sample resolved to (r13 may be a native function's scratch). With no
 	 * current process it copied r13's span alone, which only an exiting process needs. */
 	s->cap =
 	    k && k->cp == w.cp && k->span && (!k->sched_none || is_exit_code(w.leaf)) ? k : NULL;
+	/* How late the Process is read, when it is read (the skid summary). */
+	rec.read_delay_ns = s->cap ? 0 : delay_since(ps->time);
 	/* The capture is on, yet holds no copy of this process at the sample: say which way. */
 	if (s->kc && !s->cap)
 		s->st.not_captured[k ? NOT_CAPTURED_OTHER : NOT_CAPTURED_NO_RECORD]++;

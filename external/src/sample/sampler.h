@@ -51,7 +51,8 @@ struct sample_record {
 	uint32_t nframes;
 	uint32_t nerlang;	/* frames[0..nerlang) are Erlang/JIT frames, the rest native */
 	uint64_t process;	/* Process address (SAMPLE_ERLANG) */
-	uint64_t read_delay_ns; /* Process fields were read this long after the sample */
+	uint64_t read_delay_ns; /* Process fields were read this long after the sample (0: the
+				   capture copied them) */
 	bool contradicted;	/* a later read disagreed with the sample (skid summary only) */
 	bool scheduler_work; /* the scheduler worked for the process, parked at its resume point */
 	bool exiting; /* the process was exiting: no Erlang stack left ("[process exiting]") */

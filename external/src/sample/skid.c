@@ -47,6 +47,11 @@ void skid__delay(struct skid_stats *k, uint64_t delay_ns)
 		k->max_ns = delay_ns;
 }
 
+void skid__captured(struct skid_stats *k)
+{
+	k->captured++;
+}
+
 uint64_t skid__quantile(const struct skid_stats *k, double q)
 {
 	uint64_t want, seen = 0;
@@ -81,21 +86,31 @@ void skid__print(const struct skid_stats *k, FILE *f)
 	uint64_t total = 0;
 	unsigned i;
 
+	uint64_t seen = k->reads + k->captured;
+
 	fprintf(f, "Skid summary: values read after the sample, not captured in it\n");
-	if (!k->reads) {
+	if (!seen) {
 		fprintf(f, "  no sample needed a later read\n");
 		return;
 	}
-	fprintf(f, "  Process fields read after the sample: %" PRIu64 " samples; delay", k->reads);
-	for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
-		fprintf(f, "%s p%.0f <= ", i ? "," : "", qs[i] * 100);
-		print_ns(f, skid__quantile(k, qs[i]));
+	if (k->captured)
+		fprintf(f,
+			"  Process fields copied at the sample by the in-kernel capture: %" PRIu64
+			" samples\n",
+			k->captured);
+	if (k->reads) {
+		fprintf(f, "  Process fields read after the sample: %" PRIu64 " samples; delay",
+			k->reads);
+		for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+			fprintf(f, "%s p%.0f <= ", i ? "," : "", qs[i] * 100);
+			print_ns(f, skid__quantile(k, qs[i]));
+		}
+		fprintf(f, ", max ");
+		print_ns(f, k->max_ns);
+		fputc('\n', f);
 	}
-	fprintf(f, ", max ");
-	print_ns(f, k->max_ns);
-	fputc('\n', f);
 	fprintf(f, "  stack partly read from memory after the sample: %" PRIu64 " (%.1f%%)\n",
-		k->live_stack, 100.0 * (double)k->live_stack / (double)k->reads);
+		k->live_stack, 100.0 * (double)k->live_stack / (double)seen);
 	for (i = 0; i < SKID_CONTRA_COUNT; i++)
 		total += k->contradicted[i];
 	fprintf(f, "  contradicted by a later read: %" PRIu64 " of %" PRIu64 " checked (%.2f%%)\n",

@@ -21,6 +21,7 @@ enum skid_contradiction {
 
 struct skid_stats {
 	uint64_t reads;		     /* samples whose Process fields were read after the sample */
+	uint64_t captured;	     /* ... and those the in-kernel capture copied at it */
 	uint64_t hist[SKID_BUCKETS]; /* read delays */
 	uint64_t max_ns;	     /* the longest delay */
 	uint64_t live_stack;	     /* samples whose stack was partly read from memory later */
@@ -30,6 +31,8 @@ struct skid_stats {
 };
 
 void skid__delay(struct skid_stats *k, uint64_t delay_ns);
+/* A sample whose Process fields the in-kernel capture copied at the sample: no read delay. */
+void skid__captured(struct skid_stats *k);
 /* The delay at quantile q (0..1), as the upper edge of its bucket, in nanoseconds. */
 uint64_t skid__quantile(const struct skid_stats *k, double q);
 const char *skid__contradiction_name(enum skid_contradiction c);
