@@ -30,6 +30,9 @@ const volatile __u32 state_off; /* Process.state, 0: not read */
  * (0: not known, no heap resize is followed). */
 const volatile __u64 heap_words[KCAP_HEAP_SIZES];
 const volatile __u64 normal_exit;
+/* Bytes of unread captures at which a capture wakes the sampler (0: never): a sampler asleep
+ * while deep stacks' captures fill the ring would lose the next ones. */
+const volatile __u64 wake_bytes;
 
 /* The capture is built in this CPU's slot of an array (a per-CPU map's values are limited to
  * 32 KiB): a perf event's program runs with interrupts off, alone on its CPU. max_entries is the
@@ -359,8 +362,12 @@ int kcapture(struct bpf_perf_event_data *ctx)
 	len = r->stack_len + r->cstack_len;
 	if (len > KCAP_STACK_MAX + KCAP_CSTACK_MAX)
 		return 1;
-	/* No wake-up: the sampler drains the ring whenever perf wakes it. */
-	bpf_ringbuf_output(&ring, r, H_STACK + len, BPF_RB_NO_WAKEUP);
+	/* No wake-up: the sampler drains the ring whenever perf wakes it, or its timeout does;
+	 * unless the ring is filling up faster than that (deep stacks), then woken at once. */
+	bpf_ringbuf_output(&ring, r, H_STACK + len,
+			   wake_bytes && bpf_ringbuf_query(&ring, BPF_RB_AVAIL_DATA) >= wake_bytes
+			       ? BPF_RB_FORCE_WAKEUP
+			       : BPF_RB_NO_WAKEUP);
 	/* Non-zero: perf writes its sample as usual. */
 	return 1;
 }

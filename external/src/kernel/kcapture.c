@@ -34,7 +34,10 @@ struct kcapture_bpf;
 #define KCAP_RING_MAX	  (64u << 20)
 #define KCAP_RING_SECONDS 0.125
 #define KCAP_CONS_STEP	  16 /* the consumer position is handed back in 1/16s of the ring */
-#define KCAP_PENDING	  256 /* captures kept until their sample is read */
+/* A capture wakes the sampler when this part of the ring is unread (kcapture__wake_fd): the
+ * ring then still has room for the captures taken while the sampler gets going. */
+#define KCAP_WAKE_PART 2
+#define KCAP_PENDING   256 /* captures kept until their sample is read */
 /* A capture no sample claimed within this long after it is given up (its perf record was lost),
  * so that it does not hold the ring's space. Samples are read in time order. */
 #define KCAP_EXPIRE_NS 100000000ull
@@ -124,6 +127,7 @@ static int load_program(struct kcapture *k, uint32_t cpus, char *why, size_t why
 	skel->rodata->perf_stack = c->perf_stack;
 	skel->rodata->state_off = c->state_off;
 	skel->rodata->normal_exit = c->normal_exit;
+	skel->rodata->wake_bytes = k->ring_bytes / KCAP_WAKE_PART;
 	memcpy((void *)skel->rodata->heap_words, c->heap_words, sizeof(c->heap_words));
 	/* A second load with the verifier's log on, only when the first fails (libbpf retries). */
 	log = calloc(1, KCAP_LOG_BYTES);
@@ -430,6 +434,11 @@ const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t
 		return &s->rec;
 	}
 	return NULL;
+}
+
+int kcapture__wake_fd(const struct kcapture *k)
+{
+	return k ? k->ring_fd : -1;
 }
 
 const struct kcap_stats *kcapture__stats(const struct kcapture *k)

@@ -92,6 +92,9 @@ void kcapture__drain(struct kcapture *k, uint64_t upto);
 /* The capture of the sample (tid, time, ip, sp), or NULL. Valid until the next drain. */
 const struct kcap_rec *kcapture__find(struct kcapture *k, uint32_t tid, uint64_t time, uint64_t ip,
 				      uint64_t sp);
+/* An fd that polls readable (edge-triggered: EPOLLET) when a capture finds its ring half full,
+ * for a sampler that otherwise reads the ring only when perf wakes it; -1 without one. */
+int kcapture__wake_fd(const struct kcapture *k);
 const struct kcap_stats *kcapture__stats(const struct kcapture *k);
 void kcapture__free(struct kcapture *k);
 

@@ -205,6 +205,17 @@ static int session__map_ring(struct perf_session *s, int fd, int cpu, pid_t tid,
 	return 0;
 }
 
+int perf_session__wake_on(struct perf_session *s, int fd)
+{
+	/* Tagged as a ring, so that no hang-up of it is taken for a thread's. */
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET,
+				 .data.u64 = PERF_RING_TAG | UINT32_MAX};
+
+	if (!s || fd < 0)
+		return -EINVAL;
+	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
 /* Start one of a thread's events: output to its CPU's ring (shared), the program, enable. */
 static int session__start_event(struct perf_session *s, int fd, size_t ring)
 {

@@ -126,6 +126,9 @@ int perf_session__open(struct perf_session **out, const pid_t *tids, size_t ntid
 		       const struct perf_opts *opts);
 /* Add a thread later (a scheduler thread that appeared). */
 int perf_session__add_thread(struct perf_session *s, pid_t tid);
+/* Also end perf_session__poll's wait when fd polls readable, edge-triggered (another ring whose
+ * producer asks for a wake-up: kcapture__wake_fd). fd stays the caller's. 0 or -errno. */
+int perf_session__wake_on(struct perf_session *s, int fd);
 /* Wait up to timeout_ms for data, then deliver every complete sample, oldest first across the
  * threads' rings. Returns the number delivered, or a negative errno. */
 int perf_session__poll(struct perf_session *s, int timeout_ms, perf_sample_fn fn, void *ctx);

@@ -161,6 +161,11 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 			po.mmap_pages = PERF_MIN_RETRY_PAGES;
 	}
 	free(tids);
+	/* Woken early when deep stacks' captures fill their ring faster than the polling reads it.
+	 * Should that fail, such captures may be lost, and their samples are counted as read
+	 * without one ("no record: ring full"). */
+	if (!rc && s->kc)
+		(void)perf_session__wake_on(s->perf, kcapture__wake_fd(s->kc));
 	if (!rc && s->opts.on_switch)
 		perf_session__on_switch(s->perf, s->opts.on_switch, s->opts.record_ctx);
 	if (rc == -EACCES || rc == -EPERM)
