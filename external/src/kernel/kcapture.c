@@ -364,6 +364,8 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len, uint64_t
  * up to the oldest capture still pending back to the program. */
 static void release(struct kcapture *k, uint64_t upto)
 {
+	uint64_t cons;
+
 	while (k->count) {
 		struct slot *s = &k->slots[k->head];
 
@@ -371,8 +373,7 @@ static void release(struct kcapture *k, uint64_t upto)
 			break;
 		drop_oldest(k);
 	}
-	uint64_t cons = k->count ? k->slots[k->head].pos : k->read;
-
+	cons = k->count ? k->slots[k->head].pos : k->read;
 	if (cons - k->cons_told < k->ring_bytes / KCAP_CONS_STEP)
 		return;
 	__atomic_store_n((uint64_t *)k->cons, cons, __ATOMIC_RELEASE);

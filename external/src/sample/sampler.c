@@ -320,11 +320,10 @@ static const struct jit_range *resume_leaf(struct sampler *s, const struct proce
 }
 
 /* The skid summary: the Process was copied at the sample (s->cap), or read rec->read_delay_ns
- * after it, perhaps part of its stack too. The call-site check (cc) already caught a stack that had
- * moved on. With
- * --skid-summary, also ask the scheduler now which process it runs: another one means the reads
- * after the sample saw a process that had moved on; frames read then and not verified by the
- * call site are at risk. */
+ * after it, perhaps part of its stack too. The call-site check (cc) already caught a stack that
+ * had moved on. With --skid-summary, also ask the scheduler now which process it runs: another
+ * one means the reads after the sample saw a process that had moved on; frames read then and not
+ * verified by the call site are at risk. */
 static void skid_check(struct sampler *s, const struct target_sched *sch, const struct where *w,
 		       enum call_check cc, struct sample_record *rec)
 {

@@ -83,10 +83,8 @@ static void print_ns(FILE *f, uint64_t ns)
 void skid__print(const struct skid_stats *k, FILE *f)
 {
 	static const double qs[] = {0.5, 0.9, 0.99};
-	uint64_t total = 0;
+	uint64_t total = 0, seen = k->reads + k->captured;
 	unsigned i;
-
-	uint64_t seen = k->reads + k->captured;
 
 	fprintf(f, "Skid summary: values read after the sample, not captured in it\n");
 	if (!seen) {
