@@ -35,12 +35,24 @@ static void test_quantiles(void)
 	CHECK_INT("an hour: the last bucket", 1, k.hist[SKID_BUCKETS - 1]);
 }
 
-static void test_print(void)
+/* What skid__print writes for k (malloc'd; the caller frees it). */
+static char *printed(const struct skid_stats *k)
 {
-	struct skid_stats k;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return strdup("");
+	skid__print(k, f);
+	fclose(f);
+	return buf;
+}
+
+static void test_print(void)
+{
+	struct skid_stats k;
+	char *buf;
 
 	memset(&k, 0, sizeof(k));
 	skid__delay(&k, 1000000);
@@ -49,8 +61,7 @@ static void test_print(void)
 	k.checked = 2;
 	k.contradicted[SKID_SWITCHED] = 1;
 	k.at_risk = 1;
-	skid__print(&k, f);
-	fclose(f);
+	buf = printed(&k);
 	CHECK("delay line", strstr(buf, "Process fields read after the sample: 2 samples; delay "
 					"p50 <= 1.0 ms") != NULL);
 	CHECK("stack line",
@@ -68,17 +79,14 @@ static void test_print(void)
 static void test_print_captured(void)
 {
 	struct skid_stats k;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf;
 
 	memset(&k, 0, sizeof(k));
 	skid__captured(&k);
 	skid__captured(&k);
 	skid__captured(&k);
 	k.live_stack = 3;
-	skid__print(&k, f);
-	fclose(f);
+	buf = printed(&k);
 	CHECK("captured line",
 	      strstr(buf,
 		     "Process fields copied at the sample by the in-kernel capture: 3 samples\n") !=
