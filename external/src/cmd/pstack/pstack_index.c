@@ -82,6 +82,16 @@ static void *index_part(void *arg)
 			if (!rc)
 				rc = index_one(&p->l->c->pr, p->q[k].data, p->len, v[c].addr,
 					       v[c].ix, &v[c], &p->f[c]);
+			/* Bounds that disagree: a copy taken mid-collection. Read it again
+			 * alone, a few times, before skipping a live process. */
+			for (int t = 0; rc == -EINVAL && t < PSTACK_REREADS; t++) {
+				uint8_t *buf = p->snaps + k * p->len;
+
+				rc = mem__read(p->mem, v[c].addr, buf, p->len);
+				if (!rc)
+					rc = index_one(&p->l->c->pr, buf, p->len, v[c].addr,
+						       v[c].ix, &v[c], &p->f[c]);
+			}
 			if (rc)
 				pstack_index__skip(p->l, rc);
 			else

@@ -15,6 +15,8 @@ enum skip_reason {
 };
 
 #define NOT_IN_SLOT (-EXDEV) /* a read Process whose pid does not belong in its slot */
+/* A Process copy whose bounds disagree (taken mid-collection) is read again alone this often. */
+#define PSTACK_REREADS 3
 
 /* A process to list, in pid order: 24 bytes, a million of them. */
 struct ref {
