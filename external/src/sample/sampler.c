@@ -337,7 +337,8 @@ static void skid_check(struct sampler *s, const struct target_sched *sch, const 
 	else
 		skid__delay(k, rec->read_delay_ns);
 	k->live_stack += s->live_read;
-	if (s->opts.skid)
+	/* Asked only where it can contradict: a captured sample's scheduler is not read again. */
+	if (s->opts.skid && !s->cap)
 		now_cp = current_process(s, sch, &known);
 	if (!known)
 		return;
