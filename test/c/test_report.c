@@ -134,6 +134,31 @@ static void test_collapsed(const struct agg *a)
 	free(out);
 }
 
+/* One name in two kinds whose stacks interleave in the aggregate's (name, kind) order: collapsed
+ * merges them into one line, in name order, whatever the order they were added in. */
+static void test_collapsed_kinds(void)
+{
+	static const struct in_stack in[] = {
+	    {"g", {"x", "y"}, {FRAME_ERLANG, FRAME_ERLANG}, 1},
+	    {"g", {"x", "z"}, {FRAME_ERLANG, FRAME_ERLANG}, 2},
+	    {"g", {"x", "y"}, {FRAME_NATIVE, FRAME_ERLANG}, 4},
+	    {"g", {"x"}, {FRAME_LABEL}, 8},
+	    {"f", {"x;%"}, {FRAME_NATIVE}, 16},
+	};
+	int rev, err = 1;
+
+	for (rev = 0; rev < 2; rev++) {
+		struct agg *a = build(in, 5, rev);
+		char *out = render(a, COLLAPSED, NULL, &err);
+
+		CHECK_INT("kinds: collapsed returns 0", 0, err);
+		CHECK_STR("kinds: merged by name, sorted",
+			  "f;x%3B%25 16\ng;x 8\ng;x;y 5\ng;x;z 2\n", out);
+		free(out);
+		agg__free(a);
+	}
+}
+
 /* Frames by id in interning order, then the groups. Ids: 0 handle_cast, 1 foldl, 2 odd name,
  * 3 memcpy (native), 4 ODD, 5 fun, 6 jit, 7 [sleep], 8 memcpy (label); 9 G1, 10 G2. */
 static const char expect_speedscope[] =
@@ -401,6 +426,7 @@ int main(void)
 	if (!a)
 		return check_skip("cannot allocate an aggregate");
 	test_collapsed(a);
+	test_collapsed_kinds();
 	test_speedscope(a);
 	test_svg(a);
 	test_svg_narrow();

@@ -18,8 +18,9 @@
 struct itab {
 	char **names;
 	uint8_t *kinds;
-	uint32_t *rank; /* rank[id]: position of id in the (name, kind) order */
-	uint32_t *perm; /* scratch for computing rank */
+	uint32_t *rank;	 /* rank[id]: position of id in the (name, kind) order */
+	uint32_t *nrank; /* nrank[id]: the same, equal for equal names whatever their kinds */
+	uint32_t *perm;	 /* scratch for computing rank */
 	size_t n, cap;
 	size_t names_bytes; /* the names' text, for agg__bytes */
 	struct idtab idx;
@@ -107,6 +108,9 @@ static int itab_grow(struct itab *t)
 	if ((err = grow((void **)&t->rank, &cap, need, sizeof(*t->rank))))
 		return err;
 	cap = t->cap;
+	if ((err = grow((void **)&t->nrank, &cap, need, sizeof(*t->nrank))))
+		return err;
+	cap = t->cap;
 	if ((err = grow((void **)&t->perm, &cap, need, sizeof(*t->perm))))
 		return err;
 	t->cap = cap;
@@ -146,6 +150,7 @@ static void itab_free(struct itab *t)
 	free(t->names);
 	free(t->kinds);
 	free(t->rank);
+	free(t->nrank);
 	free(t->perm);
 	idtab__free(&t->idx);
 }
@@ -161,19 +166,29 @@ int agg__new(struct agg **out)
 	return 0;
 }
 
+/* A new name does not reorder existing stacks, but it has no rank until the next sort. */
+static int agg_intern(struct agg *a, struct itab *t, const char *name, uint8_t kind, uint32_t *id)
+{
+	size_t n = t->n;
+	int err = itab_intern(t, name, kind, id);
+
+	if (t->n != n)
+		a->sorted = false;
+	return err;
+}
+
 int agg__frame(struct agg *a, const char *name, enum frame_kind kind, uint32_t *id)
 {
 	if (!a || !name || !id || (unsigned)kind > FRAME_LABEL)
 		return -EINVAL;
-	/* A new name does not reorder existing stacks: ranks are recomputed at the next sort. */
-	return itab_intern(&a->frames, name, (uint8_t)kind, id);
+	return agg_intern(a, &a->frames, name, (uint8_t)kind, id);
 }
 
 int agg__group(struct agg *a, const char *name, uint32_t *id)
 {
 	if (!a || !name || !id)
 		return -EINVAL;
-	return itab_intern(&a->groups, name, 0, id);
+	return agg_intern(a, &a->groups, name, 0, id);
 }
 
 int agg__labelset(struct agg *a, const char *text, uint32_t *id)
@@ -351,7 +366,8 @@ static int cmp_names(const void *x, const void *y, void *arg)
 	return t->kinds[i] < t->kinds[j] ? -1 : t->kinds[i] > t->kinds[j];
 }
 
-/* rank[id] = position of id when sorted by (name, kind), so stacks compare as integer arrays. */
+/* rank[id] = position of id when sorted by (name, kind), so stacks compare as integer arrays;
+ * nrank[id] = the rank of the first id with that name (a name's kinds sort next to each other). */
 static void itab_rank(struct itab *t)
 {
 	size_t i;
@@ -359,8 +375,13 @@ static void itab_rank(struct itab *t)
 	for (i = 0; i < t->n; i++)
 		t->perm[i] = (uint32_t)i;
 	qsort_r(t->perm, t->n, sizeof(*t->perm), cmp_names, t);
-	for (i = 0; i < t->n; i++)
-		t->rank[t->perm[i]] = (uint32_t)i;
+	for (i = 0; i < t->n; i++) {
+		uint32_t id = t->perm[i], prev = i ? t->perm[i - 1] : 0;
+
+		t->rank[id] = (uint32_t)i;
+		t->nrank[id] =
+		    i && !strcmp(t->names[id], t->names[prev]) ? t->nrank[prev] : (uint32_t)i;
+	}
 }
 
 static int cmp_stacks(const void *x, const void *y, void *arg)
@@ -389,12 +410,29 @@ static void ensure_sorted(const struct agg *ca)
 {
 	struct agg *a = (struct agg *)ca;
 
-	if (a->sorted || !a->nstk)
+	if (a->sorted)
 		return;
 	itab_rank(&a->frames);
 	itab_rank(&a->groups);
-	qsort_r(a->order, a->nstk, sizeof(*a->order), cmp_stacks, a);
+	if (a->nstk)
+		qsort_r(a->order, a->nstk, sizeof(*a->order), cmp_stacks, a);
 	a->sorted = true;
+}
+
+uint32_t agg__frame_name_rank(const struct agg *a, uint32_t id)
+{
+	if (!a || id >= a->frames.n)
+		return UINT32_MAX;
+	ensure_sorted(a);
+	return a->frames.nrank[id];
+}
+
+uint32_t agg__group_rank(const struct agg *a, uint32_t id)
+{
+	if (!a || id >= a->groups.n)
+		return UINT32_MAX;
+	ensure_sorted(a);
+	return a->groups.rank[id];
 }
 
 size_t agg__nstacks(const struct agg *a)

@@ -49,6 +49,11 @@ const char *agg__group_name(const struct agg *a, uint32_t id);
 size_t agg__nframes(const struct agg *a);
 size_t agg__ngroups(const struct agg *a);
 uint64_t agg__total(const struct agg *a);
+/* A frame's place in the order of distinct frame names (equal names, whatever their kinds, have
+ * equal ranks), and a group's in the order of group names: integers that compare as the names
+ * do. UINT32_MAX for an id not interned. Ranks change when names are added. */
+uint32_t agg__frame_name_rank(const struct agg *a, uint32_t id);
+uint32_t agg__group_rank(const struct agg *a, uint32_t id);
 /* Iterate distinct (group, stack) pairs in a stable order (group, then stack). */
 size_t agg__nstacks(const struct agg *a);
 void agg__stack(const struct agg *a, size_t i, struct agg_stack *out);
