@@ -537,7 +537,7 @@ static void test_shared_rings(const struct child_info *ci)
 	const struct perf_stats *st;
 
 	o.shared_rings = true;
-	o.mmap_pages = perf__ring_pages(997, 8192, 4096);
+	o.mmap_pages = perf__ring_pages(997, 8192, PERF_RING_SECONDS, 4096);
 	if (!CHECK_INT("shared.open", 0, perf_session__open(&s, ci->busy, NBUSY, &o)))
 		return;
 	st = perf_session__stats(s);
@@ -554,13 +554,18 @@ static void test_shared_rings(const struct child_info *ci)
 	perf_session__free(s);
 }
 
-/* Ring sizes: PERF_RING_SECONDS of samples, a power of two, bounded. */
+/* Ring sizes: seconds of samples, a power of two, bounded. */
 static void test_ring_pages(void)
 {
 	/* 997 Hz x (8192 + 512) B x 0.25 s = 2.17 MB: 1024 pages of 4 KiB (4 MiB). */
-	CHECK_INT("pages.997_8k", 1024, perf__ring_pages(997, 8192, 4096));
-	CHECK_INT("pages.min", PERF_RING_MIN_PAGES, perf__ring_pages(1, 8, 4096));
-	CHECK_INT("pages.max", PERF_RING_MAX_BYTES / 4096, perf__ring_pages(99999, 65528, 4096));
+	CHECK_INT("pages.997_8k", 1024, perf__ring_pages(997, 8192, PERF_RING_SECONDS, 4096));
+	/* 997 Hz x (2048 + 512) B x 0.5 s = 1.28 MB: 512 pages (2 MiB). */
+	CHECK_INT("pages.997_2k_batched", 512,
+		  perf__ring_pages(997, 2048, PERF_RING_SECONDS_BATCHED, 4096));
+	CHECK_INT("pages.min", PERF_RING_MIN_PAGES,
+		  perf__ring_pages(1, 8, PERF_RING_SECONDS, 4096));
+	CHECK_INT("pages.max", PERF_RING_MAX_BYTES / 4096,
+		  perf__ring_pages(99999, 65528, PERF_RING_SECONDS, 4096));
 }
 
 /* A ring nobody reads for 0.4 s loses records: counted, and listed with the ring and the window

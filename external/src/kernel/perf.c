@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-uint32_t perf__ring_pages(uint32_t freq_hz, uint32_t stack_bytes, size_t page_size)
+uint32_t perf__ring_pages(uint32_t freq_hz, uint32_t stack_bytes, double seconds, size_t page_size)
 {
-	double bytes = (double)freq_hz * (stack_bytes + PERF_SAMPLE_FIXED) * PERF_RING_SECONDS;
+	double bytes = (double)freq_hz * (stack_bytes + PERF_SAMPLE_FIXED) * seconds;
 	uint32_t pages = PERF_RING_MIN_PAGES;
 
 	if (!page_size)
@@ -70,9 +70,9 @@ static void perf__attr_common(const struct perf_session *s, struct perf_event_at
 	a->clockid = CLOCK_MONOTONIC; /* comparable with the target's own clock_gettime */
 }
 
-/* The owner of a ring read in batches (wakeup_events 0) wakes a waiting poll when a quarter of it
- * is full (the kernel's default: half), so that a sampler woken late still finds room: the
- * ring's other three quarters, PERF_RING_SECONDS x 3/4 at the rate it was sized for. */
+/* The owner of a ring read in batches (wakeup_events 0) wakes a waiting poll when 1/PERF_WAKE_PART
+ * of it is full, so that a sampler woken late still finds room: the ring's other half,
+ * PERF_RING_SECONDS_BATCHED / 2 at the rate it was sized for. */
 static void perf__attr_watermark(const struct perf_session *s, struct perf_event_attr *a)
 {
 	a->watermark = 1;

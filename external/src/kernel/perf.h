@@ -56,17 +56,23 @@ struct perf_opts {
 	bool shared_rings;
 };
 
-/* A ring holds PERF_RING_SECONDS of samples at freq_hz, each stack_bytes + PERF_SAMPLE_FIXED,
- * between PERF_RING_MIN_PAGES and PERF_RING_MAX_BYTES. */
-#define PERF_RING_SECONDS   0.25
-#define PERF_RING_MIN_PAGES 16u
-#define PERF_RING_MAX_BYTES (16u << 20)
+/* A ring holds SECONDS of samples at freq_hz, each stack_bytes + PERF_SAMPLE_FIXED, between
+ * PERF_RING_MIN_PAGES and PERF_RING_MAX_BYTES: PERF_RING_SECONDS for a ring whose reader is woken
+ * by every sample, PERF_RING_SECONDS_BATCHED for one read in batches (wakeup_events 0), which
+ * wakes its reader when 1/PERF_WAKE_PART full, so that a reader that polls every 100 ms anyway is
+ * woken by its own timeout rather than by the rings (a ring a CPU woke it 8 times a second more,
+ * and a wake-up of the sampler costs more than a sample), and still has PERF_RING_SECONDS_BATCHED
+ * / 2 of room when woken. */
+#define PERF_RING_SECONDS	  0.25
+#define PERF_RING_SECONDS_BATCHED 0.5
+#define PERF_RING_MIN_PAGES	  16u
+#define PERF_RING_MAX_BYTES	  (16u << 20)
 /* A ring per thread (shared rings refused): every ring together at most this, each smaller. */
 #define PERF_THREAD_RINGS_MAX_BYTES (64u << 20)
 /* A ring read in batches wakes the reader when 1/PERF_WAKE_PART of it is full. */
-#define PERF_WAKE_PART 4
-/* Data pages for one ring (a power of two): the time above, rounded up. */
-uint32_t perf__ring_pages(uint32_t freq_hz, uint32_t stack_bytes, size_t page_size);
+#define PERF_WAKE_PART 2
+/* Data pages for one ring (a power of two): seconds of samples, rounded up. */
+uint32_t perf__ring_pages(uint32_t freq_hz, uint32_t stack_bytes, double seconds, size_t page_size);
 
 /* Records the kernel dropped from one ring in one window: from the last sample read from that
  * ring before the loss to the LOST record the kernel wrote once it had room (CLOCK_MONOTONIC ns).

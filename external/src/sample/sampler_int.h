@@ -14,7 +14,7 @@
  * deep (3 words a frame); a deeper stack is walked from the top and cut at the root, marked. */
 #define STACK_CAP_BYTES (1024u * 1024)
 /* perf's user-stack copy per sample when the in-kernel capture runs (it copies the rest). */
-#define PERF_STACK_CAPTURED 4096u
+#define PERF_STACK_CAPTURED 2048u
 /* Copied words compared again beside a part of a stack read live (read_stack). */
 #define SEAM_BYTES  64
 #define IDENT_SLOTS 4096 /* process identity cache (open addressing) */

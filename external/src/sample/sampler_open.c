@@ -136,9 +136,10 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 		 * wake-ups were most of the sampler's cost (a wake-up every 8 samples: 3.5 % of a
 		 * core on the bench workload; woken when a ring is half full or every RUN_POLL_MS:
 		 * 1.5 %). The Erlang stack is in the capture, so perf copies less of the native
-		 * one: 4 KiB, and the program copies a deeper C stack's rest (copy_native), up
+		 * one: 2 KiB, and the program copies a deeper C stack's rest (copy_native), up
 		 * to KCAP_CSTACK_MAX more (16 -> 8 KiB: 1.5 -> 1.3 %; 8 -> 4 KiB: 6 % less of the
-		 * sampler's CPU, and half the bytes the VM's sampling interrupt copies). */
+		 * sampler's CPU, and half the bytes the VM's sampling interrupt copies; 4 -> 2
+		 * KiB: 3-5 % less). */
 		po.bpf_prog_fd = kcapture__prog_fd(s->kc);
 		po.stack_bytes = PERF_STACK_CAPTURED;
 		po.wakeup_events = 0;
@@ -148,10 +149,12 @@ static int open_perf(struct sampler *s, char *err, size_t errlen)
 	 * VMs"). */
 	po.mmap_pages = s->opts.snapshot ? PERF_RING_MIN_PAGES
 					 : perf__ring_pages(po.freq_hz, po.stack_bytes,
+							    s->kc ? PERF_RING_SECONDS_BATCHED
+								  : PERF_RING_SECONDS,
 							    page > 0 ? (size_t)page : 4096);
 	/* Without CAP_IPC_LOCK a user may lock kernel.perf_event_mlock_kb (516 KiB) per CPU of
 	 * rings, then RLIMIT_MEMLOCK: beyond, mmap says EPERM. Smaller rings are read more often
-	 * (woken when a quarter full), down to PERF_MIN_RETRY_PAGES. */
+	 * (woken when half full), down to PERF_MIN_RETRY_PAGES. */
 	for (;;) {
 		rc = n ? perf_session__open(&s->perf, tids, n, &po) : -ESRCH;
 		if ((rc != -EPERM && rc != -EACCES) || po.mmap_pages <= PERF_MIN_RETRY_PAGES)
