@@ -1,6 +1,7 @@
 /* Erlang stack walks from stack words. See erlang_stack.h. On the stack an aligned word is a
  * return address (or, in FP layout, a saved frame pointer): terms are tagged 01, 10 or 11 and
  * headers never appear there (B/erl_term.h), so no guessing is involved in the RA scan. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "erlang_stack.h"
@@ -45,7 +46,10 @@ static uint64_t start_of(const struct jitmap *jit, const char *name)
 void erlang_stack__cfg(struct estack_cfg *c, const struct jitmap *jit, uint32_t frame_layout,
 		       uint64_t normal_exit, const struct xp_layout *row)
 {
+	static uint64_t epochs;
+
 	memset(c, 0, sizeof(*c));
+	c->epoch = __atomic_add_fetch(&epochs, 1, __ATOMIC_RELAXED);
 	c->jit = jit;
 	c->frame_layout = frame_layout;
 	c->normal_exit = normal_exit ? normal_exit : start_of(jit, "erts_beamasm:normal_exit/0");
@@ -186,29 +190,104 @@ static bool saved_fp(const uint64_t *w, size_t i, size_t n, uint64_t e)
 	return w[i] == 0 || (w[i] >= e && w[i] - e < 8 * (uint64_t)n);
 }
 
+/* A walk kept for the next (erlang_stack__walk_memo): the last one's, and this one's record. */
+struct memo_run {
+	const struct estack_memo_side *prev; /* NULL: nothing to take from */
+	struct estack_memo_side *rec;
+	size_t from;  /* words[from, n) are alike the end of prev's */
+	size_t k;     /* prev's frames before k were taken from words farther from the end */
+	bool invalid; /* this walk skipped words (a trace frame) or was cut: not kept */
+	size_t fresh; /* frames this walk named itself: the first ones */
+	size_t taken; /* frames taken from prev: the rest */
+};
+
+/* The rest of the walk from word i, taken from prev's: its frames from the one as far from the
+ * end (prev's scan took a frame there: it reached that word, as this one did, and the words from
+ * there on are alike, so is the rest of the scan). False when there is none there, or its frames
+ * do not fit. */
+static bool take_memo(struct memo_run *m, size_t i, size_t n, struct estack_result *out)
+{
+	const struct estack_memo_side *p = m->prev;
+	size_t d = n - i, at = out->nframes, cnt;
+
+	if (d > p->top_to_end || d < p->stop_to_end)
+		return false;
+	while (m->k < p->nframes && p->to_end[m->k] > d)
+		m->k++;
+	if (m->k == p->nframes || p->to_end[m->k] != d)
+		return false;
+	cnt = p->nframes - m->k;
+	if (at + cnt > ESTACK_MAX_FRAMES) {
+		m->prev = NULL;
+		return false;
+	}
+	memcpy(out->frames + at, p->frames + m->k, cnt * sizeof(*out->frames));
+	memcpy(m->rec->frames + at, p->frames + m->k, cnt * sizeof(*out->frames));
+	memcpy(m->rec->to_end + at, p->to_end + m->k, cnt * sizeof(*p->to_end));
+	memcpy(m->rec->unres_from + at, p->unres_from + m->k, cnt * sizeof(*p->unres_from));
+	out->nframes = at + cnt;
+	out->unresolved += p->unres_from[m->k];
+	/* The bottom reached: whole, unless a word on the way named no function (take_ra). */
+	if (p->end == ESTACK_END_BOTTOM || p->end == ESTACK_END_UNRESOLVED)
+		out->end = out->unresolved ? ESTACK_END_UNRESOLVED : ESTACK_END_BOTTOM;
+	else
+		out->end = p->end;
+	out->more_unknown = p->more_unknown;
+	m->rec->stop_to_end = p->stop_to_end;
+	m->fresh = at;
+	m->taken = cnt;
+	return true;
+}
+
 /* RA layout: every aligned word is a return address. FP layout, as a fallback (fp_words): the
- * same scan, passing over the saved frame pointers. */
+ * same scan, passing over the saved frame pointers. m (RA layout only, else NULL): take the
+ * bottom from the last walk, and record this one. */
 static void walk_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, uint64_t e,
 		    bool fp_words, bool complete, const struct jit_range *leaf,
-		    struct estack_result *out)
+		    struct estack_result *out, struct memo_run *m)
 {
 	size_t i = 0;
 
 	while (fp_words && i < n && saved_fp(w, i, n, e))
 		i++;
-	for (i = take_top(c, w, n, i, leaf, out); i < n; i++) {
+	i = take_top(c, w, n, i, leaf, out);
+	if (m) {
+		for (size_t k = 0; k < out->nframes; k++) {
+			m->rec->to_end[k] = (uint32_t)(n + 1); /* before any the scan takes */
+			m->rec->unres_from[k] = 0;
+		}
+		m->rec->top_to_end = n - i;
+	}
+	for (; i < n; i++) {
+		size_t nf = out->nframes;
+		uint32_t unres = out->unresolved;
 		int skip;
 
+		if (m && m->prev && i >= m->from && take_memo(m, i, n, out))
+			return;
 		if ((w[i] & XP_CP_MASK) || (fp_words && saved_fp(w, i, n, e)))
 			continue;
 		skip = take_ra(c, w[i], complete && i == n - 1, out);
+		if (m && out->nframes > nf) {
+			m->rec->to_end[nf] = (uint32_t)(n - i);
+			m->rec->unres_from[nf] = unres; /* before it, for now: walk_memo turns it */
+		}
 		if (skip < 0) {
-			if (out->end == ESTACK_END_TRUNCATED)
+			if (out->end == ESTACK_END_TRUNCATED) {
 				count_more(c, w, i, n, complete, out);
+				if (m)
+					m->invalid = true;
+			}
+			if (m)
+				m->rec->stop_to_end = n - i;
 			return;
 		}
+		if (skip && m)
+			m->invalid = true;
 		i += (size_t)skip;
 	}
+	if (m)
+		m->rec->stop_to_end = 0;
 	out->end = complete ? ESTACK_END_NO_BOTTOM : ESTACK_END_TRUNCATED;
 	out->more_unknown = !complete;
 }
@@ -277,7 +356,7 @@ void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_
 {
 	reset(out);
 	if (c->frame_layout != XP_LAYOUT_FP) {
-		walk_ra(c, words, nwords, e, false, complete, leaf, out);
+		walk_ra(c, words, nwords, e, false, complete, leaf, out, NULL);
 		return;
 	}
 	walk_fp(c, words, nwords, e, fp, complete, leaf, out);
@@ -288,11 +367,127 @@ void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_
 	 * in RA layout, passing over saved frame pointers; kept only when that reaches the bottom,
 	 * else the chain's walk stands. */
 	reset(out);
-	walk_ra(c, words, nwords, e, true, complete, leaf, out);
+	walk_ra(c, words, nwords, e, true, complete, leaf, out, NULL);
 	if (out->end == ESTACK_END_BOTTOM) {
 		out->rescanned = true;
 		return;
 	}
 	reset(out);
 	walk_fp(c, words, nwords, e, fp, complete, leaf, out);
+}
+
+/* Room in a side for a walk of n words; -1 when there is none. */
+static int side_reserve(struct estack_memo_side *d, size_t n)
+{
+	if (n > d->cap_words || !d->words) {
+		size_t cap = d->cap_words ? d->cap_words : 1024;
+		uint64_t *w;
+
+		while (cap < n)
+			cap *= 2;
+		if (!(w = realloc(d->words, cap * sizeof(*w))))
+			return -1;
+		d->words = w;
+		d->cap_words = cap;
+	}
+	if (!d->frames) {
+		d->frames = malloc(ESTACK_MAX_FRAMES * sizeof(*d->frames));
+		d->to_end = malloc(ESTACK_MAX_FRAMES * sizeof(*d->to_end));
+		d->unres_from = malloc(ESTACK_MAX_FRAMES * sizeof(*d->unres_from));
+		if (!d->frames || !d->to_end || !d->unres_from) {
+			free(d->frames);
+			free(d->to_end);
+			free(d->unres_from);
+			d->frames = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* How many words a (n of them) and b (pn) end with that the scan sees alike: the same word, or
+ * two terms (a collection moves what they point to, and the scan passes over any term). Blocks
+ * that are the same byte for byte first. */
+static size_t alike_end(const uint64_t *a, size_t n, const uint64_t *b, size_t pn)
+{
+	size_t lim = n < pn ? n : pn, l = 0;
+
+	while (l < lim) {
+		size_t k = lim - l < 32 ? lim - l : 32;
+
+		if (!memcmp(a + n - l - k, b + pn - l - k, k * sizeof(*a))) {
+			l += k;
+			continue;
+		}
+		for (; k > 0; k--, l++) {
+			uint64_t x = a[n - 1 - l], y = b[pn - 1 - l];
+
+			if (x != y && (!(x & XP_CP_MASK) || !(y & XP_CP_MASK)))
+				return l;
+		}
+	}
+	return l;
+}
+
+void erlang_stack__walk_memo(const struct estack_cfg *c, struct estack_memo *memo,
+			     const uint64_t *words, size_t nwords, uint64_t e, uint64_t fp,
+			     bool complete, const struct jit_range *leaf, struct estack_result *out)
+{
+	struct estack_memo_side *prev, *rec;
+	struct memo_run m = {0};
+	size_t l, k;
+
+	if (!memo || c->frame_layout == XP_LAYOUT_FP) {
+		erlang_stack__walk(c, words, nwords, e, fp, complete, leaf, out);
+		return;
+	}
+	memo->last_taken = 0;
+	prev = &memo->side[memo->last];
+	rec = &memo->side[!memo->last];
+	rec->epoch = 0;
+	if (side_reserve(rec, nwords)) {
+		prev->epoch = 0;
+		erlang_stack__walk(c, words, nwords, e, fp, complete, leaf, out);
+		return;
+	}
+	m.rec = rec;
+	if (prev->epoch && prev->epoch == c->epoch && prev->complete == complete &&
+	    (l = alike_end(words, nwords, prev->words, prev->nwords)) > 0) {
+		m.prev = prev;
+		m.from = nwords - l;
+	}
+	reset(out);
+	walk_ra(c, words, nwords, e, false, complete, leaf, out, &m);
+	if (!m.taken)
+		m.fresh = out->nframes;
+	/* The frames this walk named: unresolved words before each, turned into from each on. */
+	for (k = 0; k < m.fresh; k++)
+		rec->unres_from[k] = out->unresolved - rec->unres_from[k];
+	memo->walks++;
+	memo->last_taken = m.taken;
+	if (m.taken) {
+		memo->reused++;
+		memo->frames_reused += m.taken;
+	}
+	memcpy(rec->words, words, nwords * sizeof(*words));
+	rec->nwords = nwords;
+	memcpy(rec->frames, out->frames, m.fresh * sizeof(*out->frames));
+	rec->nframes = out->nframes;
+	rec->end = out->end;
+	rec->more_unknown = out->more_unknown;
+	rec->complete = complete;
+	rec->epoch = m.invalid ? 0 : c->epoch;
+	memo->last = !memo->last;
+}
+
+void erlang_stack__memo_free(struct estack_memo *memo)
+{
+	for (int i = 0; memo && i < 2; i++) {
+		free(memo->side[i].words);
+		free(memo->side[i].frames);
+		free(memo->side[i].to_end);
+		free(memo->side[i].unres_from);
+	}
+	if (memo)
+		memset(memo, 0, sizeof(*memo));
 }

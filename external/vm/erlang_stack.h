@@ -43,6 +43,7 @@ struct estack_cfg {
 	uint64_t trace_cp[ESTACK_TRACE_COUNT]; /* 0 when unknown */
 	uint32_t trace_words[ESTACK_TRACE_COUNT];
 	uint32_t push_words; /* a fragment's own words above its return address (the row's) */
+	uint64_t epoch;	     /* new at each erlang_stack__cfg: names what a memo was made with */
 };
 
 enum estack_end {
@@ -97,6 +98,46 @@ void erlang_stack__cfg(struct estack_cfg *c, const struct jitmap *jit, uint32_t 
 void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_t nwords,
 			uint64_t e, uint64_t fp, bool complete, const struct jit_range *leaf,
 			struct estack_result *out);
+
+/* One RA-layout walk's words and what each of its frames was taken from. */
+struct estack_memo_side {
+	uint64_t *words;
+	size_t nwords, cap_words;
+	/* Per frame, counted from the stack's end, so that a walk taking them from another copies
+	 * them as they are: how far from the end its word is (nwords - index), and the unresolved
+	 * words from there to the end. */
+	struct estack_frame *frames;
+	uint32_t *to_end, *unres_from;
+	size_t nframes;
+	size_t top_to_end;  /* how far from the end the plain scan started (after the top's
+			     * fragment frames) */
+	size_t stop_to_end; /* ... it stopped (at normal_exit), 0 when it ran to the end */
+	enum estack_end end;
+	bool more_unknown, complete;
+	uint64_t epoch; /* the cfg's; 0: nothing usable */
+};
+
+/* The last walk, for the next one to take the bottom of its stack from (erlang_stack__walk_memo):
+ * consecutive samples of a deep stack share most of it, and naming every word again (a JIT map
+ * lookup a word) was most of a deep sample's cost. Owned by one walker; zero-initialised. */
+struct estack_memo {
+	struct estack_memo_side side[2];
+	int last;	   /* side[last] is the last walk's */
+	size_t last_taken; /* the last walk's frames taken from the one before: its last ones */
+	uint64_t walks, reused, frames_reused;
+};
+
+/* erlang_stack__walk, the same result, taking the frames of the part of the stack below the
+ * first frame both stacks have at the same distance from their bottom, above which the words
+ * differ, from memo's last walk (same words, same cfg, same completeness), instead of naming its
+ * words again; then keeps this walk in memo. RA layout only (FP layout: erlang_stack__walk).
+ * When memo cannot keep a walk (out of memory) it is emptied, and the walk is plain. */
+void erlang_stack__walk_memo(const struct estack_cfg *c, struct estack_memo *memo,
+			     const uint64_t *words, size_t nwords, uint64_t e, uint64_t fp,
+			     bool complete, const struct jit_range *leaf,
+			     struct estack_result *out);
+void erlang_stack__memo_free(struct estack_memo *memo);
+
 /* A process with no Erlang frames left (exiting): no frames, complete. */
 void erlang_stack__none(struct estack_result *out);
 /* Is this range a shared fragment (global::...), code that is no Erlang function? */

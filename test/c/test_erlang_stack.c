@@ -162,6 +162,81 @@ static void test_ra_deep(const struct estack_cfg *c)
 	free(st);
 }
 
+static bool same_walk(const struct estack_result *a, const struct estack_result *b)
+{
+	return a->nframes == b->nframes && a->end == b->end && a->unresolved == b->unresolved &&
+	       a->more == b->more && a->more_unknown == b->more_unknown &&
+	       a->top_unaligned == b->top_unaligned && a->top_pushed == b->top_pushed &&
+	       !memcmp(a->frames, b->frames, a->nframes * sizeof(*a->frames));
+}
+
+/* The memoised walk: the bottom of a stack the last walk had is taken from it, from the first
+ * frame at the same distance from the bottom below the words that differ, and the result is the
+ * plain walk's; nothing is taken across a trace frame's skip, a different cfg or completeness. */
+static void test_memo(struct estack_cfg *c, const struct jitmap *m)
+{
+	enum { N = 301 };
+	static struct estack_result plain, memo_r; /* large */
+	struct estack_memo memo = {0};
+	uint64_t a[N], b[N];
+	size_t i;
+
+	/* 100 frames of [SMALL][RA_TOP][BOXED] under a top that differs, a stray word among them.
+	 */
+	for (i = 0; i < N - 1; i++)
+		a[i] = i % 3 == 1 ? RA_TOP : i % 3 ? BOXED : SMALL(i);
+	a[150] = 0x7f00dead0000ULL;
+	a[N - 1] = EXIT;
+	memcpy(b, a, sizeof(a));
+	b[0] = RA_MID;
+	b[3] = RA_MID;
+	erlang_stack__walk_memo(c, &memo, a, N, 0x1000, 0, true, NULL, &memo_r);
+	erlang_stack__walk(c, a, N, 0x1000, 0, true, NULL, &plain);
+	CHECK("memo: first walk as plain", same_walk(&plain, &memo_r));
+	CHECK_INT("memo: first walk takes nothing", 0, memo.reused);
+	erlang_stack__walk_memo(c, &memo, b, N, 0x1000, 0, true, NULL, &memo_r);
+	erlang_stack__walk(c, b, N, 0x1000, 0, true, NULL, &plain);
+	CHECK("memo: second walk as plain", same_walk(&plain, &memo_r));
+	CHECK_INT("memo: second walk takes the bottom", 1, memo.reused);
+	/* b's words from 4 on are a's: the frame at word 4 (RA_TOP) and every one below it. */
+	CHECK_INT("memo: frames taken", 99, memo.frames_reused);
+	CHECK_INT("memo: frames", 102, memo_r.nframes);
+	CHECK_STR("memo: top frame walked", "app:mid/2", name_of(&memo_r, 0));
+	CHECK_INT("memo: stray word below still counted", 1, memo_r.unresolved);
+	CHECK_INT("memo: end", ESTACK_END_UNRESOLVED, memo_r.end);
+	/* A shorter stack with the same bottom: taken at the same distance from it. */
+	erlang_stack__walk_memo(c, &memo, a + 30, N - 30, 0x1000, 0, true, NULL, &memo_r);
+	erlang_stack__walk(c, a + 30, N - 30, 0x1000, 0, true, NULL, &plain);
+	CHECK("memo: shorter stack as plain", same_walk(&plain, &memo_r));
+	CHECK_INT("memo: shorter stack takes its whole", 2, memo.reused);
+	/* Not complete (the words stop short of hend): nothing taken from a complete walk. */
+	erlang_stack__walk_memo(c, &memo, a + 30, N - 31, 0x1000, 0, false, NULL, &memo_r);
+	erlang_stack__walk(c, a + 30, N - 31, 0x1000, 0, false, NULL, &plain);
+	CHECK("memo: cut stack as plain", same_walk(&plain, &memo_r));
+	CHECK_INT("memo: cut stack takes nothing", 2, memo.reused);
+	/* A trace frame skips words: that walk is not kept. */
+	b[99] = TRACE;
+	erlang_stack__walk_memo(c, &memo, b, N, 0x1000, 0, true, NULL, &memo_r);
+	erlang_stack__walk(c, b, N, 0x1000, 0, true, NULL, &plain);
+	CHECK("memo: trace frame as plain", same_walk(&plain, &memo_r));
+	erlang_stack__walk_memo(c, &memo, a, N, 0x1000, 0, true, NULL, &memo_r);
+	erlang_stack__walk(c, a, N, 0x1000, 0, true, NULL, &plain);
+	CHECK("memo: after a trace frame as plain", same_walk(&plain, &memo_r));
+	CHECK_INT("memo: nothing taken after a trace frame's skip", 2, memo.reused);
+	erlang_stack__walk_memo(c, &memo, a, N, 0x1000, 0, true, NULL, &memo_r);
+	CHECK("memo: the same stack again as plain", same_walk(&plain, &memo_r));
+	CHECK_INT("memo: the same stack again: taken", 3, memo.reused);
+	/* 99 frames taken by the second walk, 90 (all) by the shorter one, 100 (all) here. */
+	CHECK_INT("memo: the same stack again: every frame taken", 99 + 90 + 100,
+		  memo.frames_reused);
+	/* The map changed (a new cfg): nothing taken. */
+	erlang_stack__cfg(c, m, XP_LAYOUT_RA, 0, layout__find("13.1.5", XP_FLAVOR_JIT, "x86_64"));
+	erlang_stack__walk_memo(c, &memo, a, N, 0x1000, 0, true, NULL, &memo_r);
+	CHECK_INT("memo: nothing taken across a new cfg", 3, memo.reused);
+	CHECK("memo: new cfg as plain", same_walk(&plain, &memo_r));
+	erlang_stack__memo_free(&memo);
+}
+
 static void test_fp(struct estack_cfg *c)
 {
 	/* E = 0x1000: [y0][fp1 -> 0x1018][RA mid][y0][fp2 = 0][... ] words:
@@ -234,6 +309,7 @@ int main(void)
 	test_ra(&c);
 	test_ra_deep(&c);
 	test_fragment_top(&c, m);
+	test_memo(&c, m);
 	test_fp(&c);
 	jitmap__free(m);
 	return check_done();

@@ -5,7 +5,9 @@
  * check's seed. A word whose top byte is 0xEE
  * stands for dictionary entry (its low byte): a return address, normal_exit, a trace CP, an
  * unaligned fragment return, or a stack address above E (for FP chains), so that the fuzzer
- * reaches deep walks without guessing 64-bit addresses. */
+ * reaches deep walks without guessing 64-bit addresses.
+ * Then the memoised walk (erlang_stack__walk_memo) must give the same result: of the words after a
+ * walk of their own bottom part (the words from data[3] % n on), and after a walk of themselves. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,7 +32,8 @@ static const uint64_t dict[] = {
 #define NDICT (sizeof(dict) / sizeof(dict[0]))
 
 static struct jitmap *map;
-static struct estack_result result; /* 256 KiB: not on the stack */
+static struct estack_result result, again; /* 256 KiB each: not on the stack */
+static struct estack_memo memo;
 static uint64_t words[MAX_WORDS];
 
 /* Some unaligned return addresses follow a call to some fragments: a fixed pseudo-random half. */
@@ -48,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct estack_cfg c;
 	const struct jit_range *leaf = NULL;
 	uint64_t e, fp;
-	uint8_t flags;
+	uint8_t flags, cut;
 	size_t n;
 
 	if (!map && !(map = estack_map__new()))
@@ -56,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 12)
 		return 0;
 	flags = data[0];
+	cut = data[3];
 	erlang_stack__cfg(&c, map, flags & 1 ? XP_LAYOUT_FP : XP_LAYOUT_RA, 0,
 			  layout__find("13.1.5", XP_FLAVOR_JIT, "x86_64"));
 	if (flags & 4) {
@@ -88,5 +92,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (result.frames[i].fn && !result.frames[i].fn->name)
 			__builtin_trap();
 	erlang_stack__end_name(result.end);
+	for (int round = 0; round < 3; round++) {
+		size_t d = round == 0 && n ? cut % n : 0;
+
+		erlang_stack__walk_memo(&c, &memo, words + d, n - d, e + 8 * d, fp, flags & 2, leaf,
+					&again);
+		if (d)
+			continue;
+		if (again.nframes != result.nframes || again.end != result.end ||
+		    again.unresolved != result.unresolved || again.more != result.more ||
+		    again.more_unknown != result.more_unknown ||
+		    again.top_unaligned != result.top_unaligned ||
+		    again.top_pushed != result.top_pushed || again.rescanned != result.rescanned ||
+		    memcmp(again.frames, result.frames, result.nframes * sizeof(*result.frames)))
+			__builtin_trap();
+	}
 	return 0;
 }

@@ -568,6 +568,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	size_t nwords;
 	bool complete, task = false, moved;
 
+	s->memo_slot = -1;
 	s->st.samples++;
 	s->runtime_used = 0;
 	if (!ps->regs_valid) {
@@ -667,7 +668,9 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	 * the innermost Erlang frame of a native sample is the function whose JIT code made the
 	 * native call, named by the return address that call left on the Erlang stack, aligned or
 	 * not. */
-	erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, w.leaf, er);
+	s->memo_slot = (int)((p.addr * 0x9e3779b97f4a7c15ull) >> 61);
+	erlang_stack__walk_memo(&s->ecfg, &s->memo[s->memo_slot], s->words, nwords, w.e, w.fp,
+				complete, w.leaf, er);
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
 	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
 		er->end = ESTACK_END_UNRESOLVED;
@@ -677,6 +680,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	if ((er->end != ESTACK_END_BOTTOM || cc == CALL_DISAGREES) && !s->heap_moved && !w.dirty &&
 	    er->end != ESTACK_END_TRUNCATED)
 		try_alternatives(s, ps, &w, &p, &er, &cc);
+	if (er != &s->er) { /* the memo holds the first start's walk, not this one's */
+		s->memo_ids[s->memo_slot].n = 0;
+		s->memo_slot = -1;
+	}
 	skid_check(s, sch, &w, cc, &rec);
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;

@@ -3,6 +3,7 @@
  * aggregate + record consumer. See sampler_int.h. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "names.h"
@@ -361,6 +362,27 @@ static const char *root_label(const struct estack_result *er, char *buf, size_t 
 	}
 }
 
+/* The ids of the sample's walk's frames, root first, kept for the process's next (NULL: none
+ * kept), and how many of the first ones are the last walk's (*reuse). */
+static struct memo_ids *memo_ids(struct sampler *s, size_t *reuse)
+{
+	struct memo_ids *mi;
+	size_t taken;
+
+	*reuse = 0;
+	if (s->memo_slot < 0)
+		return NULL;
+	mi = &s->memo_ids[s->memo_slot];
+	if (!mi->ids && !(mi->ids = malloc(ESTACK_MAX_FRAMES * sizeof(*mi->ids))))
+		return NULL;
+	if (mi->names_epoch == s->names_epoch) {
+		taken = s->memo[s->memo_slot].last_taken;
+		*reuse = taken < mi->n ? taken : mi->n;
+	}
+	mi->names_epoch = s->names_epoch;
+	return mi;
+}
+
 /* Erlang frames outermost first, then the leaf JIT frame, then native frames. */
 void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct process_view *p,
 			    const struct estack_result *er, const struct jit_range *leaf,
@@ -368,22 +390,39 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 			    const struct unwind_result *ur)
 {
 	uint32_t group, n = 0, id, nerlang;
+	struct memo_ids *mi;
 	const char *label;
 	char buf[64];
-	size_t i;
+	size_t i, j, reuse;
 
-	if (group_for(s, p, &group))
+	if (group_for(s, p, &group)) {
+		if (s->memo_slot >= 0) /* the walk's ids are not kept: none are the memo's */
+			s->memo_ids[s->memo_slot].n = 0;
 		return;
+	}
 	/* A stack whose callers are unknown keeps only what the sample itself holds (its leaf and
 	 * native frames), and says why at the root; a cut one says how much was cut. */
 	label = rec->exiting ? "[process exiting]" : root_label(er, buf, sizeof(buf));
 	if (label && agg__frame(s->agg, label, FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
-	/* A caller's line is its call's: ra - 1, as ERTS does for stack traces (beam_common.c). */
-	for (i = er->nframes; i-- > 0 && n < MAX_FRAMES;) {
-		if (jit_frame(s, er->frames[i].fn, er->frames[i].ra - 1, &id) == 0)
-			s->frames[n++] = id;
+	/* A caller's line is its call's: ra - 1, as ERTS does for stack traces (beam_common.c).
+	 * The frames the walk took from the process's last one have that one's ids. */
+	mi = memo_ids(s, &reuse);
+	for (i = er->nframes, j = 0; i-- > 0 && n < MAX_FRAMES; j++) {
+		if (j < reuse) {
+			id = mi->ids[j];
+		} else if (jit_frame(s, er->frames[i].fn, er->frames[i].ra - 1, &id) != 0) {
+			if (mi) /* a frame left out: the ids after it are not at their place */
+				mi->n = j;
+			mi = NULL;
+			continue;
+		} else if (mi) {
+			mi->ids[j] = id;
+		}
+		s->frames[n++] = id;
 	}
+	if (mi)
+		mi->n = j;
 	if (leaf && n < MAX_FRAMES &&
 	    jit_frame(s, leaf, via ? via->ra - 1 : leaf_pc(rec, ur), &id) == 0 &&
 	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
@@ -449,6 +488,7 @@ void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *re
 void sampler__swap_agg(struct sampler *s, struct agg *new_agg)
 {
 	s->agg = new_agg;
+	s->names_epoch++;
 	memset(s->ident, 0, sizeof(s->ident));
 	memset(s->names, 0, sizeof(s->names));
 	memset(s->jit_names, 0, sizeof(s->jit_names));

@@ -21,6 +21,7 @@
 #define SITE_SLOTS  4096 /* call-site classification cache */
 #define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
 #define JIT_SLOTS   4096 /* JIT range -> frame id (without --lines) */
+#define MEMO_SLOTS  8	 /* stack walks kept, by process (a hash's top 3 bits) */
 #define MAX_FRAMES  (ESTACK_MAX_FRAMES + UNWIND_MAX_FRAMES + 2)
 /* JIT map re-walks when its descriptor changed: at most this often from the polling loop, and
  * this often when a sample lands in code the map does not name. A walk costs 10-50 ms on a
@@ -83,6 +84,17 @@ struct sampler {
 	uint32_t plabels; /* opts.labels: the current sample's process label set + 1, 0 none */
 	struct estack_result er;     /* the sample's walk (large: never on the stack) */
 	struct estack_result er_alt; /* ... from another start (try_alternatives) */
+	/* The last walk of a process's stack, by its Process address: samples of a few processes
+	 * interleave. With each, its frames' ids, root first: the frames a walk took from the one
+	 * before are its first ones, with the same ids (names_epoch: the aggregate's they are). */
+	struct estack_memo memo[MEMO_SLOTS];
+	struct memo_ids {
+		uint32_t *ids; /* ESTACK_MAX_FRAMES */
+		size_t n;
+		uint64_t names_epoch;
+	} memo_ids[MEMO_SLOTS];
+	int memo_slot;		     /* the sample's walk's, -1: none (another start was kept) */
+	uint64_t names_epoch;	     /* new with each aggregate and JIT map: frame ids change */
 	bool live_read;		     /* the last read_stack read memory beyond the copy */
 	bool top_live;		     /* ... and its first words among them */
 	bool heap_moved;	     /* the last sample_stack found the heap moved since */

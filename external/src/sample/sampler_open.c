@@ -324,5 +324,9 @@ void sampler__free(struct sampler *s)
 	unwinder__free(s->unw);
 	proc_maps__free(s->maps);
 	free(s->words);
+	for (size_t i = 0; i < MEMO_SLOTS; i++) {
+		erlang_stack__memo_free(&s->memo[i]);
+		free(s->memo_ids[i].ids);
+	}
 	free(s);
 }
