@@ -668,9 +668,13 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	 * the innermost Erlang frame of a native sample is the function whose JIT code made the
 	 * native call, named by the return address that call left on the Erlang stack, aligned or
 	 * not. */
-	s->memo_slot = (int)((p.addr * 0x9e3779b97f4a7c15ull) >> 61);
-	erlang_stack__walk_memo(&s->ecfg, &s->memo[s->memo_slot], s->words, nwords, w.e, w.fp,
-				complete, w.leaf, er);
+	if (nwords >= MEMO_MIN_WORDS) {
+		s->memo_slot = (int)((p.addr * 0x9e3779b97f4a7c15ull) >> 61);
+		erlang_stack__walk_memo(&s->ecfg, &s->memo[s->memo_slot], s->words, nwords, w.e,
+					w.fp, complete, w.leaf, er);
+	} else {
+		erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, w.leaf, er);
+	}
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
 	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
 		er->end = ESTACK_END_UNRESOLVED;
