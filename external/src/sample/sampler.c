@@ -684,7 +684,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	if ((er->end != ESTACK_END_BOTTOM || cc == CALL_DISAGREES) && !s->heap_moved && !w.dirty &&
 	    er->end != ESTACK_END_TRUNCATED)
 		try_alternatives(s, ps, &w, &p, &er, &cc);
-	if (er != &s->er) { /* the memo holds the first start's walk, not this one's */
+	if (er != &s->er && s->memo_slot >= 0) { /* the memo holds the first start's walk */
 		s->memo_ids[s->memo_slot].n = 0;
 		s->memo_slot = -1;
 	}
