@@ -127,11 +127,12 @@ struct estack_memo {
 	uint64_t walks, reused, frames_reused;
 };
 
-/* erlang_stack__walk, the same result, taking the frames of the part of the stack below the
- * first frame both stacks have at the same distance from their bottom, above which the words
- * differ, from memo's last walk (same words, same cfg, same completeness), instead of naming its
- * words again; then keeps this walk in memo. RA layout only (FP layout: erlang_stack__walk).
- * When memo cannot keep a walk (out of memory) it is emptied, and the walk is plain. */
+/* erlang_stack__walk, the same result, taking the frames of the part of the stack from the
+ * first frame both walks have at the same distance from the end, below the words that differ
+ * (the same word, or two terms, are alike to the scan), from memo's last walk (same cfg, same
+ * completeness, no trace frame skipped, not cut), instead of naming its words again; then keeps
+ * this walk in memo. RA layout only (FP layout: erlang_stack__walk). When memo cannot keep a walk
+ * (out of memory) it is emptied, and the walk is plain. */
 void erlang_stack__walk_memo(const struct estack_cfg *c, struct estack_memo *memo,
 			     const uint64_t *words, size_t nwords, uint64_t e, uint64_t fp,
 			     bool complete, const struct jit_range *leaf,
