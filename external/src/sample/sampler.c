@@ -669,7 +669,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	 * native call, named by the return address that call left on the Erlang stack, aligned or
 	 * not. */
 	if (nwords >= MEMO_MIN_WORDS) {
-		s->memo_slot = (int)((p.addr * 0x9e3779b97f4a7c15ull) >> 61);
+		s->memo_slot = (int)(((p.addr * 0x9e3779b97f4a7c15ull) >> 32) % MEMO_SLOTS);
 		erlang_stack__walk_memo(&s->ecfg, &s->memo[s->memo_slot], s->words, nwords, w.e,
 					w.fp, complete, w.leaf, er);
 	} else {

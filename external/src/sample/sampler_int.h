@@ -21,7 +21,7 @@
 #define SITE_SLOTS  4096 /* call-site classification cache */
 #define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
 #define JIT_SLOTS   4096 /* JIT range -> frame id (without --lines) */
-#define MEMO_SLOTS  8	 /* stack walks kept, by process (a hash's top 3 bits) */
+#define MEMO_SLOTS  8	 /* stack walks kept, by process (a hash of its address) */
 /* A stack shallower than this is walked plainly: keeping its walk costs more than it saves (at
  * 9,973 Hz on the bench workload, 4-19 % more sampler CPU). */
 #define MEMO_MIN_WORDS 256
