@@ -7,7 +7,10 @@
  * R, shrinks a fake heap's block in place with mremap over and over, its stack moved to the new
  * end first (as B/erl_gc.c resize_new_heap does): a capture in mremap, or after it before the new
  * bounds are set, must say where the heap now ends and hold the moved stack (F_REMAP), and no
- * other thread's capture may. Exits 77 when
+ * other thread's capture may. A sixth, N, spins as if in C on a scheduler's runtime stack (rsp
+ * borrowed, below the top its watch entry names): its captures must hold the KCAP_BELOW_SP bytes
+ * below rsp and the stack from rsp to that top, exactly; no other thread's may hold the bytes
+ * below. Exits 77 when
  * perf_event_open or BPF is not permitted (not root). Does not own: the sampler's use of it. */
 #include "check.h"
 #include "kcapture.h"
@@ -27,6 +30,10 @@
 #define GC_BYTES    (KCAP_STACK_MAX + 4096)
 #define E_BYTES	    1000 /* D's stack: rsp is this far below hend */
 #define NTHREADS    4
+/* N's runtime stack: rsp this far into the buffer, the top (its "registers") further up. */
+#define N_BYTES 8192
+#define N_RSP	4096
+#define N_TOP	6144
 
 /* The fake Process: fields at these byte offsets, the span [8, 56); the state word beyond it. */
 enum {
@@ -153,7 +160,22 @@ struct seen {
 	pid_t remap_tid;
 	unsigned remap_samples, remap_found;
 	struct remap_seen rs;
+	pid_t native_tid;
+	const uint8_t *nstack;
+	unsigned native_samples, native_found, native_exact, other_below;
 };
+
+/* N's capture: the bytes below its rsp and its stack up to the top, as the buffer holds them. */
+static void check_native(struct seen *w, const struct kcap_rec *r)
+{
+	const uint64_t rsp = (uint64_t)(uintptr_t)(w->nstack + N_RSP);
+
+	w->native_exact +=
+	    r->sp == rsp && r->below &&
+	    memcmp(r->below, w->nstack + N_RSP - KCAP_BELOW_SP, KCAP_BELOW_SP) == 0 && r->cstack &&
+	    r->cstack_addr == rsp && r->cstack_len == N_TOP - N_RSP &&
+	    memcmp(r->cstack, w->nstack + N_RSP, N_TOP - N_RSP) == 0;
+}
 
 static void *spin(void *arg)
 {
@@ -203,6 +225,16 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 			check_remap(r, &w->rs);
 		return;
 	}
+	if (w->native_tid == (pid_t)ps->tid) {
+		w->native_samples++;
+		kcapture__drain(w->k, ps->time);
+		r = kcapture__find(w->k, ps->tid, ps->time, ps->regs[PERF_R_IP],
+				   ps->regs[PERF_R_SP]);
+		w->native_found += r != NULL;
+		if (r)
+			check_native(w, r);
+		return;
+	}
 	if (i == NTHREADS || !ps->regs_valid)
 		return;
 	w->samples[i]++;
@@ -212,6 +244,7 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 		return;
 	w->found[i]++;
 	w->rs.other_remap += r->remap_end != 0;
+	w->other_below += r->below != NULL;
 	if (r->cp == (uint64_t)(uintptr_t)w->proc[i] && r->from_scheduler == w->sched[i] &&
 	    r->span && memcmp(r->span, (const uint8_t *)w->proc[i] + SPAN_LO, SPAN_LEN) == 0 &&
 	    r->state_known && r->state == FAKE_STATE &&
@@ -234,11 +267,12 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur, struct remappe
 {
 	struct perf_opts o = {PERF_EV_CPU_CLOCK,    997,   8192,  64,	1,
 			      kcapture__prog_fd(k), false, false, false};
-	struct spinner sp[NTHREADS];
+	struct spinner sp[NTHREADS], nsp;
 	struct perf_session *ps = NULL;
 	volatile int stop = 0;
-	pthread_t th[NTHREADS], rth;
-	pid_t tids[NTHREADS + 1];
+	static uint64_t no_process, ntop;
+	pthread_t th[NTHREADS], rth, nth;
+	pid_t tids[NTHREADS + 2];
 	struct timespec t0, t;
 	int rc, i;
 
@@ -250,6 +284,9 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur, struct remappe
 	}
 	rm->stop = &stop;
 	pthread_create(&rth, NULL, remap_loop, rm);
+	nsp = (struct spinner){.rsp = (uint64_t)(uintptr_t)(w->nstack + N_RSP), .stop = &stop};
+	ntop = (uint64_t)(uintptr_t)(w->nstack + N_TOP);
+	pthread_create(&nth, NULL, spin, &nsp);
 	for (i = 0; i < NTHREADS; i++) {
 		while (!sp[i].tid)
 			sched_yield();
@@ -258,9 +295,13 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur, struct remappe
 	while (!rm->tid)
 		sched_yield();
 	tids[NTHREADS] = w->remap_tid = rm->tid;
+	while (!nsp.tid)
+		sched_yield();
+	tids[NTHREADS + 1] = w->native_tid = nsp.tid;
 	kcapture__watch(k, w->tid[2], (uint64_t)(uintptr_t)cur, 0);
 	kcapture__watch(k, rm->tid, (uint64_t)(uintptr_t)&rm->cur, 0);
-	rc = perf_session__open(&ps, tids, NTHREADS + 1, &o);
+	kcapture__watch(k, nsp.tid, (uint64_t)(uintptr_t)&no_process, (uint64_t)(uintptr_t)&ntop);
+	rc = perf_session__open(&ps, tids, NTHREADS + 2, &o);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		if (!rc)
@@ -273,6 +314,7 @@ static int run(struct kcapture *k, struct seen *w, uint64_t *cur, struct remappe
 	for (i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	pthread_join(rth, NULL);
+	pthread_join(nth, NULL);
 	perf_session__free(ps);
 	return rc;
 }
@@ -281,7 +323,7 @@ int main(void)
 {
 	static uint64_t proc_a[8], proc_b[8], proc_d[8];
 	uint8_t *heap_a = malloc(HEAP_BYTES), *heap_b = malloc(HEAP_BYTES), *gc = malloc(GC_BYTES);
-	uint8_t *heap_d = malloc(HEAP_BYTES);
+	uint8_t *heap_d = malloc(HEAP_BYTES), *nstack = aligned_alloc(64, N_BYTES);
 	/* perf_stack 0: D's copy starts at its rsp (the sampler passes perf's copy size). */
 	struct kcap_cfg cfg = {SPAN_LO, SPAN_LEN, F_HTOP, F_HEND,  F_STOP, F_HEAP,
 			       1,	997,	  0,	  F_STATE, {0},	   0};
@@ -301,6 +343,9 @@ int main(void)
 	}
 	for (size_t i = 0; i < GC_BYTES; i++)
 		gc[i] = (uint8_t)(i * 3 + 1);
+	for (size_t i = 0; i < N_BYTES; i++)
+		nstack[i] = (uint8_t)(i * 11 + 3);
+	w.nstack = nstack;
 	fake_process(proc_a, heap_a, heap_a + HEAP_BYTES - 800);
 	fake_process(proc_b, heap_b, gc); /* stop outside [heap, hend): in a GC */
 	w.stack_at[0] = w.stack_at[2] = heap_a + HEAP_BYTES - STACK_BYTES;
@@ -352,6 +397,12 @@ int main(void)
 	CHECK("threadR.some_past_mremap", w.rs.past >= 5);
 	CHECK_INT("threadR.every_remap_exact", (int)w.rs.remapped, (int)w.rs.exact);
 	CHECK_INT("others.never_remap", 0, (int)w.rs.other_remap);
+	printf("thread N: %u samples, %u captures found, %u exact\n", w.native_samples,
+	       w.native_found, w.native_exact);
+	CHECK("threadN.samples", w.native_samples >= 100);
+	CHECK_INT("threadN.every_sample_found", (int)w.native_samples, (int)w.native_found);
+	CHECK_INT("threadN.every_capture_exact", (int)w.native_found, (int)w.native_exact);
+	CHECK_INT("others.never_below", 0, (int)w.other_below);
 	CHECK("find.none", kcapture__find(k, 1, 0, 0, 0) == NULL);
 	CHECK_INT("stats.malformed", 0, (int)kcapture__stats(k)->malformed);
 	kcapture__free(k);
@@ -360,5 +411,6 @@ int main(void)
 	free(heap_b);
 	free(gc);
 	free(heap_d);
+	free(nstack);
 	return check_done();
 }

@@ -19,11 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define R13_MARK 0x1313131313131313ull /* as in fixtures/unwind_target.c */
-#define RBP_MARK 0x6262626262626262ull
-#define CFLAGS	 "-O1 -fomit-frame-pointer -fasynchronous-unwind-tables"
-#define OTP_SID	 "/var/cache/extrospect/otp-sid"
-#define MAX_TIDS 64
+#define R13_MARK	 0x1313131313131313ull /* as in fixtures/unwind_target.c */
+#define RBP_MARK	 0x6262626262626262ull
+#define CFLAGS		 "-O1 -fomit-frame-pointer -fasynchronous-unwind-tables"
+#define OTP_SID		 "/var/cache/extrospect/otp-sid"
+#define MAX_TIDS	 64
+#define KCAP_BELOW_WORDS 16 /* 128 bytes, as the in-kernel capture copies them */
 
 static const struct perf_opts opts_16k = {
     PERF_EV_CPU_CLOCK, 997, 16384, 512, 0, 0, false, false, false};
@@ -247,6 +248,76 @@ static void unwind_both(struct unwinder *u, const struct perf_sample *s, unwind_
 		printf("# fast/libdwfl differ at ip 0x%" PRIx64 ": stop %s/%s, frames %zu/%zu\n",
 		       s->regs[PERF_R_IP], unwinder__stop_name(r->stop),
 		       unwinder__stop_name(slow.stop), r->nframes, slow.nframes);
+}
+
+/* ---- registers below the stack pointer: a function in its epilogue ---- */
+
+/* xp_epi_fn has popped r13, yet (as compilers emit it) its CFI still says r13 is saved at CFA -
+ * 16: at xp_epi_ret that is 8 bytes below rsp, where live memory no longer holds it. */
+extern const char xp_epi_fn[], xp_epi_ret[];
+__asm__(".text\n"
+	".globl xp_epi_fn\n"
+	".type xp_epi_fn, @function\n"
+	"xp_epi_fn:\n"
+	".cfi_startproc\n"
+	"push %r13\n"
+	".cfi_adjust_cfa_offset 8\n"
+	".cfi_offset r13, -16\n"
+	"pop %r13\n"
+	".cfi_adjust_cfa_offset -8\n"
+	".globl xp_epi_ret\n"
+	"xp_epi_ret:\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size xp_epi_fn, .-xp_epi_fn\n");
+
+#define EPI_JIT_RA 0x7f0000001000ull /* the pretend JIT code xp_epi_fn returns to */
+
+static bool epi_is_jit(uint64_t pc, void *ctx)
+{
+	(void)ctx;
+	return pc >= EPI_JIT_RA - 16 && pc < EPI_JIT_RA + 16;
+}
+
+/* A sample at xp_epi_ret of this process, its stack copy starting at rsp: r13 for the JIT caller
+ * comes from the copy of the words below rsp when one is given (the in-kernel capture's), else
+ * from live memory; the fast path and libdwfl agree. */
+static void test_below(void)
+{
+	static uint64_t mem_words[8]; /* the live stack: [0..3] below rsp, rsp at [4] */
+	uint64_t below[KCAP_BELOW_WORDS] = {0}, copy[4] = {EPI_JIT_RA, 0, 0, 0};
+	struct perf_sample s = {.tid = (uint32_t)getpid(), .regs_valid = true};
+	struct unwind_result r;
+	struct attach a = {0};
+
+	if (!CHECK_INT("below.attach_self", 0, attach_open(&a, getpid())))
+		return;
+	mem_words[3] = 0x2222; /* stale: what the next call left there */
+	below[KCAP_BELOW_WORDS - 1] = 0x3333;
+	s.regs[PERF_R_IP] = s.ip = (uint64_t)(uintptr_t)xp_epi_ret;
+	s.regs[PERF_R_SP] = (uint64_t)(uintptr_t)&mem_words[4];
+	s.regs[PERF_R_R13] = 0x1111; /* the popped value's successor: not the caller's */
+	s.stack = (const uint8_t *)copy;
+	s.stack_size = sizeof(copy);
+	unwinder__unwind(a.u, &s, epi_is_jit, NULL, &r);
+	CHECK("below.live.reaches_jit", r.stop == UNWIND_STOP_JIT && r.nframes == 1);
+	CHECK("below.live.r13_read_live", r.jit_r13_valid && r.jit_r13 == 0x2222);
+	unwinder__set_extra(a.u, UNWIND_EXTRA_BELOW, s.regs[PERF_R_SP] - sizeof(below),
+			    (const uint8_t *)below, sizeof(below));
+	for (int fast = 1; fast >= 0; fast--) {
+		char name[64];
+
+		unwinder__set_fast(a.u, fast);
+		unwinder__unwind(a.u, &s, epi_is_jit, NULL, &r);
+		snprintf(name, sizeof(name), "below.%s.reaches_jit", fast ? "fast" : "libdwfl");
+		CHECK(name, r.stop == UNWIND_STOP_JIT && r.nframes == 1 && r.jit_pc == EPI_JIT_RA &&
+				r.jit_sp == s.regs[PERF_R_SP] + 8);
+		snprintf(name, sizeof(name), "below.%s.r13_from_copy", fast ? "fast" : "libdwfl");
+		CHECK(name, r.jit_r13_valid && r.jit_r13 == 0x3333);
+	}
+	unwinder__set_fast(a.u, true);
+	unwinder__set_extra(a.u, UNWIND_EXTRA_BELOW, 0, NULL, 0);
+	attach_close(&a);
 }
 
 /* ---- the known chain, and a stop at a pretend-JIT outer_fn ---- */
@@ -732,6 +803,7 @@ int main(void)
 	struct attach a = {0};
 	int err = 0;
 
+	test_below();
 	if (!mkdtemp(dir))
 		return check_skip("mkdtemp failed");
 	snprintf(ready, sizeof(ready), "%s/ready", dir);

@@ -272,6 +272,10 @@ static __always_inline void copy_native(struct kcap_raw *r, __u64 registers_addr
 		return;
 	if (top <= rsp || top - rsp > (1u << 20) || at > KCAP_STACK_MAX)
 		return;
+	/* In C (or a fragment) on the runtime stack: the words just below rsp, where a function
+	 * in its epilogue or a leaf's red zone keeps registers its CFI says are saved. */
+	if (!bpf_probe_read_user(r->below, KCAP_BELOW_SP, (const void *)(rsp - KCAP_BELOW_SP)))
+		r->below_len = KCAP_BELOW_SP;
 	from = perf_copy_end(rsp);
 	if (top <= from)
 		return;
@@ -343,6 +347,7 @@ int kcapture(struct bpf_perf_event_data *ctx)
 	r->cstack_addr = 0;
 	r->cstack_len = 0;
 	r->remap_end = 0;
+	r->below_len = 0;
 	cp = regs->r13;
 	/* The scheduler's current_process, when we know where this thread keeps it; when it is
 	 * NULL, r13's Process span only (an exiting process, or nothing: the sampler decides by

@@ -320,7 +320,7 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len, uint64_t
 {
 	struct slot *s;
 	struct kcap_rec *r;
-	uint64_t v[H_SPAN / 8], flags;
+	uint64_t v[H_BELOW / 8], flags;
 
 	k->st.records++;
 	if (len < H_STACK || len > H_MAX) {
@@ -356,6 +356,7 @@ static void keep(struct kcapture *k, const uint8_t *data, uint32_t len, uint64_t
 	if (r->cstack_len > len - H_STACK - r->stack_len)
 		r->cstack_len = 0;
 	r->cstack = r->cstack_len ? data + H_STACK + r->stack_len : NULL;
+	r->below = v[H_BELOW_LEN / 8] == KCAP_BELOW_SP ? data + H_BELOW : NULL;
 	s->used = true;
 }
 

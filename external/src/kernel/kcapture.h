@@ -63,6 +63,9 @@ struct kcap_rec {
 	uint64_t cstack_addr;
 	const uint8_t *cstack; /* NULL when not copied (perf's copy held it, or not watched) */
 	size_t cstack_len;
+	/* The KCAP_BELOW_SP bytes below sp, [sp - KCAP_BELOW_SP, sp), as they were at the sample: a
+	 * sample in C on a watched scheduler's runtime stack. NULL when not copied. */
+	const uint8_t *below;
 };
 
 struct kcap_stats {

@@ -22,6 +22,13 @@
 #define KCAP_CSTACK_MAX (32u * 1024)
 #define KCAP_PAGE	4096u
 
+/* Bytes copied from just below the stack pointer, for a sample in C on the runtime stack: a
+ * function in its epilogue has popped the registers it saved, yet its CFI still finds them there
+ * (compilers do not restore the rule at a pop), and a leaf function may keep them in the red
+ * zone (128 bytes, x86-64 psABI 3.2.2). perf's copy starts at the stack pointer, and the live
+ * memory there is overwritten by the next call long before the sampler could read it. */
+#define KCAP_BELOW_SP 128u
+
 #define KCAP_WATCH_MAX 4096 /* scheduler threads the program looks up */
 
 /* A watched scheduler thread: where its scheduler data keeps current_process and registers. */
@@ -66,6 +73,8 @@ struct kcap_raw {
 	__u64 stack_addr, stack_len;
 	__u64 cstack_addr, cstack_len; /* the native stack's part beyond perf's copy */
 	__u64 remap_end;	       /* F_REMAP: the heap's new end, the stack moved below it */
+	__u64 below_len;	       /* 0, or KCAP_BELOW_SP: below holds [sp - below_len, sp) */
+	__u8 below[KCAP_BELOW_SP];
 	__u8 span[KCAP_SPAN_MAX];
 	/* The Erlang stack's copy, then (at stack + stack_len) the native one's; a page of slack
 	 * bounds the program's page-sized copies for the verifier. */
@@ -85,7 +94,9 @@ enum {
 	H_CSTACK_ADDR = 64,
 	H_CSTACK_LEN = 72,
 	H_REMAP_END = 80,
-	H_SPAN = 88,
+	H_BELOW_LEN = 88,
+	H_BELOW = 96,
+	H_SPAN = H_BELOW + KCAP_BELOW_SP,
 	H_STACK = H_SPAN + KCAP_SPAN_MAX,
 	H_MAX = H_STACK + KCAP_STACK_MAX + KCAP_CSTACK_MAX + KCAP_PAGE,
 };
@@ -95,6 +106,8 @@ _Static_assert(__builtin_offsetof(struct kcap_raw, flags) == H_FLAGS, "kcap_raw 
 _Static_assert(__builtin_offsetof(struct kcap_raw, stack_len) == H_STACK_LEN, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, cstack_len) == H_CSTACK_LEN, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, remap_end) == H_REMAP_END, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, below_len) == H_BELOW_LEN, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, below) == H_BELOW, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, span) == H_SPAN, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, stack) == H_STACK, "kcap_raw layout");
 _Static_assert(sizeof(struct kcap_raw) == H_MAX, "kcap_raw layout");

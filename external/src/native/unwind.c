@@ -150,11 +150,14 @@ static bool unwinder__read(struct unwinder *u, Dwarf_Addr addr, Dwarf_Word *resu
 		u->stats.read_stack++;
 		return true;
 	}
-	if (u->extra && addr >= u->extra_addr && addr - u->extra_addr < u->extra_len &&
-	    u->extra_len - (addr - u->extra_addr) >= 8) {
-		memcpy(result, u->extra + (addr - u->extra_addr), sizeof(*result));
-		u->stats.read_stack++;
-		return true;
+	for (unsigned i = 0; i < UNWIND_EXTRAS; i++) {
+		const uint64_t at = u->extra[i].addr, n = u->extra[i].len;
+
+		if (u->extra[i].data && addr >= at && addr - at < n && n - (addr - at) >= 8) {
+			memcpy(result, u->extra[i].data + (addr - at), sizeof(*result));
+			u->stats.read_stack++;
+			return true;
+		}
 	}
 	if (u->mem && mem__read_u64(u->mem, addr, &v) == 0) {
 		*result = v;
@@ -252,13 +255,14 @@ static int unwinder__on_frame(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
-void unwinder__set_extra(struct unwinder *u, uint64_t addr, const uint8_t *data, size_t len)
+void unwinder__set_extra(struct unwinder *u, unsigned slot, uint64_t addr, const uint8_t *data,
+			 size_t len)
 {
-	if (!u) /* a replay has no unwinder */
+	if (!u || slot >= UNWIND_EXTRAS) /* a replay has no unwinder */
 		return;
-	u->extra_addr = addr;
-	u->extra = len ? data : NULL;
-	u->extra_len = len;
+	u->extra[slot].addr = addr;
+	u->extra[slot].data = len ? data : NULL;
+	u->extra[slot].len = len;
 }
 
 static void unwinder__walk(struct unwinder *u, const struct perf_sample *s,

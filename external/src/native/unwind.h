@@ -58,8 +58,12 @@ int unwinder__refresh(struct unwinder *u, const struct proc_maps *maps);
 void unwinder__unwind(struct unwinder *u, const struct perf_sample *s, unwind_is_jit_fn is_jit,
 		      void *ctx, struct unwind_result *out);
 /* More of the next sample's stack, copied at the sample elsewhere than perf's copy ([addr, +
- * len): the in-kernel capture's); read before live memory. Pass len 0 to clear it. */
-void unwinder__set_extra(struct unwinder *u, uint64_t addr, const uint8_t *data, size_t len);
+ * len): the in-kernel capture's); read before live memory. Two such copies at once, in slots:
+ * the C stack beyond perf's copy, and the words just below the stack pointer. Pass len 0 to clear
+ * a slot. */
+enum { UNWIND_EXTRA_DEEPER = 0, UNWIND_EXTRA_BELOW, UNWIND_EXTRAS };
+void unwinder__set_extra(struct unwinder *u, unsigned slot, uint64_t addr, const uint8_t *data,
+			 size_t len);
 /* Counters since unwinder__new. */
 struct unwind_stats {
 	uint64_t unwinds, frames;

@@ -49,9 +49,11 @@ struct unwinder {
 	const struct perf_sample *cur;
 	/* More of the sample's stack, copied elsewhere at the sample (the in-kernel capture's
 	 * copy beyond perf's): read before the live memory. Set for one unwind. */
-	uint64_t extra_addr;
-	const uint8_t *extra;
-	size_t extra_len;
+	struct {
+		uint64_t addr;
+		const uint8_t *data; /* NULL: the slot is empty */
+		size_t len;
+	} extra[UNWIND_EXTRAS];
 	struct unwind_result *out;
 	unwind_is_jit_fn is_jit;
 	void *is_jit_ctx;

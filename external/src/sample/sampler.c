@@ -150,11 +150,18 @@ static bool from_native(struct sampler *s, const struct target_sched *sch,
 	 * never touched, where both stop), not the live stack. */
 	if (k && k->cstack && k->cstack_addr >= ps->regs[PERF_R_SP] &&
 	    k->cstack_addr <= ps->regs[PERF_R_SP] + ps->stack_size) {
-		unwinder__set_extra(s->unw, k->cstack_addr, k->cstack, k->cstack_len);
+		unwinder__set_extra(s->unw, UNWIND_EXTRA_DEEPER, k->cstack_addr, k->cstack,
+				    k->cstack_len);
 		s->st.native_extended++;
 	}
+	/* The words below sp at the sample: registers a function in its epilogue popped, which
+	 * its CFI still finds there (live, the next call has overwritten them). */
+	if (k && k->below && k->sp == ps->regs[PERF_R_SP])
+		unwinder__set_extra(s->unw, UNWIND_EXTRA_BELOW, k->sp - KCAP_BELOW_SP, k->below,
+				    KCAP_BELOW_SP);
 	sampler_src__unwind(s, ps, is_jit, w->ur);
-	unwinder__set_extra(s->unw, 0, NULL, 0);
+	unwinder__set_extra(s->unw, UNWIND_EXTRA_DEEPER, 0, NULL, 0);
+	unwinder__set_extra(s->unw, UNWIND_EXTRA_BELOW, 0, NULL, 0);
 	if (w->ur->stop != UNWIND_STOP_JIT) {
 		s->st.native_stopped++;
 		return false;
