@@ -381,6 +381,17 @@ static void release(struct kcapture *k, uint64_t upto)
 	k->cons_told = cons;
 }
 
+/* A capture the next sample will claim: its header, its Process span and the top of its stack
+ * copy, which the sampler reads first, were written by the program on another CPU and are each a
+ * cache miss; asked for now, they arrive while this sample is resolved. */
+static void prefetch_record(const uint8_t *data, uint64_t mask, uint64_t at, uint32_t len)
+{
+	const uint64_t end = at + BPF_RINGBUF_HDR_SZ + (len < H_STACK + 128 ? len : H_STACK + 128);
+
+	for (uint64_t a = at + 64; a < end; a += 64)
+		__builtin_prefetch(data + (a & mask));
+}
+
 void kcapture__drain(struct kcapture *k, uint64_t upto)
 {
 	uint64_t prod, mask, time;
@@ -410,8 +421,10 @@ void kcapture__drain(struct kcapture *k, uint64_t upto)
 			 * order to within microseconds. */
 			if (len >= H_TIME + 8) {
 				memcpy(&time, h + BPF_RINGBUF_HDR_SZ + H_TIME, sizeof(time));
-				if (time > upto + KCAP_MATCH_NS)
+				if (time > upto + KCAP_MATCH_NS) {
+					prefetch_record(data, mask, k->read, len);
 					break;
+				}
 			}
 			keep(k, h + BPF_RINGBUF_HDR_SZ, len, k->read);
 		}

@@ -235,6 +235,9 @@ static void ring__prefetch(const uint8_t *data, uint64_t size, uint64_t off, uin
 	__builtin_prefetch(data + ((off + 64) & (size - 1)));
 	__builtin_prefetch(data + ((off + 128) & (size - 1)));
 	__builtin_prefetch(data + ((off + len - 8) & (size - 1)));
+	/* The next record's header: samples follow one another, and it is read as soon as this
+	 * one is delivered. */
+	__builtin_prefetch(data + ((off + len) & (size - 1)));
 }
 
 /* Step r's read position to its next sample, handling the records before it (lost, throttle,
