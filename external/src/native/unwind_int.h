@@ -10,7 +10,7 @@
 #include "proc.h"
 #include "unwind.h"
 
-#define FDE_SLOTS_LOG2 12 /* 4096 slots: the return addresses of a workload recur */
+#define FDE_SLOTS_LOG2 14 /* 4096 slots: the return addresses of a workload recur */
 #define FDE_SLOTS      (1u << FDE_SLOTS_LOG2)
 #define VDSO_MAX       (1u << 20)
 #define PAGE_MASK_4K   (~(uint64_t)0xfff)
