@@ -19,12 +19,16 @@
 
 /* Without the in-kernel capture the sampler is woken by every sample (perf wakeup_events), and
  * this timeout only bounds how late a duration end, a progress line or a refresh can be. With
- * it, samples are read in batches: when a ring is a quarter full, else every RUN_POLL_MS. An idle
+ * it, samples are read in batches: when a ring is half full, else every RUN_POLL_MS. An idle
  * VM costs a wake-up per RUN_POLL_MS, not one per millisecond. Each wake-up costs more than its
  * syscalls (a batch starts with cold caches: the VM's schedulers ran on these cores meanwhile):
  * at 997 Hz on the bench workload 100 ms took 7 % less of the sampler's CPU than 50, 200 ms
- * 14 % less (2026-11-29). 100 keeps a refresh or a trigger within a tenth of a second. */
-#define RUN_POLL_MS 100
+ * 14 % less (2026-11-29). 100 keeps a trigger, the flight recorder's turn or top's refresh
+ * within a tenth of a second; a run with none of them (a plain record: only its end, its
+ * progress line and a signal, which interrupts the wait, are timed) waits RUN_POLL_BATCH_MS,
+ * about as long as the batched rings take to fill half at 997 Hz. */
+#define RUN_POLL_MS	  100
+#define RUN_POLL_BATCH_MS 250
 
 static double now_s(void)
 {
@@ -76,13 +80,16 @@ void run__raise_priority(pid_t vm)
 		(void)setpriority(PRIO_PROCESS, 0, want);
 }
 
-/* RUN_POLL_MS, or less when the run ends sooner. */
-static int poll_ms(const struct sampler_opts *o, double elapsed)
+/* RUN_POLL_MS (RUN_POLL_BATCH_MS with no turn and no live view), or less when the run ends
+ * sooner. */
+static int poll_ms(const struct run_ctx *ctx, double elapsed)
 {
+	const struct sampler_opts *o = &ctx->opts;
+	const int ms = ctx->turn || ctx->tick ? RUN_POLL_MS : RUN_POLL_BATCH_MS;
 	double left = o->duration_s - elapsed;
 
-	if (o->duration_s <= 0 || left * 1000.0 >= RUN_POLL_MS)
-		return RUN_POLL_MS;
+	if (o->duration_s <= 0 || left * 1000.0 >= ms)
+		return ms;
 	return left > 0 ? 1 + (int)(left * 1000.0) : 0;
 }
 
@@ -176,7 +183,7 @@ int run__sample(struct run_ctx *ctx)
 		st->elapsed_s = now - start;
 		if (ctx->opts.duration_s > 0 && now - start >= ctx->opts.duration_s)
 			break;
-		rc = sampler__poll(s, poll_ms(&ctx->opts, now - start));
+		rc = sampler__poll(s, poll_ms(ctx, now - start));
 		/* Exited threads hang up their events (-ESRCH); /proc is asked once a second as a
 		 * backstop, not on every turn of this loop. */
 		if (rc != -ESRCH && now - last_exists >= 1.0) {
