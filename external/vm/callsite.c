@@ -6,7 +6,8 @@
 
 #include "callsite.h"
 
-#define CALL_SLOTS    4096	    /* decoded call instructions before return addresses */
+#define CALL_SLOTS    16384	    /* decoded call instructions before return addresses */
+#define STUB_SLOTS    1024	    /* the first bytes of fragments a call enters */
 #define FN_CALL_SLOTS 1024	    /* does function F call fragment G? */
 #define FN_SCAN_MAX   (256u * 1024) /* longest function code scanned for calls */
 #define FN_TAILS      8		    /* tail calls followed from one function */
@@ -14,6 +15,14 @@
 
 struct call_site {
 	uint64_t ra, target; /* target 0: not a direct call (cannot be checked) */
+};
+
+/* A fragment's first STUB_BYTES bytes (n of them: fewer when its range is shorter). */
+#define STUB_BYTES 32
+struct stub_code {
+	uint64_t target; /* 0: empty */
+	uint8_t n;	 /* 0: unreadable */
+	uint8_t code[STUB_BYTES];
 };
 
 struct fn_calls {
@@ -26,6 +35,7 @@ struct callsite {
 	const struct jitmap *jit; /* the map of the check in progress */
 	struct call_site calls[CALL_SLOTS];
 	struct fn_calls fn_calls[FN_CALL_SLOTS];
+	struct stub_code stubs[STUB_SLOTS];
 };
 
 int callsite__new(struct callsite **out, struct mem *mem)
@@ -41,6 +51,7 @@ void callsite__reset(struct callsite *c)
 {
 	memset(c->calls, 0, sizeof(c->calls));
 	memset(c->fn_calls, 0, sizeof(c->fn_calls));
+	memset(c->stubs, 0, sizeof(c->stubs));
 }
 
 void callsite__free(struct callsite *c)
@@ -113,18 +124,34 @@ static uint64_t call_target(struct callsite *c, uint64_t ra)
 	return slot->target;
 }
 
+/* The first bytes of the fragment code at target (in range r), read once: code does not change
+ * under a fragment (the cache is dropped when the JIT map is re-read). NULL when unreadable. */
+static const uint8_t *stub_code(struct callsite *c, uint64_t target, const struct jit_range *r,
+				size_t *n)
+{
+	struct stub_code *slot = &c->stubs[(target >> 3) % STUB_SLOTS];
+	size_t want = r->end - target < STUB_BYTES ? (size_t)(r->end - target) : STUB_BYTES;
+
+	if (slot->target != target) {
+		slot->target = target;
+		slot->n = want >= 2 && mem__read(c->mem, target, slot->code, want) == 0
+			      ? (uint8_t)want
+			      : 0;
+	}
+	*n = slot->n;
+	return slot->n ? slot->code : NULL;
+}
+
 /* A fragment whose code jumps to callee's entry within its first STUB_BYTES: OTP 26+ enter some
  * fragments through a stub that sets a register and jumps on (times_body_shared is
  * `mov ecx, imm; jmp mul_add_body_shared`). Only a jump to callee's first byte counts. */
-#define STUB_BYTES 32
-
 static bool stub_jumps_to(struct callsite *c, uint64_t target, const struct jit_range *r,
 			  const struct jit_range *callee)
 {
-	uint8_t code[STUB_BYTES];
-	size_t n = r->end - target < STUB_BYTES ? (size_t)(r->end - target) : STUB_BYTES;
+	size_t n;
+	const uint8_t *code = stub_code(c, target, r, &n);
 
-	if (n < 2 || mem__read(c->mem, target, code, n))
+	if (!code)
 		return false;
 	for (size_t i = 0; i + 2 <= n; i++) {
 		int32_t rel;

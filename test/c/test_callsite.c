@@ -117,6 +117,15 @@ static struct jitmap *make_map(void)
 	return m;
 }
 
+/* Reads of the stub's code, by the tap. */
+static unsigned stub_reads;
+
+static void count_stub_reads(void *ctx, uint64_t addr, const void *buf, size_t len, int rc)
+{
+	(void)ctx, (void)buf, (void)len, (void)rc;
+	stub_reads += addr == STUB;
+}
+
 int main(void)
 {
 	size_t lf = 0, lv = 0, ls = 0;
@@ -149,6 +158,15 @@ int main(void)
 	CHECK("veneer: f_mul called the stub's fragment",
 	      callsite__returns_from(c, m, RA_F_MUL, times));
 	CHECK_INT("check agrees", CALL_AGREES, callsite__check(c, m, mul_add, RA_F_MUL));
+	/* The stub's code is read once, and again only after the map changed (a reset). */
+	mem__set_tap(mem, count_stub_reads, NULL);
+	CHECK("stub: cached", callsite__returns_from(c, m, RA_F_MUL, mul_add) && stub_reads == 0);
+	callsite__reset(c);
+	CHECK("stub: read after a reset",
+	      callsite__returns_from(c, m, RA_F_MUL, mul_add) && stub_reads == 1);
+	CHECK("stub: read once",
+	      callsite__returns_from(c, m, RA_F_MUL, mul_add) && stub_reads == 1);
+	mem__set_tap(mem, NULL, NULL);
 	CHECK("not a call to another fragment", !callsite__returns_from(c, m, RA_F_MUL, g));
 	CHECK("one byte off: no call", !callsite__returns_from(c, m, RA_F_MUL + 1, mul_add));
 	/* OTP 25: call [rip+disp32] through the module's table of absolute addresses. */
