@@ -10,6 +10,7 @@ struct outfile {
 	FILE *f; /* write here */
 	const char *path;
 	char tmp[PATH_MAX]; /* "" when writing in place (not a regular file) */
+	char *buf;	    /* f's buffer, when it has one of ours */
 };
 
 /* 0, or a negative errno (the directory is not writable, the path too long). */
