@@ -134,3 +134,10 @@ int report__open_output(const char *path, FILE **out)
 	}
 	return 0;
 }
+
+void report__buffer_stdout(void)
+{
+	static char buf[1 << 20];
+
+	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+}

@@ -60,5 +60,9 @@ int report__finish(FILE *f);
  * often runs as root). /dev/stdout works. 0 with *out set, or a negative errno, -ELOOP for a
  * link refused. */
 int report__open_output(const char *path, FILE **out);
+/* stdout fully buffered in 1 MiB blocks, for outputs of hundreds of MB (glibc ignores the size
+ * setvbuf asks for when it allocates the buffer itself: 4 KiB blocks). Call before anything is
+ * written to stdout. */
+void report__buffer_stdout(void);
 
 #endif /* XP_REPORT_H */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "report/report.h"
 #include "heap.h"
 #include "heap_print.h"
 #include "heap_watch.h"
@@ -91,7 +92,7 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		fprintf(stderr, "extrospect: interrupted: %zu of %" PRIu64 " processes read\n", c.n,
 			c.st.used);
 	/* -n all: a million rows, written as they are named, in large blocks. */
-	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+	report__buffer_stdout();
 	if (o->json) {
 		json__init(&j, stdout);
 		heap__print_json(&c, &j); /* the writer ends the document's line */

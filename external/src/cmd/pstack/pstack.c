@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "report/report.h"
 #include "info.h"
 #include "pstack.h"
 
@@ -118,7 +119,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if ((rc = setup(&c, err, errlen)) || (rc = pstack__schedulers(&c, err, errlen)))
 		goto cleanup;
 	/* A million processes make hundreds of MB: write them in large blocks. */
-	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+	report__buffer_stdout();
 	if (o->json) {
 		json__init(&j, stdout);
 		json__buffer(&j, 1 << 20); /* unbuffered when it cannot: slower, as good */
