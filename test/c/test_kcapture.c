@@ -207,6 +207,17 @@ static void *spin(void *arg)
 	return NULL;
 }
 
+/* The capture of sample ps, counted in *found when there is one. */
+static const struct kcap_rec *claim(struct seen *w, const struct perf_sample *ps, unsigned *found)
+{
+	const struct kcap_rec *r;
+
+	kcapture__drain(w->k, ps->time);
+	r = kcapture__find(w->k, ps->tid, ps->time, ps->regs[PERF_R_IP], ps->regs[PERF_R_SP]);
+	*found += r != NULL;
+	return r;
+}
+
 static void on_sample(const struct perf_sample *ps, void *ctx)
 {
 	struct seen *w = ctx;
@@ -217,32 +228,21 @@ static void on_sample(const struct perf_sample *ps, void *ctx)
 		;
 	if (w->remap_tid == (pid_t)ps->tid) {
 		w->remap_samples++;
-		kcapture__drain(w->k, ps->time);
-		r = kcapture__find(w->k, ps->tid, ps->time, ps->regs[PERF_R_IP],
-				   ps->regs[PERF_R_SP]);
-		w->remap_found += r != NULL;
-		if (r)
+		if ((r = claim(w, ps, &w->remap_found)))
 			check_remap(r, &w->rs);
 		return;
 	}
 	if (w->native_tid == (pid_t)ps->tid) {
 		w->native_samples++;
-		kcapture__drain(w->k, ps->time);
-		r = kcapture__find(w->k, ps->tid, ps->time, ps->regs[PERF_R_IP],
-				   ps->regs[PERF_R_SP]);
-		w->native_found += r != NULL;
-		if (r)
+		if ((r = claim(w, ps, &w->native_found)))
 			check_native(w, r);
 		return;
 	}
 	if (i == NTHREADS || !ps->regs_valid)
 		return;
 	w->samples[i]++;
-	kcapture__drain(w->k, ps->time);
-	r = kcapture__find(w->k, ps->tid, ps->time, ps->regs[PERF_R_IP], ps->regs[PERF_R_SP]);
-	if (!r)
+	if (!(r = claim(w, ps, &w->found[i])))
 		return;
-	w->found[i]++;
 	w->rs.other_remap += r->remap_end != 0;
 	w->other_below += r->below != NULL;
 	if (r->cp == (uint64_t)(uintptr_t)w->proc[i] && r->from_scheduler == w->sched[i] &&
