@@ -56,11 +56,16 @@ check_rate() {
 	fi
 }
 
-# A median pause against the target's own timing, within 25 %.
+# A median pause against the target's own timing of it: at most 25 % over it, at most 35 % under it.
+# The target's timing also holds what lies outside the collection's two trace events (the BIF's
+# call, the trace messages made): on a quiet machine ours is 15-17 % under it (76 against
+# 89-91 us, OTP 25), and under CI's load the target's own timing grows more than the pause
+# (84 against 112 us, 2026-11-29).
 check_pause() {
 	local what=$1 got=$2 want=$3
-	if [[ "$got" =~ ^[0-9.]+$ ]] && within "$got" "$want" 25; then
-		xp_pass "$what $got us, its own timing $want us (within 25 %)"
+	if [[ "$got" =~ ^[0-9.]+$ ]] &&
+		awk -v g="$got" -v w="$want" 'BEGIN { exit !(w > 0 && g <= w * 1.25 && g >= w * 0.65) }'; then
+		xp_pass "$what $got us, its own timing $want us (from 35 % under to 25 % over)"
 	else
 		xp_fail "$what: $got us, its own timing $want us"
 	fi
