@@ -26,7 +26,9 @@
  * 14 % less (2026-11-29). 100 keeps a trigger, the flight recorder's turn or top's refresh
  * within a tenth of a second; a run with none of them (a plain record: only its end, its
  * progress line and a signal, which interrupts the wait, are timed) waits RUN_POLL_BATCH_MS,
- * about as long as the batched rings take to fill half at 997 Hz. */
+ * about as long as the batched rings take to fill half at 997 Hz, until a process exits before
+ * its dictionary was read (short-lived workers, named by their initial call instead): from
+ * then on RUN_POLL_MS, as what waiting longer would lose is then seen to be lost. */
 #define RUN_POLL_MS	  100
 #define RUN_POLL_BATCH_MS 250
 
@@ -80,12 +82,13 @@ void run__raise_priority(pid_t vm)
 		(void)setpriority(PRIO_PROCESS, 0, want);
 }
 
-/* RUN_POLL_MS (RUN_POLL_BATCH_MS with no turn and no live view), or less when the run ends
- * sooner. */
-static int poll_ms(const struct run_ctx *ctx, double elapsed)
+/* RUN_POLL_MS (RUN_POLL_BATCH_MS with no turn, no live view and no process gone before its
+ * name was read), or less when the run ends sooner. */
+static int poll_ms(const struct run_ctx *ctx, const struct sampler_stats *st, double elapsed)
 {
 	const struct sampler_opts *o = &ctx->opts;
-	const int ms = ctx->turn || ctx->tick ? RUN_POLL_MS : RUN_POLL_BATCH_MS;
+	const int ms =
+	    ctx->turn || ctx->tick || st->pdict[PDICT_GONE] ? RUN_POLL_MS : RUN_POLL_BATCH_MS;
 	double left = o->duration_s - elapsed;
 
 	if (o->duration_s <= 0 || left * 1000.0 >= ms)
@@ -183,7 +186,7 @@ int run__sample(struct run_ctx *ctx)
 		st->elapsed_s = now - start;
 		if (ctx->opts.duration_s > 0 && now - start >= ctx->opts.duration_s)
 			break;
-		rc = sampler__poll(s, poll_ms(ctx, now - start));
+		rc = sampler__poll(s, poll_ms(ctx, st, now - start));
 		/* Exited threads hang up their events (-ESRCH); /proc is asked once a second as a
 		 * backstop, not on every turn of this loop. */
 		if (rc != -ESRCH && now - last_exists >= 1.0) {
