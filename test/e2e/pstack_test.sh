@@ -77,8 +77,11 @@ check_processes() {
 	xp_expect "xp_park_spin status" running "$status"
 	xp_expect "processes skipped" "0 0 0" \
 		"$(jq -r '.process_table.skipped | "\(.unreadable) \(.invalid) \(.wrong_slot)"' "$json")"
-	xp_expect "every listed process is walked, running or changed" true \
-		"$(jq -r '.process_table | .listed == .walked + .running + .changed_while_reading' "$json")"
+	# A process not read for its state alone (being collected while not running, free, state
+	# unknown) is in none of the three counts: its row says so (ci30, OTP 27: one such).
+	xp_expect "every listed process is walked, running, changed or not read for its state" true \
+		"$(jq -r '([.processes[] | select(.stack | test("^not read: (garbage collecting|free)$|^state unknown$"))] | length) as $n |
+			.process_table | .listed == .walked + .running + .changed_while_reading + $n' "$json")"
 	xp_expect "init is <0.0.0> and waits in init:loop/1" "<0.0.0> init:loop/1" \
 		"$(jq -r '.processes[] | select(.name == "init") | "\(.pid) \(.current_function)"' "$json")"
 	check_tickers "$json"
