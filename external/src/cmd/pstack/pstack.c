@@ -118,8 +118,8 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 
 	if ((rc = setup(&c, err, errlen)) || (rc = pstack__schedulers(&c, err, errlen)))
 		goto cleanup;
-	/* A million processes make hundreds of MB: write them in large blocks. */
-	report__buffer_stdout();
+	/* A million processes make hundreds of MB: write them in large blocks (the JSON writer's
+	 * own buffer: stdio's in front of it would copy every block once more). */
 	if (o->json) {
 		json__init(&j, stdout);
 		json__buffer(&j, 1 << 20); /* unbuffered when it cannot: slower, as good */
@@ -133,6 +133,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		json__unbuffer(&j);
 		fputc('\n', stdout);
 	} else {
+		report__buffer_stdout();
 		text_header(&c, stdout);
 		pstack__print_schedulers(&c, stdout);
 		if (o->all)
