@@ -6,6 +6,7 @@
  * Over 500 lines: the tests of one object, one short function each, kept in its one file. */
 #include "check.h"
 #include "elfsym.h"
+#include "kcapture_layout.h" /* KCAP_BELOW_SP */
 #include "mem.h"
 #include "perf.h"
 #include "proc.h"
@@ -24,7 +25,7 @@
 #define CFLAGS		 "-O1 -fomit-frame-pointer -fasynchronous-unwind-tables"
 #define OTP_SID		 "/var/cache/extrospect/otp-sid"
 #define MAX_TIDS	 64
-#define KCAP_BELOW_WORDS 16 /* 128 bytes, as the in-kernel capture copies them */
+#define KCAP_BELOW_WORDS (KCAP_BELOW_SP / 8) /* as much as the in-kernel capture copies */
 
 static const struct perf_opts opts_16k = {
     PERF_EV_CPU_CLOCK, 997, 16384, 512, 0, 0, false, false, false};
