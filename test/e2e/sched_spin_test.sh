@@ -27,20 +27,37 @@ spin_pid=$XP_VM_PID spin_dir=$XP_VM_DIR
 xp_start_vm "$otp" noagent xp_spin +sbwt none +sbwtdcpu none +sbwtdio none
 none_pid=$XP_VM_PID none_dir=$XP_VM_DIR
 
-rc1=0 rc2=0
-xp_sampler sched -d "$secs" "$spin_pid" >"$spin_dir/sched.txt" 2>"$spin_dir/sched.err" &
-p1=$!
-xp_sampler sched -d "$secs" --json "$none_pid" >"$none_dir/sched.json" 2>"$none_dir/sched.err" &
-p2=$!
-wait "$p1" || rc1=$?
-wait "$p2" || rc2=$?
+# The table row of TYPE: "SAMPLES RUNNING SPINNING SLEEP/WAKE OTHER UNKNOWN CORES", % removed.
+row() { sed -n "/^Busy wait/,\$ { s/%//g; /^  $1 *[0-9]/p }" "$2" | awk '{ $1 = ""; print }'; }
+
+# Both VMs sampled at once. sched's verdict also needs the spinning to be worth 0.01 cores: under
+# CI's parallel load (ci31: four spinning VMs on 2 cores) the default VM's dirty schedulers got
+# 44 samples in 2 s, spun 27 % of them, yet at 0.006 cores, and "little to give back" was then
+# the right verdict. A type spinning >= 10 % under 0.02 cores means the VM got too little CPU to
+# judge: measure again (the siblings' load is transient), at most 3 times, then skip.
+starved=
+for attempt in 1 2 3; do
+	rc1=0 rc2=0 starved=
+	xp_sampler sched -d "$secs" "$spin_pid" >"$spin_dir/sched.txt" 2>"$spin_dir/sched.err" &
+	p1=$!
+	xp_sampler sched -d "$secs" --json "$none_pid" >"$none_dir/sched.json" 2>"$none_dir/sched.err" &
+	p2=$!
+	wait "$p1" || rc1=$?
+	wait "$p2" || rc2=$?
+	[[ $rc1 == 0 && $rc2 == 0 ]] || break
+	for t in dirty-cpu dirty-io; do
+		read -r n _ s _ _ _ c < <(row "$t" "$spin_dir/sched.txt")
+		awk -v s="$s" -v c="$c" 'BEGIN { exit !(s >= 10.0 && c < 0.02) }' &&
+			starved+="${starved:+; }$t: $n samples, spinning $s % at $c cores"
+	done
+	[[ -z $starved ]] && break
+	echo "attempt $attempt: the default VM got too little CPU to judge ($starved)"
+done
 xp_expect "exit status of sched (default busy wait)" 0 "$rc1"
 xp_expect "exit status of sched --json (+sbwt none)" 0 "$rc2"
 sed -n '/^Busy wait/,$p' "$spin_dir/sched.txt" | sed 's/^/    | /'
 jq -c '.busy_wait[]' "$none_dir/sched.json" | sed 's/^/    | /'
-
-# The table row of TYPE: "SAMPLES RUNNING SPINNING SLEEP/WAKE OTHER UNKNOWN CORES", % removed.
-row() { sed -n "/^Busy wait/,\$ { s/%//g; /^  $1 *[0-9]/p }" "$2" | awk '{ $1 = ""; print }'; }
+[[ -z $starved ]] || xp_skip "the default VM got too little CPU in 3 attempts of ${secs} s: $starved"
 
 read -r _ _ spin_n _ _ _ cores_n < <(row normal "$spin_dir/sched.txt")
 echo "FIGURE: OTP $otp default busy wait: normal schedulers spin $spin_n % of their samples ($cores_n cores)"
