@@ -233,6 +233,71 @@ static void test_tags(void)
 	agg__free(ag);
 }
 
+/* The iteration order from names alone: group name, then (frame name, kind) root first, a prefix
+ * first, then tag. */
+static int ref_cmp(const struct agg *ag, const struct agg_stack *s, const struct agg_stack *u)
+{
+	uint32_t k, n = s->nframes < u->nframes ? s->nframes : u->nframes;
+	int c = strcmp(agg__group_name(ag, s->group), agg__group_name(ag, u->group));
+
+	if (c)
+		return c;
+	for (k = 0; k < n; k++) {
+		if ((c = strcmp(agg__frame_name(ag, s->frames[k]),
+				agg__frame_name(ag, u->frames[k]))))
+			return c;
+		if (agg__frame_kind(ag, s->frames[k]) != agg__frame_kind(ag, u->frames[k]))
+			return agg__frame_kind(ag, s->frames[k]) < agg__frame_kind(ag, u->frames[k])
+				   ? -1
+				   : 1;
+	}
+	if (s->nframes != u->nframes)
+		return s->nframes < u->nframes ? -1 : 1;
+	return s->tag < u->tag ? -1 : s->tag > u->tag;
+}
+
+/* Random stacks sharing long prefixes (deep, few names, kinds of one name, tags), in every size
+ * class of the sort (a few, and thousands): iteration strictly ascending by ref_cmp. */
+static void test_sort_random(void)
+{
+	static const size_t sizes[] = {1, 2, 5, 11, 12, 13, 40, 3000};
+	unsigned seed = 12345;
+	size_t z;
+
+	for (z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		struct agg *ag = NULL;
+		struct agg_stack s, prev;
+		uint32_t g, fr[300], bad = 0, i, k, depth;
+		char name[32];
+
+		agg__new(&ag);
+		for (i = 0; i < sizes[z]; i++) {
+			seed = seed * 1103515245u + 12345u;
+			snprintf(name, sizeof(name), "g%u", (seed >> 16) % 3);
+			agg__group(ag, name, &g);
+			depth = (seed >> 8) % 300;
+			for (k = 0; k < depth; k++) {
+				seed = seed * 1103515245u + 12345u;
+				/* mostly the same frame at each depth: long shared prefixes */
+				snprintf(name, sizeof(name), "m:f%u/%u", k % 7,
+					 (seed >> 16) % 16 ? 0 : (seed >> 20) % 3);
+				agg__frame(ag, name, (seed >> 24) % 8 ? FRAME_ERLANG : FRAME_NATIVE,
+					   &fr[k]);
+			}
+			seed = seed * 1103515245u + 12345u;
+			agg__add_tagged(ag, g, (seed >> 16) % 4, fr, depth, 1);
+		}
+		for (k = 1; k < agg__nstacks(ag); k++) {
+			agg__stack(ag, k - 1, &prev);
+			agg__stack(ag, k, &s);
+			if (ref_cmp(ag, &prev, &s) >= 0)
+				bad++;
+		}
+		CHECK_INT("random stacks strictly in order", 0, bad);
+		agg__free(ag);
+	}
+}
+
 int main(void)
 {
 	test_tags();
@@ -241,5 +306,6 @@ int main(void)
 	test_order();
 	test_resort();
 	test_large();
+	test_sort_random();
 	return check_done();
 }
