@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -400,6 +401,108 @@ static void check_fixture(const char *path, const char *text)
 	free(buf);
 }
 
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Text lines of buf ("\n" ended), sorted; *n gets their number. buf is split in place. */
+static char **sorted_lines(char *buf, size_t *n)
+{
+	char **v = NULL, *p;
+	size_t cap = 0;
+
+	*n = 0;
+	for (p = buf; p && *p;) {
+		char *e = strchr(p, '\n');
+
+		if (*n == cap && !(v = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v))))
+			return NULL;
+		v[(*n)++] = p;
+		if (e)
+			*e++ = '\0';
+		p = e;
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_str);
+	return v;
+}
+
+/* Random deep stacks sharing most of their frames (as a compiler's do), names of two kinds and
+ * with characters to escape, three groups: the collapsed text (each line written from what the
+ * line before it shares) holds exactly the lines made whole from each stack's names, counts
+ * summed for equal names, each once. */
+static void test_collapsed_random(void)
+{
+	static const char *const names[] = {"m:f/1", "m:g/2", "a;b", "50%", "lists:map/2", "x"};
+	struct agg *a = NULL;
+	unsigned seed = 777;
+	uint32_t g, f[200], i, k, depth, bad = 0;
+	char *out, *whole = NULL, name[64], **got, **want;
+	size_t wlen = 0, ngot, nwant, j;
+	FILE *w = open_memstream(&whole, &wlen);
+	int err = 1;
+
+	agg__new(&a);
+	for (i = 0; i < 2000; i++) {
+		seed = seed * 1103515245u + 12345u;
+		snprintf(name, sizeof(name), "<0.%u.0>", (seed >> 16) % 3);
+		agg__group(a, name, &g);
+		depth = 1 + (seed >> 8) % 200;
+		for (k = 0; k < depth; k++) {
+			seed = seed * 1103515245u + 12345u;
+			snprintf(name, sizeof(name), "%s%u", names[k % 6],
+				 (seed >> 16) % 32 ? 0 : (seed >> 21) % 2);
+			agg__frame(a, name, (seed >> 24) % 4 ? FRAME_ERLANG : FRAME_NATIVE, &f[k]);
+		}
+		agg__add(a, g, f, depth, 1 + (seed >> 12) % 5);
+	}
+	out = render(a, COLLAPSED, NULL, &err);
+	CHECK_INT("random: collapsed returns 0", 0, err);
+	/* Each stack made whole, escaped as the format says. */
+	for (j = 0; j < agg__nstacks(a); j++) {
+		struct agg_stack s;
+
+		agg__stack(a, j, &s);
+		fputs(agg__group_name(a, s.group), w);
+		for (k = 0; k < s.nframes; k++) {
+			const char *c;
+
+			fputc(';', w);
+			for (c = agg__frame_name(a, s.frames[k]); *c; c++)
+				fputs(*c == ';' ? "%3B" : *c == '%' ? "%25" : (char[]){*c, 0}, w);
+		}
+		fprintf(w, " %llu\n", (unsigned long long)s.count);
+	}
+	fclose(w);
+	got = sorted_lines(out, &ngot);
+	want = sorted_lines(whole, &nwant);
+	/* want: sum the counts of equal texts (kinds merged) */
+	for (j = 0, k = 0; j < nwant; k++) {
+		char *sp = strrchr(want[j], ' ');
+		unsigned long long c = 0;
+		size_t m = j;
+
+		for (; m < nwant && !strncmp(want[m], want[j], (size_t)(sp - want[j] + 1)) &&
+		       strrchr(want[m], ' ') - want[m] == sp - want[j];
+		     m++)
+			c += strtoull(strrchr(want[m], ' ') + 1, NULL, 10);
+		*sp = '\0';
+		if (k >= ngot || strncmp(got[k], want[j], strlen(want[j])) ||
+		    got[k][strlen(want[j])] != ' ' ||
+		    strtoull(got[k] + strlen(want[j]) + 1, NULL, 10) != c)
+			bad++;
+		j = m;
+	}
+	CHECK_INT("random: every line whole, once, with its count", 0, bad);
+	CHECK_INT("random: no other lines", (int)k, (int)ngot);
+	free(got);
+	free(want);
+	free(whole);
+	free(out);
+	agg__free(a);
+}
+
 static void test_fixtures(const struct agg *a)
 {
 	int err;
@@ -427,6 +530,7 @@ int main(void)
 		return check_skip("cannot allocate an aggregate");
 	test_collapsed(a);
 	test_collapsed_kinds();
+	test_collapsed_random();
 	test_speedscope(a);
 	test_svg(a);
 	test_svg_narrow();

@@ -5,6 +5,7 @@
  * ';' in an Erlang atom cannot split a frame. Spaces are kept: readers take the last field as the
  * count. Does not own: the aggregate. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,8 @@ struct out {
 	size_t n;
 	char *line;
 	size_t cap;
+	size_t *fo; /* fo[k]: where frame k's ';' is in line, for k up to the line's frames */
+	size_t fcap;
 };
 
 /* s with '%', ';', '\n' and '\r' percent-encoded, in *owned (NULL: s needs none); NULL when out
@@ -81,6 +84,7 @@ static void out_free(struct out *o)
 	free(o->txt);
 	free(o->len);
 	free(o->line);
+	free(o->fo);
 }
 
 /* Appends n bytes at *at, with room for a count after them. */
@@ -102,58 +106,87 @@ static int put(struct out *o, size_t *at, const char *s, size_t n)
 	return 0;
 }
 
-/* By group name, then frame names root first, then depth, compared as the ranks of the names:
- * kinds do not show in this format, so stacks that differ only by a frame's kind compare equal and
- * are merged into one line. */
-static int cmp_names(const struct agg *a, size_t i, size_t j)
+/* How stacks i and j (of the aggregate's order) compare by names: the group, then frame names root
+ * first, then depth, compared as the ranks of the names (kinds do not show in this format, so
+ * stacks that differ only by a frame's kind compare equal and are merged into one line). *same:
+ * the frames from the root with the same names, -1 for another group. */
+static int cmp_names(const struct agg *a, size_t i, size_t j, long *same)
 {
 	struct agg_stack s, u;
 	uint32_t k, n;
 
 	agg__stack(a, i, &s);
 	agg__stack(a, j, &u);
+	*same = -1;
 	if (s.group != u.group)
 		return agg__group_rank(a, s.group) < agg__group_rank(a, u.group) ? -1 : 1;
 	n = s.nframes < u.nframes ? s.nframes : u.nframes;
 	for (k = 0; k < n; k++) {
 		uint32_t p = s.frames[k], q = u.frames[k];
 
-		if (p != q && (p = agg__frame_name_rank(a, p)) != (q = agg__frame_name_rank(a, q)))
+		if (p != q &&
+		    (p = agg__frame_name_rank(a, p)) != (q = agg__frame_name_rank(a, q))) {
+			*same = k;
 			return p < q ? -1 : 1;
+		}
 	}
+	*same = n;
 	return s.nframes < u.nframes ? -1 : s.nframes > u.nframes;
 }
 
 static int cmp_index(const void *x, const void *y, void *arg)
 {
 	size_t i = *(const size_t *)x, j = *(const size_t *)y;
-	int c = cmp_names(arg, i, j);
+	long same;
+	int c = cmp_names(arg, i, j, &same);
 
 	return c ? c : (i > j) - (i < j);
 }
 
-static int put_line(const struct agg *a, struct out *o, FILE *f, size_t i, uint64_t count)
+/* Writes stack i's line with count. The line buffer still holds the last line written, whose first
+ * keep frames (-1: none, another group) have this stack's names: only the rest is written again
+ * (a compiler's deep stacks share most of their frames with the line before). */
+static int put_line(const struct agg *a, struct out *o, FILE *f, size_t i, long keep,
+		    uint64_t count)
 {
 	struct agg_stack s;
-	const char *g;
-	char *owned;
 	size_t at = 0;
-	uint32_t k, len;
-	int err, n;
+	uint32_t k = 0, len;
+	int err = 0, n;
 
 	agg__stack(a, i, &s);
-	if (!(g = text(agg__group_name(a, s.group), &len, &owned)))
-		return -ENOMEM;
-	err = put(o, &at, g, len);
-	free(owned);
-	for (k = 0; !err && k < s.nframes; k++) {
+	if (s.nframes + 1 > o->fcap) {
+		size_t cap = o->fcap ? o->fcap : 256, *p;
+
+		while (cap < s.nframes + 1)
+			cap *= 2;
+		if (!(p = realloc(o->fo, cap * sizeof(*p))))
+			return -ENOMEM;
+		o->fo = p;
+		o->fcap = cap;
+	}
+	if (keep < 0) {
+		char *owned;
+		const char *g = text(agg__group_name(a, s.group), &len, &owned);
+
+		if (!g)
+			return -ENOMEM;
+		err = put(o, &at, g, len);
+		free(owned);
+	} else {
+		k = (uint32_t)keep;
+		at = o->fo[k];
+	}
+	for (; !err && k < s.nframes; k++) {
 		uint32_t id = s.frames[k] < o->n ? s.frames[k] : (uint32_t)o->n;
 
+		o->fo[k] = at;
 		if (!(err = put(o, &at, ";", 1)))
 			err = put(o, &at, o->txt[id] ? o->txt[id] : "", o->len[id]);
 	}
 	if (err)
 		return err;
+	o->fo[s.nframes] = at;
 	n = snprintf(o->line + at, o->cap - at, " %llu\n", (unsigned long long)count);
 	fwrite(o->line, 1, at + (size_t)n, f);
 	return 0;
@@ -166,6 +199,7 @@ int report__collapsed(const struct agg *a, FILE *f)
 	struct agg_stack s;
 	uint64_t count = 0;
 	bool sorted = true;
+	long *same = NULL, keep = LONG_MAX;
 	int err;
 
 	if (!a || !f)
@@ -173,29 +207,43 @@ int report__collapsed(const struct agg *a, FILE *f)
 	if (!n)
 		return report__finish(f);
 	idx = malloc(n * sizeof(*idx));
-	if (!idx || (err = out_init(&o, a))) {
+	same = malloc(n * sizeof(*same));
+	if (!idx || !same || (err = out_init(&o, a))) {
 		free(idx);
+		free(same);
 		out_free(&o);
 		return -ENOMEM;
 	}
 	/* The aggregate's order is by (name, kind): already by names unless two kinds of one name
-	 * interleave, which the check finds without a sort. */
+	 * interleave, which the check finds without a sort. same[i]: stack i's frames with the
+	 * names of stack i - 1's, or -1. */
+	same[0] = -1;
 	for (i = 0; i < n; i++) {
 		idx[i] = i;
-		if (i && sorted && cmp_names(a, i - 1, i) > 0)
+		if (i && cmp_names(a, i - 1, i, &same[i]) > 0)
 			sorted = false;
 	}
-	if (!sorted)
+	if (!sorted) {
 		qsort_r(idx, n, sizeof(*idx), cmp_index, (void *)a);
+		for (i = 1; i < n; i++)
+			cmp_names(a, idx[i - 1], idx[i], &same[i]);
+	}
 	for (i = 0, err = 0; !err && i < n; i++) {
 		agg__stack(a, idx[i], &s);
 		count += s.count;
-		if (i + 1 < n && !cmp_names(a, idx[i], idx[i + 1]))
-			continue;
-		err = put_line(a, &o, f, idx[i], count);
+		/* What this line keeps of the last one written: the least in between. */
+		keep = same[i] < keep ? same[i] : keep;
+		if (i + 1 < n && same[i + 1] == s.nframes) {
+			agg__stack(a, idx[i + 1], &s);
+			if (same[i + 1] == s.nframes)
+				continue; /* the same names: one line */
+		}
+		err = put_line(a, &o, f, idx[i], keep, count);
 		count = 0;
+		keep = LONG_MAX;
 	}
 	free(idx);
+	free(same);
 	out_free(&o);
 	return err ? err : report__finish(f);
 }
