@@ -460,7 +460,6 @@ static void mkq(const struct agg *a, size_t *x, size_t n, uint32_t d)
 			uint32_t run = s0->nframes >= d ? s0->nframes - d + 1 : 0;
 
 			run = run < MKQ_RUN ? run : MKQ_RUN;
-
 			for (size_t j = 1; j < n && run; j++) {
 				const struct stk *u = &a->stk[x[j]];
 				const uint32_t *p = a->pool + s0->off + d - 1,
@@ -512,7 +511,7 @@ static void mkq(const struct agg *a, size_t *x, size_t n, uint32_t d)
 			else if (d && !pivot) /* past the last frame: the same stack, by tag */
 				mkq_tags(a, x + part[j][0], part[j][1]);
 			else
-				mkq(a, x + part[j][0], part[j][1], d);
+				mkq(a, x + part[j][0], part[j][1], d + 1);
 		}
 		x += part[big][0];
 		n = part[big][1];
