@@ -123,17 +123,6 @@ static __always_inline void copy_stack(struct kcap_raw *r, __u64 edge, __u64 len
 		try_copy(r, edge, part, up);
 }
 
-/* A collection shrinking the heap's block in place (resize_new_heap): it moves the stack down to
- * the new heap's end, then reallocates the block (mremap takes its top pages away), and only then
- * sets stop and hend, which are still the old block's. The new heap ends at heap + 8 * one of the
- * VM's heap sizes, below end and at most slack below it: the largest of them whose last word is
- * normal_exit, the stack's bottom (those above it may be gone already), and that holds the stack's
- * len bytes. Returns that end, 0 when none. Global functions: the verifier checks each once, on
- * its own, not once for every way the program reaches it. Inlined, the table's steps times the
- * rest of the program made the load take 152 ms; one function, 34 ms (48,778 instructions
- * verified: each of the table's 154 possible tops tried its 8 heap sizes again); split here,
- * where the caller sees the top as any number, 5 ms (5,741). */
-
 /* The index of the largest heap size of at most words, -1 when none. */
 __noinline __s32 largest_heap_size(__u64 words)
 {
@@ -147,6 +136,16 @@ __noinline __s32 largest_heap_size(__u64 words)
 	return top;
 }
 
+/* A collection shrinking the heap's block in place (resize_new_heap): it moves the stack down to
+ * the new heap's end, then reallocates the block (mremap takes its top pages away), and only then
+ * sets stop and hend, which are still the old block's. The new heap ends at heap + 8 * one of the
+ * VM's heap sizes, below end and at most slack below it: the largest of them whose last word is
+ * normal_exit, the stack's bottom (those above it may be gone already), and that holds the stack's
+ * len bytes. Returns that end, 0 when none. Global functions: the verifier checks each once, on
+ * its own, not once for every way the program reaches it. Inlined, the table's steps times the
+ * rest of the program made the load take 152 ms; one function, 34 ms (48,778 instructions
+ * verified: each of the table's 154 possible tops tried its 8 heap sizes again); with
+ * the top found by largest_heap_size, which the caller sees as any number, 5 ms (5,741). */
 __noinline __u64 remap_end_of(__u64 heap, __u64 end, __u64 slack, __u64 len)
 {
 	__u64 at, w, top;
