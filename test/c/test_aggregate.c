@@ -296,6 +296,27 @@ static void test_sort_random(void)
 		CHECK_INT("random stacks strictly in order", 0, bad);
 		agg__free(ag);
 	}
+	/* One deep stack under 40 tags, added last tag first: a partition of the sort past the
+	 * last frame, ordered by tag alone. */
+	{
+		struct agg *ag = NULL;
+		struct agg_stack s;
+		uint32_t g, fr[50], k, bad = 0;
+
+		agg__new(&ag);
+		agg__group(ag, "g", &g);
+		for (k = 0; k < 50; k++)
+			agg__frame(ag, k % 2 ? "m:a/1" : "m:b/1", FRAME_ERLANG, &fr[k]);
+		for (k = 40; k > 0; k--)
+			agg__add_tagged(ag, g, k, fr, 50, 1);
+		for (k = 0; k < agg__nstacks(ag); k++) {
+			agg__stack(ag, k, &s);
+			bad += s.tag != k + 1;
+		}
+		CHECK_INT("one stack under 40 tags: 40 stacks", 40, (int)agg__nstacks(ag));
+		CHECK_INT("one stack under 40 tags: by tag", 0, bad);
+		agg__free(ag);
+	}
 }
 
 int main(void)

@@ -496,32 +496,25 @@ static void mkq(const struct agg *a, size_t *x, size_t n, uint32_t d)
 				i++;
 			}
 		}
-		/* [0, lt) below the pivot, [lt, gt) equal to it, [gt, n) above. */
+		/* [0, lt) below the pivot, [lt, gt) equal to it, [gt, n) above. Past the last frame
+		 * (key 0 below the group) the equal ones are one stack but for their tags: sorted
+		 * by tag here, and done. */
 		part[0][0] = 0, part[0][1] = lt;
 		part[1][0] = lt, part[1][1] = gt - lt;
 		part[2][0] = gt, part[2][1] = n - gt;
+		if (d && !pivot) {
+			mkq_tags(a, x + lt, gt - lt);
+			part[1][1] = 0;
+		}
 		for (int j = 1; j < 3; j++)
 			if (part[j][1] > part[big][1])
 				big = j;
-		for (int j = 0; j < 3; j++) {
-			if (j == big || part[j][1] < 2)
-				continue;
-			if (j != 1)
-				mkq(a, x + part[j][0], part[j][1], d);
-			else if (d && !pivot) /* past the last frame: the same stack, by tag */
-				mkq_tags(a, x + part[j][0], part[j][1]);
-			else
-				mkq(a, x + part[j][0], part[j][1], d + 1);
-		}
+		for (int j = 0; j < 3; j++)
+			if (j != big && part[j][1] > 1)
+				mkq(a, x + part[j][0], part[j][1], d + (j == 1));
 		x += part[big][0];
 		n = part[big][1];
-		if (big == 1) {
-			if (d && !pivot) {
-				mkq_tags(a, x, n);
-				return;
-			}
-			d++;
-		}
+		d += big == 1;
 	}
 }
 
