@@ -4,13 +4,16 @@
 #define XP_OUTFILE_H
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct outfile {
 	FILE *f; /* write here */
 	const char *path;
-	char tmp[PATH_MAX]; /* "" when writing in place (not a regular file) */
-	char *buf;	    /* f's buffer, when it has one of ours */
+	char tmp[PATH_MAX];    /* "" when writing in place (not a regular file) */
+	char *buf;	       /* f's buffer, when it has one of ours */
+	struct outfile_fd *fd; /* the temporary file under f (outfile.c) */
+	uint64_t direct_bytes; /* once closed: the bytes written around the page cache */
 };
 
 /* 0, or a negative errno (the directory is not writable, the path too long). */
