@@ -1,8 +1,8 @@
-/* record's output file (external/src/cmd/record/outfile.c): what is read back is exactly what was
- * written, through stdio's whole aligned buffers (written around the page cache, O_DIRECT), small
- * writes, a write larger than the buffer from an unaligned address (stdio passes it straight on:
- * through the cache) and an unaligned last part; the file is renamed into place and no temporary
- * file is left; the path's old file is replaced only once the new one is whole. */
+/* The output file of record and pstack (external/src/report/outfile.c): what is read back is
+ * exactly what was written, through stdio's whole aligned buffers (written around the page cache,
+ * O_DIRECT), small writes, a write larger than the buffer from an unaligned address (stdio passes
+ * it straight on: through the cache) and an unaligned last part; the file is renamed into place and
+ * no temporary file is left; the path's old file is replaced only once the new one is whole. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

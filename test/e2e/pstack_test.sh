@@ -5,7 +5,8 @@
 # The oracle: for every parked process, the pc and the return addresses of
 # erlang:process_info(P, backtrace) (written by the target) must equal, one for one, address and
 # function, the frames `pstack --all --json` read from outside. Also checked exactly: statuses,
-# the message-queue length, the busy process on a scheduler, scheduler counts, --erlang-only.
+# the message-queue length, the busy process on a scheduler, scheduler counts, --erlang-only,
+# -o FILE (the same oracle on the file; a FILE that cannot be made).
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -169,6 +170,30 @@ check_erlang_only() {
 		"$(jq -r '[.schedulers[].frames[] | select(.kind == "native")] | length' "$json")"
 }
 
+# pstack -o FILE: the same document in FILE (its parked processes' frames equal their
+# backtraces), nothing on stdout, "wrote FILE" on stderr; a FILE that cannot be made: exit 1, said so,
+# nothing left behind.
+check_output_file() {
+	local out=$XP_VM_DIR/pstack-o.json rc=0
+	xp_sampler pstack --all --json -o "$out" "$XP_VM_PID" >"$XP_VM_DIR/pstack-o.stdout" \
+		2>"$XP_VM_DIR/pstack-o.err" || rc=$?
+	xp_expect "exit status of 'pstack --all --json -o FILE'" 0 "$rc"
+	xp_expect "pstack -o: bytes on stdout" 0 "$(stat -c %s "$XP_VM_DIR/pstack-o.stdout")"
+	xp_expect "pstack -o: stderr" "extrospect: wrote $out" "$(cat "$XP_VM_DIR/pstack-o.err")"
+	if jq -e '.processes | length > 0' "$out" >/dev/null 2>&1; then
+		check_oracle "$out"
+	else
+		xp_fail "'pstack --all --json -o FILE' wrote no processes"
+	fi
+	rc=0
+	xp_sampler pstack -o "$XP_VM_DIR/no-such-dir/p.txt" "$XP_VM_PID" >/dev/null \
+		2>"$XP_VM_DIR/pstack-o.err" || rc=$?
+	xp_expect "pstack -o into a missing directory: exit status" 1 "$rc"
+	xp_expect "pstack -o into a missing directory: message" \
+		"extrospect: cannot write $XP_VM_DIR/no-such-dir/p.txt: No such file or directory" \
+		"$(cat "$XP_VM_DIR/pstack-o.err")"
+}
+
 xp_require_sampler
 args=()
 if [[ "$case" == fp ]]; then
@@ -192,5 +217,6 @@ else
 fi
 check_text
 check_erlang_only
+check_output_file
 xp_stop_vm
 xp_summary

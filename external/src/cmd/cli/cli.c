@@ -202,7 +202,7 @@ static bool allowed(const struct command *cmd, int c)
 		need = CO_JSON;
 		break;
 	case 'o':
-		need = CO_OUTPUT;
+		need = CO_OUTPUT | CO_OUTPUT_OPT;
 		break;
 	case OPT_FORMAT:
 		need = CO_FORMAT;

@@ -35,6 +35,7 @@ enum command_opts {
 	CO_SORT = 1u << 15,	  /* --sort COLUMN, --watch SECONDS */
 	CO_CONTINUOUS = 1u << 16, /* --every, --keep, --push, --app-name, --label; -o repeatable */
 	CO_EVENTS = 1u << 17, /* events' own: -d, --json, --erlang-pid, --name, --top, --sample */
+	CO_OUTPUT_OPT = 1u << 18, /* -o FILE, optional: stdout without it */
 };
 
 /* How a command's --help text and the sampling options combine. */

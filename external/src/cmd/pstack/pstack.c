@@ -9,12 +9,13 @@
 #include <string.h>
 
 #include "commands.h"
+#include "report/outfile.h"
 #include "report/report.h"
 #include "info.h"
 #include "pstack.h"
 
 const char pstack__usage[] =
-    "Usage: extrospect pstack [--all] [--erlang-only] [--json] [--no-agent] PID\n"
+    "Usage: extrospect pstack [--all] [--erlang-only] [--json] [-o FILE] [--no-agent] PID\n"
     "\n"
     "What every scheduler of the BEAM VM with OS pid PID is doing right now: one sample of\n"
     "each normal and dirty scheduler thread (a 40 ms window at most), showing its state and,\n"
@@ -29,6 +30,9 @@ const char pstack__usage[] =
     "                  for a process that is not running; a running one is on a scheduler)\n"
     "  --erlang-only   leave out native (C) frames\n"
     "  --json          one JSON document on stdout\n"
+    "  -o FILE         write to FILE instead of stdout: whole or not at all (a temporary file\n"
+    "                  renamed over FILE once complete), and around the page cache, which\n"
+    "                  costs the kernel far less for the hundreds of MB of --all\n"
     "  --erlang-names  print Elixir modules as Erlang does ('Elixir.MyApp.Repo':get/2), not\n"
     "                  in Elixir form (MyApp.Repo.get/2, the default)\n"
     "  --no-agent      ignore the extrospect agent even when the VM has it loaded\n"
@@ -43,7 +47,8 @@ const char pstack__usage[] =
     "  extrospect pstack 4242                   # every scheduler, now\n"
     "  extrospect pstack --erlang-only 4242     # the same, Erlang frames only\n"
     "  extrospect pstack --all 4242 | less      # and every process's stack\n"
-    "  extrospect pstack --all --json 4242 | jq '.processes[] | select(.name == \"my_server\")'\n";
+    "  extrospect pstack --all --json 4242 | jq '.processes[] | select(.name == \"my_server\")'\n"
+    "  extrospect pstack --all --json -o procs.json 4242   # a million processes: ~500 MB\n";
 
 static void json_header(const struct pstack_ctx *c, struct json *j)
 {
@@ -113,33 +118,52 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		size_t errlen)
 {
 	struct pstack_ctx c = {.o = o, .t = t, .stop = stop};
+	struct outfile of = {0};
+	FILE *out = stdout;
 	struct json j;
-	int rc;
+	int rc, wrc;
 
 	if ((rc = setup(&c, err, errlen)) || (rc = pstack__schedulers(&c, err, errlen)))
 		goto cleanup;
+	if (o->output && (rc = outfile__open(&of, o->output))) {
+		snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(-rc));
+		rc = -EIO;
+		goto cleanup;
+	}
+	if (o->output)
+		out = of.f;
 	/* A million processes make hundreds of MB: write them in large blocks (the JSON writer's
 	 * own buffer: stdio's in front of it would copy every block once more). */
 	if (o->json) {
-		json__init(&j, stdout);
+		json__init(&j, out);
 		json__buffer(&j, 1 << 20); /* unbuffered when it cannot: slower, as good */
 		json__object(&j);
 		json_header(&c, &j);
 		pstack__json_schedulers(&c, &j);
 		if (o->all)
-			rc = pstack__processes(&c, stdout, &j, err, errlen);
+			rc = pstack__processes(&c, out, &j, err, errlen);
 		json_footer(&c, &j);
 		json__end_object(&j);
 		json__unbuffer(&j);
-		fputc('\n', stdout);
+		fputc('\n', out);
 	} else {
-		report__buffer_stdout();
-		text_header(&c, stdout);
-		pstack__print_schedulers(&c, stdout);
+		if (!o->output)
+			report__buffer_stdout();
+		text_header(&c, out);
+		pstack__print_schedulers(&c, out);
 		if (o->all)
-			rc = pstack__processes(&c, stdout, NULL, err, errlen);
+			rc = pstack__processes(&c, out, NULL, err, errlen);
 	}
-	if (fflush(stdout) != 0 && !rc) {
+	/* The VM exiting meanwhile (TARGET_EGONE) leaves a complete document: it is kept. */
+	if (o->output) {
+		wrc = outfile__close(&of, rc && rc != TARGET_EGONE ? rc : 0);
+		if (wrc && (!rc || rc == TARGET_EGONE)) {
+			snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(-wrc));
+			rc = -EIO;
+		} else if (!wrc) {
+			fprintf(stderr, "extrospect: wrote %s\n", o->output);
+		}
+	} else if (fflush(stdout) != 0 && !rc) {
 		snprintf(err, errlen, "cannot write output: %s", strerror(errno));
 		rc = -EIO;
 	}

@@ -20,7 +20,7 @@
 
 #include "commands.h"
 #include "continuous.h"
-#include "outfile.h"
+#include "report/outfile.h"
 #include "push.h"
 #include "run.h"
 

@@ -12,7 +12,7 @@
 
 #include "commands.h"
 #include "flight.h"
-#include "outfile.h"
+#include "report/outfile.h"
 #include "report/report.h"
 #include "run.h"
 #include "trig_msgq.h"

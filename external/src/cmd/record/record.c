@@ -10,7 +10,7 @@
 
 #include "commands.h"
 #include "continuous.h"
-#include "outfile.h"
+#include "report/outfile.h"
 #include "perf_loss.h"
 #include "record/flight.h"
 #include "record/ring.h"
