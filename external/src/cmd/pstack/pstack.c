@@ -133,7 +133,8 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if (o->output)
 		out = of.f;
 	/* A million processes make hundreds of MB: write them in large blocks (the JSON writer's
-	 * own buffer: stdio's in front of it would copy every block once more). */
+	 * own buffer: stdio's in front of it would copy every block once more; with -o it does,
+	 * into the output file's aligned buffer, whose whole blocks bypass the page cache). */
 	if (o->json) {
 		json__init(&j, out);
 		json__buffer(&j, 1 << 20); /* unbuffered when it cannot: slower, as good */
