@@ -576,6 +576,7 @@ static void test_losses(const struct child_info *ci, bool shared)
 	struct perf_session *s = NULL;
 	const struct perf_stats *st;
 	uint64_t n = 0, t_read, t_end;
+	uint32_t after_gap = 0;
 	const char *what = shared ? "losses.shared" : "losses.thread";
 
 	o.mmap_pages = PERF_RING_MIN_PAGES; /* 64 KiB: 7 samples */
@@ -591,6 +592,8 @@ static void test_losses(const struct child_info *ci, bool shared)
 	print_stats(what, st);
 	CHECK("losses.counted", st->lost > 0);
 	CHECK("losses.listed", st->nlosses >= 1 && st->nlosses <= PERF_LOSS_MAX);
+	/* The gap's loss ends after it; on a loaded machine the 7-sample ring may also have
+	 * overflowed before, while the first 0.1 s was read late: a window of its own. */
 	for (uint32_t i = 0; i < st->nlosses; i++) {
 		const struct perf_loss *l = &st->losses[i];
 
@@ -599,10 +602,11 @@ static void test_losses(const struct child_info *ci, bool shared)
 		       (double)(l->to_ns - st->opened_ns) / 1e9);
 		CHECK("losses.window_in_run", l->from_ns >= st->opened_ns && l->to_ns <= t_end);
 		CHECK("losses.window_ordered", l->to_ns > l->from_ns);
-		CHECK("losses.window_ends_after_gap", l->to_ns > t_read);
+		after_gap += l->to_ns > t_read;
 		CHECK("losses.ring", shared ? l->cpu >= 0 : l->cpu == -1);
 		CHECK("losses.thread", l->tid == ci->busy[0] || l->tid == ci->busy[1]);
 	}
+	CHECK("losses.window_ends_after_gap", after_gap >= 1);
 	perf_session__free(s);
 }
 
