@@ -102,6 +102,10 @@ if chown -h 65534:65534 "$link" 2>/dev/null; then
 	want "record -o another user's symlink in /tmp: says why" "$ERR" \
 		"cannot write $link: it is a symbolic link (not followed: SECURITY.md)"
 	xp_expect "record -o a symlink: target untouched" precious "$(cat "$FAKE_DIR/victim")"
+	run pstack-symlink 1 pstack --all --json -o "$link" "$p"
+	want "pstack -o another user's symlink in /tmp: says why" "$ERR" \
+		"cannot write $link: it is a symbolic link (not followed: SECURITY.md)"
+	xp_expect "pstack -o a symlink: target untouched" precious "$(cat "$FAKE_DIR/victim")"
 else
 	xp_log "not root: cannot give the link to another user; its refusal is not tested"
 fi

@@ -111,6 +111,11 @@ static bool link_trusted(const char *path, const struct stat *link)
 	return !((d.st_mode & S_ISVTX) && (d.st_mode & S_IWOTH)) || link->st_uid == d.st_uid;
 }
 
+const char *report__output_error(int rc)
+{
+	return rc == -ELOOP ? "it is a symbolic link (not followed: SECURITY.md)" : strerror(-rc);
+}
+
 int report__open_output(const char *path, FILE **out)
 {
 	int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, fd;

@@ -60,6 +60,9 @@ int report__finish(FILE *f);
  * often runs as root). /dev/stdout works. 0 with *out set, or a negative errno, -ELOOP for a
  * link refused. */
 int report__open_output(const char *path, FILE **out);
+/* What a negative errno from opening or writing an output file means, for "cannot write PATH:
+ * ...": a refused link says so, anything else is strerror's. */
+const char *report__output_error(int rc);
 /* stdout fully buffered in 1 MiB blocks, for outputs of hundreds of MB (glibc ignores the size
  * setvbuf asks for when it allocates the buffer itself: 4 KiB blocks). Call before anything is
  * written to stdout. */

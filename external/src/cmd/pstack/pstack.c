@@ -126,8 +126,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if ((rc = setup(&c, err, errlen)) || (rc = pstack__schedulers(&c, err, errlen)))
 		goto cleanup;
 	if (o->output && (rc = outfile__open(&of, o->output))) {
-		snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(-rc));
-		rc = -EIO;
+		snprintf(err, errlen, "cannot write %s: %s", o->output, report__output_error(rc));
 		goto cleanup;
 	}
 	if (o->output)
@@ -159,8 +158,9 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if (o->output) {
 		wrc = outfile__close(&of, rc && rc != TARGET_EGONE ? rc : 0);
 		if (wrc && (!rc || rc == TARGET_EGONE)) {
-			snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(-wrc));
-			rc = -EIO;
+			snprintf(err, errlen, "cannot write %s: %s (nothing written)", o->output,
+				 strerror(-wrc));
+			rc = wrc;
 		} else if (!wrc) {
 			fprintf(stderr, "extrospect: wrote %s\n", o->output);
 		}

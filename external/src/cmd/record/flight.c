@@ -133,7 +133,8 @@ static int write_file(struct flight *f, const char *base, const char *ext, struc
 
 	snprintf(path, sizeof(path), "%s%s", base, ext);
 	if ((rc = outfile__open(&of, path))) {
-		fprintf(stderr, "extrospect: cannot write %s: %s\n", path, strerror(-rc));
+		fprintf(stderr, "extrospect: cannot write %s: %s\n", path,
+			report__output_error(rc));
 		return rc;
 	}
 	if (strcmp(ext, ".trace.json") == 0)

@@ -190,9 +190,7 @@ static int write_one(const char *path, enum cli_format fmt, const struct agg *a,
 	int rc;
 
 	if ((rc = outfile__open(&of, path))) {
-		snprintf(err, errlen, "cannot write %s: %s", path,
-			 rc == -ELOOP ? "it is a symbolic link (not followed: SECURITY.md)"
-				      : strerror(-rc));
+		snprintf(err, errlen, "cannot write %s: %s", path, report__output_error(rc));
 		return rc;
 	}
 	if (fmt == CLI_FMT_SVG)

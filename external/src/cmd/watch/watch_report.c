@@ -347,6 +347,5 @@ void watch__report(struct watch *w)
 	rc = w->o->output ? watch__write_graph(&r, w->o->output, (int)w->o->format) : 0;
 	if (rc)
 		fprintf(stderr, "extrospect: cannot write %s: %s\n", w->o->output,
-			rc == -ELOOP ? "it is a symbolic link (not followed: SECURITY.md)"
-				     : strerror(-rc));
+			report__output_error(rc));
 }
