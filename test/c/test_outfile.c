@@ -2,16 +2,21 @@
  * exactly what was written, through stdio's whole aligned buffers (written around the page cache,
  * O_DIRECT), small writes, a write larger than the buffer from an unaligned address (stdio passes
  * it straight on: through the cache) and an unaligned last part; the file is renamed into place and
- * no temporary file is left; the path's old file is replaced only once the new one is whole. */
+ * no temporary file is left; the path's old file is replaced only once the new one is whole. A JSON
+ * writer flushing straight to the file (json__buffer_to, pstack -o) writes the same document as
+ * through stdio, in order with what goes through the stream, its whole pages direct. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "json.h"
 #include "outfile.h"
 
 #define BIG   (6u << 20)
@@ -126,11 +131,115 @@ static void test_content(void)
 	free(data);
 }
 
+/* A document of rows like pstack's (strings needing escapes, numbers), n of them, to j. */
+static void json_rows(struct json *j, const uint8_t *data, size_t n)
+{
+	char s[200];
+
+	json__object(j);
+	json__lit_key(j, "rows");
+	json__array(j);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = 1 + (i * 7919) % (sizeof(s) - 1);
+
+		for (size_t k = 0; k < len; k++) /* printable, quotes and backslashes among them */
+			s[k] = (char)(32 + data[(i * 131 + k) % BIG] % 95);
+		s[len] = '\0';
+		json__object(j);
+		json__lit_key(j, "n");
+		json__uint(j, i);
+		json__lit_key(j, "s");
+		json__string(j, s);
+		json__end_object(j);
+	}
+	json__end_array(j);
+	json__end_object(j);
+}
+
+/* The document through json__buffer_to, alone and between writes to the stream, against the same
+ * calls through stdio into memory. */
+static void test_json_sink(void)
+{
+	uint8_t *data = malloc(BIG), *back = NULL;
+	char path[64], *want = NULL;
+	size_t wlen = 0, n = 0;
+	struct outfile of;
+	struct json j;
+	FILE *mem;
+	int rc;
+
+	fill(data, BIG);
+	snprintf(path, sizeof(path), "%s/out.json", dir);
+	for (int framed = 0; framed < 2; framed++) {
+		mem = open_memstream(&want, &wlen);
+		if (framed)
+			fputs("before the document\n", mem);
+		json__init(&j, mem);
+		json__buffer(&j, 1u << 16);
+		json_rows(&j, data, 60000);
+		json__unbuffer(&j);
+		if (framed)
+			fputs("after it\n", mem);
+		fclose(mem);
+
+		rc = outfile__open(&of, path);
+		CHECK_INT("open for the JSON sink", 0, rc);
+		if (framed)
+			fputs("before the document\n", of.f);
+		json__init(&j, of.f);
+		rc = json__buffer_to(&j, &of, 1u << 16);
+		CHECK_INT("a sink's buffer", 0, rc);
+		json_rows(&j, data, 60000);
+		json__unbuffer(&j);
+		if (framed)
+			fputs("after it\n", of.f);
+		rc = outfile__close(&of, 0);
+		CHECK_INT("close after the JSON sink", 0, rc);
+		back = slurp(path, &n);
+		CHECK_U64(framed ? "sink between stream writes: bytes" : "sink: bytes", wlen, n);
+		CHECK(framed ? "sink between stream writes: the same document, in order"
+			     : "sink: the same document",
+		      back && want && n == wlen && memcmp(back, want, n) == 0);
+		/* From offset 0, the whole pages of every spill go direct; after an odd prefix the
+		 * file's offset is odd, and everything goes through the cache. */
+		if (direct_possible() && !framed)
+			CHECK("sink: its whole pages written around the page cache",
+			      wlen > (2u << 20) && of.direct_bytes >= wlen - (1u << 16) &&
+				  of.direct_bytes % 4096 == 0);
+		free(back);
+		free(want);
+		want = NULL;
+	}
+	/* A write the sink's file refuses (past RLIMIT_FSIZE: EFBIG), which stdio never sees:
+	 * close says it, and removes the temporary file. */
+	{
+		struct rlimit old, lim = {.rlim_cur = 256 * 1024};
+
+		unlink(path);
+		getrlimit(RLIMIT_FSIZE, &old);
+		lim.rlim_max = old.rlim_max;
+		signal(SIGXFSZ, SIG_IGN);
+		rc = setrlimit(RLIMIT_FSIZE, &lim);
+		CHECK_INT("a file size limit", 0, rc);
+		rc = outfile__open(&of, path);
+		json__init(&j, of.f);
+		json__buffer_to(&j, &of, 1u << 16);
+		json_rows(&j, data, 20000);
+		json__unbuffer(&j);
+		rc = outfile__close(&of, 0);
+		setrlimit(RLIMIT_FSIZE, &old);
+		CHECK_INT("close after the sink's refused write", -EFBIG, rc);
+		CHECK_INT("nothing left of it", 0, entries());
+	}
+	free(data);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
 		return check_skip("no temporary directory");
 	test_content();
+	test_json_sink();
 	rmdir(dir);
 	return check_done();
 }

@@ -6,8 +6,8 @@
 # sampler never does. Cases (faults_test.sh OTP CASE):
 #   stop   the VM SIGSTOPped for 2 s during record, top and pstack --all, then SIGCONT
 #   halt   erlang:halt(3) in the middle of record and of top: exit 7, the report written
-#   disk   record's output on a full tmpfs: exit 1 "No space left on device", no file left
-#          (nor a temporary one), an older file at that path untouched
+#   disk   record's and pstack --all --json's output on a full tmpfs: exit 1 "No space left on
+#          device", no file left (nor a temporary one), an older file at that path untouched
 #   two    two record runs on one VM at once: both complete
 #   sched  schedulers_online flipped 1 <-> all every 100 ms, dirty CPU schedulers busy, during
 #          record (run on OTP 25, 27 and 29: the scheduler arrays differ)
@@ -176,6 +176,19 @@ case_disk() {
 	xp_sampler record -d 1 -o "$mnt/old.folded" "$XP_VM_PID" 2>>"$XP_VM_DIR/disk.err" || rc=$?
 	xp_expect "record over an older file on a full disk: exit status" 1 "$rc"
 	xp_expect "the older file is untouched" "older profile 1" "$(cat "$mnt/old.folded")"
+	# pstack's JSON goes to the file from the writer's own buffer (outfile__write), not stdio.
+	rc=0
+	xp_sampler pstack --all --json -o "$mnt/all.json" "$XP_VM_PID" 2>"$XP_VM_DIR/disk.err" ||
+		rc=$?
+	xp_expect "pstack --all --json onto a full disk: exit status" 1 "$rc"
+	if grep -q "cannot write $mnt/all.json: No space left on device (nothing written)" \
+		"$XP_VM_DIR/disk.err"; then
+		xp_pass "pstack --all --json onto a full disk says 'No space left on device'"
+	else
+		xp_fail "pstack --all --json onto a full disk: $(tail -n 1 "$XP_VM_DIR/disk.err")"
+	fi
+	xp_expect "pstack onto a full disk: files left besides old.folded and pad" "" \
+		"$(find "$mnt" -mindepth 1 ! -name old.folded ! -name pad -printf '%f ')"
 	check_unharmed "after the full disk"
 	xp_stop_vm
 }

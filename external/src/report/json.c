@@ -6,10 +6,12 @@
 #include <string.h>
 
 #include "json.h"
+#include "outfile.h"
 
 void json__init(struct json *j, FILE *f)
 {
 	j->f = f;
+	j->of = NULL;
 	j->buf = NULL;
 	j->len = j->cap = 0;
 	j->depth = 0;
@@ -20,15 +22,24 @@ void json__init(struct json *j, FILE *f)
 
 int json__buffer(struct json *j, size_t cap)
 {
-	char *b = cap ? malloc(cap) : NULL;
+	char *b = NULL;
 
-	if (!b)
+	/* Aligned for a sink's writes around the page cache (json__buffer_to). */
+	if (!cap || posix_memalign((void **)&b, JSON_PAGE, cap) != 0)
 		return -ENOMEM;
 	json__unbuffer(j);
 	j->buf = b;
 	j->len = 0;
 	j->cap = cap;
 	return 0;
+}
+
+int json__buffer_to(struct json *j, struct outfile *of, size_t cap)
+{
+	int rc = json__buffer(j, cap);
+
+	j->of = rc ? NULL : of;
+	return rc;
 }
 
 void json__init_mem(struct json *j, char *buf, size_t cap)
@@ -38,13 +49,28 @@ void json__init_mem(struct json *j, char *buf, size_t cap)
 	j->cap = cap;
 }
 
+/* What the buffer holds goes to f: all of it, or (not all) to an output file's sink only its
+ * whole pages, the rest moved to the front, so that every write the sink gets is whole pages from
+ * an aligned address (outfile__write). */
+static void spill(struct json *j, bool all)
+{
+	size_t n = j->len;
+
+	if (!j->f || !j->buf || !n)
+		return; /* in memory (json__init_mem): kept */
+	if (j->of && !all && n >= JSON_PAGE)
+		n -= n % JSON_PAGE;
+	if (j->of)
+		outfile__write(j->of, j->buf, n); /* an error is outfile__close's to say */
+	else
+		fwrite_unlocked(j->buf, 1, n, j->f);
+	memmove(j->buf, j->buf + n, j->len - n);
+	j->len -= n;
+}
+
 void json__flush(struct json *j)
 {
-	if (!j->f)
-		return; /* in memory (json__init_mem): kept */
-	if (j->buf && j->len)
-		fwrite_unlocked(j->buf, 1, j->len, j->f);
-	j->len = 0;
+	spill(j, true);
 }
 
 void json__unbuffer(struct json *j)
@@ -55,14 +81,17 @@ void json__unbuffer(struct json *j)
 	free(j->buf);
 	j->buf = NULL;
 	j->cap = 0;
+	j->of = NULL;
 }
 
 /* Flushes first when n bytes do not fit; false when they must go straight to f (larger than the
  * buffer). */
 static bool room(struct json *j, size_t n)
 {
-	json__flush(j);
-	return j->f && n <= j->cap;
+	spill(j, false);
+	if (j->cap - j->len < n)
+		spill(j, true);
+	return j->f && n <= j->cap - j->len;
 }
 
 static void put(struct json *j, const void *p, size_t n)
@@ -260,8 +289,10 @@ char *json__room(struct json *j, size_t n)
 	if (!j->buf || n > j->cap)
 		return NULL;
 	if (j->cap - j->len < n)
-		json__flush(j);
-	return j->f || j->cap - j->len >= n ? j->buf + j->len : NULL;
+		spill(j, false);
+	if (j->cap - j->len < n)
+		spill(j, true);
+	return j->cap - j->len >= n ? j->buf + j->len : NULL;
 }
 
 void json__wrote(struct json *j, const char *end)

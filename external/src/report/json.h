@@ -10,9 +10,14 @@
 
 #define JSON_MAX_DEPTH 32
 
+struct outfile;
+
+#define JSON_PAGE 4096 /* json__buffer's alignment, and what a sink's writes are multiples of */
+
 struct json {
 	FILE *f;
-	char *buf; /* json__buffer: output gathered here, NULL: straight to f */
+	struct outfile *of; /* json__buffer_to: flushes go to it, not through f's buffer */
+	char *buf;	    /* json__buffer: output gathered here, NULL: straight to f */
 	size_t len, cap;
 	int depth;
 	bool need_comma[JSON_MAX_DEPTH];
@@ -25,6 +30,9 @@ void json__init(struct json *j, FILE *f);
  * value and at json__flush: a million-row document costs a third less than through stdio.
  * Nothing else may write to f but after json__flush. -ENOMEM: left unbuffered. */
 int json__buffer(struct json *j, size_t cap);
+/* The same, flushed straight to an output file (f must be of->f): whole pages from the aligned
+ * buffer go around the page cache, not copied into f's buffer first (outfile__write). */
+int json__buffer_to(struct json *j, struct outfile *of, size_t cap);
 void json__flush(struct json *j);
 /* Write into buf (cap bytes, not NUL-terminated: j->len of them) and nowhere else, to keep a
  * piece of JSON text written once and copied many times (json__raw_addr). What does not fit is

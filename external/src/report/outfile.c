@@ -11,7 +11,9 @@
  * page cache and written back by the fsync, cost the kernel 0.1-2 ms a MB, the most when the
  * cache's pages are memory a virtual machine's host had taken back; written from the buffer
  * itself, about 0.01 ms (docs/accuracy-and-cost.md). What is not aligned (the last part, a
- * writer's large write that bypasses the buffer), or refused direct, is written as before. */
+ * writer's large write that bypasses the buffer), or refused direct, is written as before. A
+ * writer with an aligned buffer of its own (pstack's JSON, json__buffer_to) hands its whole pages
+ * over (outfile__write), not copied into stdio's buffer first: 495 MB for a million processes. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +38,7 @@ struct outfile_fd {
 	uint64_t end, direct_bytes;
 	bool direct;	/* O_DIRECT is set on fd */
 	bool no_direct; /* the file system refused it: written through the cache from here */
+	int err;	/* outfile__write's first error (errno), which stdio does not see */
 };
 
 static void set_direct(struct outfile_fd *o, bool on)
@@ -75,6 +78,22 @@ static ssize_t outfile_fd_write(void *cookie, const char *buf, size_t n)
 		o->direct_bytes += o->direct ? (uint64_t)w : 0;
 	}
 	return (ssize_t)done; /* short: stdio marks the stream in error, errno says why */
+}
+
+int outfile__write(struct outfile *of, const void *buf, size_t n)
+{
+	ssize_t w;
+
+	if (!of->fd) /* written in place: a stream of its own */
+		return fwrite(buf, 1, n, of->f) == n ? 0 : -EIO;
+	if (of->fd->err)
+		return -of->fd->err;
+	if (fflush(of->f) != 0)
+		return -EIO;
+	errno = 0;
+	if ((w = outfile_fd_write(of->fd, (const char *)buf, n)) < 0 || (size_t)w != n)
+		of->fd->err = errno ? errno : EIO;
+	return -of->fd->err;
 }
 
 static int outfile_fd_close(void *cookie)
@@ -158,6 +177,8 @@ int outfile__close(struct outfile *of, int rc)
 		rc = -errno;
 	if (ferror(of->f) && !rc)
 		rc = -EIO;
+	if (of->fd && of->fd->err && !rc)
+		rc = -of->fd->err;
 	/* stdio keeps only an error flag (the writers say EIO): a full file system is said so. */
 	if (rc == -EIO && fstatvfs(of->fd ? of->fd->fd : fileno(of->f), &vfs) == 0 &&
 	    vfs.f_bavail == 0)

@@ -18,6 +18,11 @@ struct outfile {
 
 /* 0, or a negative errno (the directory is not writable, the path too long). */
 int outfile__open(struct outfile *of, const char *path);
+/* n bytes at buf, after what f holds (it is flushed first), for a writer with a buffer of its
+ * own: from a buffer aligned to 4096 bytes, in whole multiples of them, the bytes go to the file
+ * around the page cache without a copy into f's. 0 or a negative errno, which outfile__close
+ * returns too. */
+int outfile__write(struct outfile *of, const void *buf, size_t n);
 /* Finish: rc is the writer's result; on 0 the file is flushed, synced and renamed into place.
  * On any error (rc, or one here: ENOSPC, EIO) the temporary file is removed. Returns the
  * first error, or 0. */

@@ -132,11 +132,15 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	if (o->output)
 		out = of.f;
 	/* A million processes make hundreds of MB: write them in large blocks (the JSON writer's
-	 * own buffer: stdio's in front of it would copy every block once more; with -o it does,
-	 * into the output file's aligned buffer, whose whole blocks bypass the page cache). */
+	 * own buffer: stdio's in front of it would copy every block once more; with -o they go to
+	 * the file from it, and its whole pages bypass the page cache). */
 	if (o->json) {
 		json__init(&j, out);
-		json__buffer(&j, 1 << 20); /* unbuffered when it cannot: slower, as good */
+		/* unbuffered when it cannot: slower, as good */
+		if (o->output)
+			json__buffer_to(&j, &of, 1 << 20);
+		else
+			json__buffer(&j, 1 << 20);
 		json__object(&j);
 		json_header(&c, &j);
 		pstack__json_schedulers(&c, &j);
