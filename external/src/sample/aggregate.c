@@ -425,7 +425,7 @@ static void mkq_tags(const struct agg *a, size_t *x, size_t n)
 }
 
 #define MKQ_SMALL 12
-#define MKQ_RUN	  32
+#define MKQ_RUN	  64
 
 /* Multikey quicksort (Bentley and Sedgewick, 1997) of stack indexes whose keys agree below d:
  * each stack's frames are read once per partition it is in, not once per comparison, so stacks
