@@ -12,7 +12,8 @@
 # queued message: at most 1024 bytes + 256 per message more). The planted binary leak must be
 # the top row of --sort bin, and every --sort must sort its column. --watch: the process whose
 # binaries grow tops the growth of --sort bin and is flagged long-lived; the VM stopping during
-# --watch ends it with exit status 7 after the intervals it read.
+# --watch ends it with exit status 7 after the intervals it read. -o FILE: the same document and
+# table in the file, nothing on stdout; a missing directory exits 1, -o with --watch 2.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -159,6 +160,42 @@ check_watch() {
 	xp_expect "exit status of -d without --watch" 2 "$rc"
 }
 
+# -o FILE: the JSON document (-n all) and the table written to the file, nothing to stdout, the
+# oracle holding on the file; a missing directory exits 1, -o with --watch 2.
+check_output_file() {
+	local out=$XP_VM_DIR/heap-o.json txt=$XP_VM_DIR/heap-o.txt rc=0
+	xp_sampler heap --json -n all -o "$out" "$XP_VM_PID" >"$XP_VM_DIR/heap-o.stdout" \
+		2>"$XP_VM_DIR/heap-o.err" || rc=$?
+	xp_expect "exit status of 'heap --json -n all -o FILE'" 0 "$rc"
+	xp_expect "heap -o: bytes on stdout" 0 "$(stat -c %s "$XP_VM_DIR/heap-o.stdout")"
+	xp_expect "heap -o: stderr" "extrospect: wrote $out" "$(cat "$XP_VM_DIR/heap-o.err")"
+	if jq -e '.processes | length > 0' "$out" >/dev/null 2>&1; then
+		xp_expect "heap -o -n all: one row per process" "$(jq '.totals.processes' "$out")" \
+			"$(jq '.processes | length' "$out")"
+		check_oracle "$out"
+	else
+		xp_fail "'heap --json -n all -o FILE' wrote no processes"
+	fi
+	rc=0
+	xp_sampler heap --sort bin -n 3 -o "$txt" "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
+	xp_expect "exit status of 'heap --sort bin -n 3 -o FILE'" 0 "$rc"
+	xp_expect "heap -o: the table's first row is the leak" xp_heap_leak \
+		"$(sed -n 3p "$txt" | awk '{ print $(NF - 1) }')"
+	rc=0
+	xp_sampler heap -o "$XP_VM_DIR/no-such-dir/h.txt" "$XP_VM_PID" >/dev/null \
+		2>"$XP_VM_DIR/heap-o.err" || rc=$?
+	xp_expect "heap -o into a missing directory: exit status" 1 "$rc"
+	xp_expect "heap -o into a missing directory: message" \
+		"extrospect: cannot write $XP_VM_DIR/no-such-dir/h.txt: No such file or directory" \
+		"$(cat "$XP_VM_DIR/heap-o.err")"
+	rc=0
+	xp_sampler heap --watch 1 -o "$txt" "$XP_VM_PID" >/dev/null 2>"$XP_VM_DIR/heap-o.err" || rc=$?
+	xp_expect "heap -o with --watch: exit status" 2 "$rc"
+	xp_expect "heap -o with --watch: message" \
+		"extrospect: -o goes without --watch (its readings go to stdout)" \
+		"$(head -n 1 "$XP_VM_DIR/heap-o.err")"
+}
+
 # The VM stops during --watch: the intervals read stand, exit status 7. Stops the VM.
 check_gone() {
 	local out rc=0 hp deadline=$((SECONDS + 30))
@@ -207,6 +244,7 @@ else
 fi
 check_names
 check_text
+check_output_file
 check_watch
 check_gone
 xp_summary

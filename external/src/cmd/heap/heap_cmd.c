@@ -8,13 +8,14 @@
 #include <string.h>
 
 #include "commands.h"
+#include "report/outfile.h"
 #include "report/report.h"
 #include "heap.h"
 #include "heap_print.h"
 #include "heap_watch.h"
 
 const char heap__usage[] =
-    "Usage: extrospect heap [--sort COLUMN] [-n N] [--json] [--no-agent] PID\n"
+    "Usage: extrospect heap [--sort COLUMN] [-n N] [--json] [-o FILE] [--no-agent] PID\n"
     "\n"
     "The memory of every Erlang process of the BEAM VM with OS pid PID, read from its process\n"
     "table from outside (process_vm_readv; no signal, message or allocation in the VM), largest\n"
@@ -46,6 +47,8 @@ const char heap__usage[] =
     "  -d SECS        with --watch: stop after SECS seconds\n"
     "  --json         with --watch: one JSON document per interval, one per line\n"
     "  --json         one JSON document: sizes in words as process_info gives them\n"
+    "  -o FILE        write the table or document to FILE, whole or not at all (a temporary\n"
+    "                 file renamed when complete), not to stdout; not with --watch\n"
     "  --erlang-names print Elixir modules as Erlang does, not in Elixir form\n"
     "  --no-agent     ignore the extrospect agent even when the VM has it loaded\n"
     "\n"
@@ -54,17 +57,24 @@ const char heap__usage[] =
     "  extrospect heap --sort bin -n 5 4242  # who holds the most refc binaries (a leak?)\n"
     "  extrospect heap --sort msgq 4242      # the longest message queues (OTP 27+)\n"
     "  extrospect heap --watch 10 --sort old 4242   # who accumulates long-lived data\n"
-    "  extrospect heap --json -n all 4242 | jq '.processes[] | select(.name == \"my_server\")'\n";
+    "  extrospect heap --json -n all 4242 | jq '.processes[] | select(.name == \"my_server\")'\n"
+    "  extrospect heap --json -n all -o heap.json 4242   # a million rows, to a file\n";
 
 int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t *stop, char *err,
 	      size_t errlen)
 {
 	struct heap_ctx c = {.o = o, .t = t, .stop = stop};
+	struct outfile of = {0};
+	FILE *out = stdout;
 	struct json j;
-	int rc;
+	int rc, wrc;
 
 	if (o->duration_s > 0 && o->watch_s <= 0) {
 		snprintf(err, errlen, "-d/--duration goes with --watch");
+		return CMD_EUSAGE;
+	}
+	if (o->output && o->watch_s > 0) {
+		snprintf(err, errlen, "-o goes without --watch (its readings go to stdout)");
 		return CMD_EUSAGE;
 	}
 	if (o->sort && heap__col_of(o->sort) < 0) {
@@ -91,15 +101,37 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 	else if (*stop)
 		fprintf(stderr, "extrospect: interrupted: %zu of %" PRIu64 " processes read\n", c.n,
 			c.st.used);
-	/* -n all: a million rows, written as they are named, in large blocks. */
-	report__buffer_stdout();
-	if (o->json) {
-		json__init(&j, stdout);
-		heap__print_json(&c, &j); /* the writer ends the document's line */
-	} else {
-		heap__print_text(&c, stdout);
+	/* -n all: a million rows, written as they are named, in large blocks; with -o from the
+	 * JSON writer's own buffer (json__buffer_to), whose whole pages bypass the page cache. */
+	if (o->output && (wrc = outfile__open(&of, o->output))) {
+		snprintf(err, errlen, "cannot write %s: %s", o->output, report__output_error(wrc));
+		rc = wrc;
+		goto cleanup;
 	}
-	if (fflush(stdout) != 0 && !rc) {
+	if (o->output)
+		out = of.f;
+	else
+		report__buffer_stdout();
+	if (o->json) {
+		json__init(&j, out);
+		if (o->output)
+			json__buffer_to(&j, &of, 1 << 20); /* unbuffered when it cannot */
+		heap__print_json(&c, &j);		   /* the writer ends the document's line */
+		json__unbuffer(&j);
+	} else {
+		heap__print_text(&c, out);
+	}
+	/* The VM exiting meanwhile (TARGET_EGONE) leaves a complete document: it is kept. */
+	if (o->output) {
+		wrc = outfile__close(&of, 0);
+		if (wrc && (!rc || rc == TARGET_EGONE)) {
+			snprintf(err, errlen, "cannot write %s: %s (nothing written)", o->output,
+				 strerror(-wrc));
+			rc = wrc;
+		} else if (!wrc) {
+			fprintf(stderr, "extrospect: wrote %s\n", o->output);
+		}
+	} else if (fflush(stdout) != 0 && !rc) {
 		snprintf(err, errlen, "cannot write output: %s", strerror(errno));
 		rc = -EIO;
 	}
