@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "report/outfile.h"
 #include "report/report.h"
+#include "run.h"
 #include "heap.h"
 #include "heap_print.h"
 #include "heap_watch.h"
@@ -121,20 +122,7 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 	} else {
 		heap__print_text(&c, out);
 	}
-	/* The VM exiting meanwhile (TARGET_EGONE) leaves a complete document: it is kept. */
-	if (o->output) {
-		wrc = outfile__close(&of, 0);
-		if (wrc && (!rc || rc == TARGET_EGONE)) {
-			snprintf(err, errlen, "cannot write %s: %s (nothing written)", o->output,
-				 strerror(-wrc));
-			rc = wrc;
-		} else if (!wrc) {
-			fprintf(stderr, "extrospect: wrote %s\n", o->output);
-		}
-	} else if (fflush(stdout) != 0 && !rc) {
-		snprintf(err, errlen, "cannot write output: %s", strerror(errno));
-		rc = -EIO;
-	}
+	rc = cmd__finish_output(o->output ? &of : NULL, o->output, rc, err, errlen);
 cleanup:
 	if (rc && rc != TARGET_EGONE && !err[0])
 		snprintf(err, errlen, "heap: %s", strerror(-rc));

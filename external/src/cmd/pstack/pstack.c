@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "report/outfile.h"
 #include "report/report.h"
+#include "run.h"
 #include "info.h"
 #include "pstack.h"
 
@@ -121,7 +122,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 	struct outfile of = {0};
 	FILE *out = stdout;
 	struct json j;
-	int rc, wrc;
+	int rc;
 
 	if ((rc = setup(&c, err, errlen)) || (rc = pstack__schedulers(&c, err, errlen)))
 		goto cleanup;
@@ -158,20 +159,7 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 		if (o->all)
 			rc = pstack__processes(&c, out, NULL, err, errlen);
 	}
-	/* The VM exiting meanwhile (TARGET_EGONE) leaves a complete document: it is kept. */
-	if (o->output) {
-		wrc = outfile__close(&of, rc && rc != TARGET_EGONE ? rc : 0);
-		if (wrc && (!rc || rc == TARGET_EGONE)) {
-			snprintf(err, errlen, "cannot write %s: %s (nothing written)", o->output,
-				 strerror(-wrc));
-			rc = wrc;
-		} else if (!wrc) {
-			fprintf(stderr, "extrospect: wrote %s\n", o->output);
-		}
-	} else if (fflush(stdout) != 0 && !rc) {
-		snprintf(err, errlen, "cannot write output: %s", strerror(errno));
-		rc = -EIO;
-	}
+	rc = cmd__finish_output(o->output ? &of : NULL, o->output, rc, err, errlen);
 cleanup:
 	free(c.scheds);
 	free(c.words);

@@ -10,6 +10,7 @@
 #include "ptab.h"
 #include "info.h"
 #include "perf_loss.h"
+#include "report/outfile.h"
 #include "report/report.h"
 #include "run.h"
 
@@ -440,4 +441,26 @@ int64_t cmd__wall_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int cmd__finish_output(struct outfile *of, const char *path, int rc, char *err, size_t errlen)
+{
+	int wrc;
+
+	if (!of) {
+		if (fflush(stdout) != 0 && !rc) {
+			snprintf(err, errlen, "cannot write output: %s", strerror(errno));
+			rc = -EIO;
+		}
+		return rc;
+	}
+	wrc = outfile__close(of, rc && rc != TARGET_EGONE ? rc : 0);
+	if (wrc && (!rc || rc == TARGET_EGONE)) {
+		snprintf(err, errlen, "cannot write %s: %s (nothing written)", path,
+			 strerror(-wrc));
+		return wrc;
+	}
+	if (!wrc)
+		fprintf(stderr, "extrospect: wrote %s\n", path);
+	return rc;
 }

@@ -70,5 +70,11 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);
 void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
 		     char *comment, size_t commentlen);
 int64_t cmd__wall_ns(void);
+struct outfile;
+/* The end of a command's output: of (its -o FILE, open) closed, or stdout flushed (of NULL),
+ * after the command's result rc; the VM exiting meanwhile (TARGET_EGONE) leaves a complete
+ * document, kept. Says "wrote FILE" on stderr when it did; when writing failed, err says why and
+ * that error is returned, else rc. */
+int cmd__finish_output(struct outfile *of, const char *path, int rc, char *err, size_t errlen);
 
 #endif /* XP_RUN_H */
