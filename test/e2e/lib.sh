@@ -379,6 +379,18 @@ xp_expect() {
 	fi
 }
 
+# xp_expect_no_dir CMD ARGS...: `extrospect CMD -o DIR/no-such-dir/x.txt ARGS...` (DIR:
+# XP_VM_DIR) exits 1 and says the directory is missing, in one line.
+xp_expect_no_dir() {
+	local cmd=$1 path=$XP_VM_DIR/no-such-dir/x.txt rc=0
+	shift
+	xp_sampler "$cmd" -o "$path" "$@" >/dev/null 2>"$XP_VM_DIR/no-dir.err" || rc=$?
+	xp_expect "$cmd -o into a missing directory: exit status" 1 "$rc"
+	xp_expect "$cmd -o into a missing directory: message" \
+		"extrospect: cannot write $path: No such file or directory" \
+		"$(cat "$XP_VM_DIR/no-dir.err")"
+}
+
 # xp_said WHAT PATTERN FILE: FILE (a command's stderr) says PATTERN (grep), else FAIL with it.
 xp_said() {
 	if grep -q -- "$2" "$3"; then
