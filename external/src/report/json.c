@@ -289,9 +289,7 @@ char *json__room(struct json *j, size_t n)
 	if (!j->buf || n > j->cap)
 		return NULL;
 	if (j->cap - j->len < n)
-		spill(j, false);
-	if (j->cap - j->len < n)
-		spill(j, true);
+		room(j, n);
 	return j->cap - j->len >= n ? j->buf + j->len : NULL;
 }
 
