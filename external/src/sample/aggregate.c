@@ -205,26 +205,35 @@ const char *agg__labelset_text(const struct agg *a, uint32_t id)
 
 /* ---- stacks -------------------------------------------------------------------------------- */
 
-/* Two frame ids a multiply, then a final mix (murmur3's fmix64) for the table's low bits: a
- * byte a multiply was ~5 ns a frame, most of a 2 000-deep stack's cost in the aggregate. Kept in
- * memory only: nothing outside this process sees it. */
+/* Two frame ids a multiply, in four independent lanes (one chain waited on every multiply), then
+ * the lanes, the group, tag and length folded together and a final mix (murmur3's fmix64) for the
+ * table's low bits. With the largest id found without a branch a frame, agg__add of a compiler's
+ * samples (184 frames on average) went from 200 to 150-167 ns (issue 27); a byte a multiply had
+ * been ~5 ns a frame. Kept in memory only: nothing outside this process sees it. */
 static uint64_t stack_hash(uint32_t group, uint32_t tag, const uint32_t *frames, uint32_t nframes)
 {
 	const uint64_t k = 0x9e3779b97f4a7c15ull;
-	uint64_t h = hash__bytes(HASH_INIT, &group, sizeof(group));
-	uint32_t i;
+	uint64_t h0 = HASH_INIT, h1 = HASH_INIT + 1, h2 = HASH_INIT + 2, h3 = HASH_INIT + 3, x;
+	uint32_t i = 0;
 
-	h = hash__bytes(h, &tag, sizeof(tag));
-	h = hash__bytes(h, &nframes, sizeof(nframes));
-	for (i = 0; i + 1 < nframes; i += 2)
-		h = (h ^ (frames[i] | (uint64_t)frames[i + 1] << 32)) * k;
+	for (; i + 8 <= nframes; i += 8) {
+		h0 = (h0 ^ (frames[i] | (uint64_t)frames[i + 1] << 32)) * k;
+		h1 = (h1 ^ (frames[i + 2] | (uint64_t)frames[i + 3] << 32)) * k;
+		h2 = (h2 ^ (frames[i + 4] | (uint64_t)frames[i + 5] << 32)) * k;
+		h3 = (h3 ^ (frames[i + 6] | (uint64_t)frames[i + 7] << 32)) * k;
+	}
+	for (; i + 1 < nframes; i += 2)
+		h0 = (h0 ^ (frames[i] | (uint64_t)frames[i + 1] << 32)) * k;
 	if (i < nframes)
-		h = (h ^ frames[i]) * k;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 33);
+		h1 = (h1 ^ frames[i]) * k;
+	x = (((h0 * k + h1) * k + h2) * k + h3) * k;
+	x = (x ^ (group | (uint64_t)tag << 32)) * k;
+	x ^= nframes;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
 }
 
 static uint64_t stack_hash_id(const void *ctx, uint32_t id)
@@ -296,15 +305,16 @@ int agg__add_tagged(struct agg *a, uint32_t group, uint32_t tag, const uint32_t 
 {
 	struct stack_key k = {group, tag, nframes, frames, 0};
 	size_t j;
-	uint32_t i;
+	uint32_t i, top = 0;
 	int err;
 
 	if (!a || group >= a->groups.n || (nframes && !frames))
 		return -EINVAL;
-	for (i = 0; i < nframes; i++) {
-		if (frames[i] >= a->frames.n)
-			return -EINVAL;
-	}
+	/* The largest id, without a branch a frame: one pass the compiler can vectorise. */
+	for (i = 0; i < nframes; i++)
+		top = frames[i] > top ? frames[i] : top;
+	if (nframes && top >= a->frames.n)
+		return -EINVAL;
 	if (count == 0)
 		return 0;
 	if (count > UINT64_MAX - a->total)
