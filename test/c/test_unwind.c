@@ -794,6 +794,22 @@ static int build_targets(const char *dir, char *exe, char *stripped, size_t len)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Is libdebuginfod mapped in this process? libdwfl goes to it for a module with a build-id and no
+ * debug file installed (the stripped target's, naming its functions); unwind_modules.c's dlopen
+ * refuses it. */
+static bool debuginfod_loaded(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, "libdebuginfod") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/xp_unwind_XXXXXX", exe[PATH_MAX], stripped[PATH_MAX];
@@ -830,6 +846,7 @@ int main(void)
 	CHECK_INT("chain.sampling", 0, err);
 	test_fuzz(a.u, &t);
 	test_stripped(stripped, ready2, img);
+	CHECK("stripped.no_debuginfod_client", !debuginfod_loaded());
 	test_otp("25", NULL, dir);
 	if (access(OTP_SID "/usr/bin/erl", X_OK) == 0)
 		test_otp("29", OTP_SID, dir);
