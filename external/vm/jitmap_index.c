@@ -8,6 +8,7 @@
 
 #include "jitmap.h"
 #include "jitmap_int.h"
+#include "radix.h"
 
 static int range_cmp(const void *a, const void *b)
 {
@@ -68,7 +69,9 @@ static size_t boundary_points(const struct jitmap *map, uint64_t *pts)
 		pts[n++] = map->ranges[i].start;
 		pts[n++] = map->ranges[i].end;
 	}
-	if (n)
+	/* A radix sort: the 2 x 25,000 boundaries of a VM's JIT map took qsort 1.6 ms of every
+	 * attach, and take it 0.2 ms (issue 27); qsort only when its scratch cannot be had. */
+	if (n && radix__sort(pts, n, sizeof(*pts)))
 		qsort(pts, n, sizeof(*pts), u64_cmp);
 	for (size_t i = 0; i < n; i++)
 		if (!u || pts[u - 1] != pts[i])
