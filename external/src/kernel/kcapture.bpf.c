@@ -85,8 +85,11 @@ static __always_inline int try_copy(struct kcap_raw *r, __u64 edge, __u64 len, b
 /* From edge on (!up): the longest readable span of part + n pages, n found page by page (a byte
  * of each: a page is there or not). A collection's stack copied to its new block ends at that
  * block's end, past which the next pages may be absent. Linear, not halving: the verifier walks
- * each of halving's 2^7 outcomes. */
-static __always_inline void copy_from_edge(struct kcap_raw *r, __u64 edge, __u64 part, __u64 len)
+ * each of halving's 2^7 outcomes. Returns n. A global function, as perf_copy_end and
+ * remap_end_of: the verifier checks its loop once, on its own; with the registers kept in the
+ * scratch value (kcapture), the load went from 5,741 instructions verified in 6.4 ms to 4,100 in
+ * 3.5-4.1 ms (issue 27: a tenth of an attach). */
+__noinline __u64 pages_from_edge(__u64 edge, __u64 part, __u64 len)
 {
 	__u64 n = 0;
 	__u8 b;
@@ -97,7 +100,12 @@ static __always_inline void copy_from_edge(struct kcap_raw *r, __u64 edge, __u64
 			break;
 		n++;
 	}
-	try_copy(r, edge, part + n * PAGE, false);
+	return n;
+}
+
+static __always_inline void copy_from_edge(struct kcap_raw *r, __u64 edge, __u64 part, __u64 len)
+{
+	try_copy(r, edge, part + pages_from_edge(edge, part, len) * PAGE, false);
 }
 
 /* Copy up to len bytes; pages never touched make bpf_probe_read_user fail rather than fault them
@@ -259,7 +267,7 @@ static __always_inline __u64 copy_process(struct kcap_raw *r, __u64 cp, __u64 rs
 
 /* Where perf's copy of the stack from rsp ends: perf_stack bytes on, or before, at the first page
  * that is not present (a large frame's buffer never touched), where perf's copy stops. */
-static __always_inline __u64 perf_copy_end(__u64 rsp)
+__noinline __u64 perf_copy_end(__u64 rsp)
 {
 	__u64 end = rsp + perf_stack, at = rsp;
 	__u8 probe;
@@ -340,17 +348,19 @@ static __always_inline const bpf_user_pt_regs_t *in_mremap(struct bpf_perf_event
 SEC("perf_event")
 int kcapture(struct bpf_perf_event_data *ctx)
 {
-	bpf_user_pt_regs_t user, *regs = &user;
+	bpf_user_pt_regs_t *regs; /* in the scratch value: every state the verifier keeps
+				   * holds the program's stack, and these were 168 bytes of it */
 	struct kcap_raw *r;
 	struct kcap_watch *where;
 	__u64 cp, len, end, slack = 0;
 	__u32 cpu, tid;
 
-	if (user_regs(ctx, &user))
-		return 1;
 	cpu = bpf_get_smp_processor_id();
 	r = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!r)
+		return 1;
+	regs = (bpf_user_pt_regs_t *)r->regs;
+	if (user_regs(ctx, regs))
 		return 1;
 	r->pid_tgid = bpf_get_current_pid_tgid();
 	tid = (__u32)r->pid_tgid;

@@ -79,6 +79,8 @@ struct kcap_raw {
 	/* The Erlang stack's copy, then (at stack + stack_len) the native one's; a page of slack
 	 * bounds the program's page-sized copies for the verifier. */
 	__u8 stack[KCAP_STACK_MAX + KCAP_CSTACK_MAX + KCAP_PAGE];
+	/* The program's own: the sampled thread's user registers (never written to the ring). */
+	__u64 regs[21];
 };
 
 /* The same layout as byte offsets, for the reader. */
@@ -110,6 +112,6 @@ _Static_assert(__builtin_offsetof(struct kcap_raw, below_len) == H_BELOW_LEN, "k
 _Static_assert(__builtin_offsetof(struct kcap_raw, below) == H_BELOW, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, span) == H_SPAN, "kcap_raw layout");
 _Static_assert(__builtin_offsetof(struct kcap_raw, stack) == H_STACK, "kcap_raw layout");
-_Static_assert(sizeof(struct kcap_raw) == H_MAX, "kcap_raw layout");
+_Static_assert(__builtin_offsetof(struct kcap_raw, regs) == H_MAX, "kcap_raw layout");
 
 #endif /* XP_KCAPTURE_LAYOUT_H */
