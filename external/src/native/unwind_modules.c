@@ -143,7 +143,7 @@ int unwinder__find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 
 /* libdwfl's dwfl_standard_find_debuginfo ends, for a module with a build-id and no debug file
  * installed (most of them), by asking the debuginfod client: the first time, libdw dlopens
- * libdebuginfod, and with it libcurl, GnuTLS, Kerberos and LDAP (35 libraries here, 4-5 ms of
+ * libdebuginfod, and with it libcurl, GnuTLS, Kerberos and LDAP (35 libraries here, 6 ms of
  * every attach, issue 27), although with DEBUGINFOD_URLS unset the client then does nothing. A
  * profiler that runs as root never goes to the network (unwinder__find_debuginfo), so it never
  * loads the client: this program's dlopen, which libdw's call reaches before libc's, refuses
