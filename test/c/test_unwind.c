@@ -794,19 +794,17 @@ static int build_targets(const char *dir, char *exe, char *stripped, size_t len)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-/* Is libdebuginfod mapped in this process? libdwfl goes to it for a module with a build-id and no
- * debug file installed (the stripped target's, naming its functions); unwind_modules.c's dlopen
- * refuses it. */
+/* Is libdebuginfod mapped in this process (or are its maps unreadable)? libdwfl goes to it for a
+ * module with a build-id and no debug file installed (the stripped target's, naming its
+ * functions); unwind_modules.c's dlopen refuses it. */
 static bool debuginfod_loaded(void)
 {
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	bool found = false;
+	struct proc_maps *m = NULL;
+	bool found = proc_maps__load(getpid(), &m) != 0;
 
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, "libdebuginfod") != NULL;
-	if (f)
-		fclose(f);
+	for (size_t i = 0; m && !found && i < m->n; i++)
+		found = strstr(m->v[i].path, "libdebuginfod") != NULL;
+	proc_maps__free(m);
 	return found;
 }
 
