@@ -21,7 +21,8 @@ build:
 # Chroot provisioning failures do not stop the run: the tests that need them SKIP with the reason.
 test: deps build
 	test/e2e/provision.sh || echo "make test: provisioning failed; OTP 27/29 tests will be skipped"
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'faults-more'
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'faults-more' || \
+		{ cd $(CURDIR) && tools/ctest-recap.sh $(BUILD); exit 1; }
 
 # The attribution class test family alone (test/e2e/record_test.sh cases class-both, defer-both,
 # label class; part of `make test` too): 12 runs, each one VM recorded with and without the

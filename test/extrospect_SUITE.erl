@@ -6,7 +6,7 @@
 
 -include_lib("stdlib/include/assert.hrl").
 
--export([all/0, init_per_suite/1, end_per_suite/1]).
+-export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([start_stop/1, info_map/1, calibration/1, schedulers/1, reload_100/1,
          info_during_reloads/1, fp_layout_peer/1]).
 
@@ -21,6 +21,17 @@ init_per_suite(Config) ->
 
 end_per_suite(_Config) ->
     application:stop(extrospect).
+
+%% The reload cases calibrate on every load: the agent's notices (two or three a load) would
+%% bury a failure in hundreds of lines, so only its warnings are kept there.
+init_per_testcase(Case, Config) when Case =:= reload_100; Case =:= info_during_reloads ->
+    ok = logger:set_module_level(extrospect_agent, warning),
+    Config;
+init_per_testcase(_Case, Config) ->
+    Config.
+
+end_per_testcase(_Case, _Config) ->
+    ok = logger:unset_module_level(extrospect_agent).
 
 start_stop(_Config) ->
     [begin
@@ -94,11 +105,14 @@ comm(Tid) ->
 
 %% Even cycles: delete + purge (the library's last instance goes: unload, dlclose) then load
 %% (dlopen, load). Odd cycles: load over the current code (upgrade). The block must be
-%% republished with a newer generation every time, and memory must not grow.
+%% republished with a newer generation every time, and memory must not grow. What the NIF and
+%% its code allocate is in erlang:memory(system); processes' heaps are not measured, since
+%% Common Test's own processes move them by up to 4 MB from one run to the next (a CI run failed
+%% on erlang:memory(total) growing by 2 MB with no leak).
 reload_100(_Config) ->
     [reload(I) || I <- lists:seq(1, 10)], % warm-up: first loads allocate code areas
     idle(),
-    {M0, _} = footprint(),
+    {M0, N0} = footprint(),
     G0 = generation(),
     Last = lists:foldl(fun(I, Prev) ->
                                reload(I),
@@ -109,9 +123,11 @@ reload_100(_Config) ->
                        end, G0, lists:seq(1, 100)),
     ?assert(Last > G0),
     idle(),
-    {M1, _} = footprint(),
-    ct:pal("100 reloads: erlang:memory(total) grew by ~w bytes", [M1 - M0]),
-    ?assert(M1 - M0 < 2 * 1024 * 1024),
+    {M1, N1} = footprint(),
+    ct:pal("100 reloads: erlang:memory(system) grew by ~w bytes; processes ~w -> ~w",
+           [M1 - M0, N0, N1]),
+    ?assert(M1 - M0 < 1024 * 1024),
+    ?assert(N1 - N0 < 10),
     calibration([]),
     #{checks := Checks} = extrospect:info(),
     ?assertEqual([], [C || {C, fail} <- maps:to_list(Checks)]).
@@ -185,6 +201,7 @@ idle() ->
     #{running := false} = extrospect:status(),
     ok.
 
+%% {erlang:memory(system), the number of processes}, after a collection of every process.
 footprint() ->
     [erlang:garbage_collect(P) || P <- processes()],
-    {erlang:memory(total), erlang:memory(system)}.
+    {erlang:memory(system), erlang:system_info(process_count)}.
