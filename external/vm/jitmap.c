@@ -126,6 +126,12 @@ struct parse {
 	bool unsorted;	 /* the current range's lines are out of order: dropped */
 };
 
+/* name (n bytes, then its NUL) against a string literal, by length first. */
+#define NAME_IS(name, n, lit)	  ((n) == sizeof(lit) - 1 && !memcmp(name, lit, sizeof(lit) - 1))
+#define NAME_STARTS(name, n, lit) ((n) >= sizeof(lit) - 1 && !memcmp(name, lit, sizeof(lit) - 1))
+#define NAME_ENDS(name, n, lit)                                                                    \
+	((n) >= sizeof(lit) - 1 && !memcmp((name) + (n) - (sizeof(lit) - 1), lit, sizeof(lit) - 1))
+
 static int add_range(struct parse *p, const uint8_t *r, const char *name, size_t nlen)
 {
 	struct jitmap *map = p->map;
@@ -143,12 +149,16 @@ static int add_range(struct parse *p, const uint8_t *r, const char *name, size_t
 	jr->nlines = 0;
 	if (!jr->name)
 		return -ENOMEM;
-	jr->fragment = strncmp(jr->name, "global::", 8) == 0;
-	jr->frame = !(nlen >= 17 && strcmp(jr->name + nlen - 17, "-CodeInfoPrologue") == 0) &&
-		    !strstr(jr->name, "::codeHeader") && !strstr(jr->name, "::codeFooter");
-	jr->sched_loop = strcmp(jr->name, "global::process_main") == 0;
-	jr->exit_code = strcmp(jr->name, "erts_beamasm:normal_exit/0") == 0 ||
-			strcmp(jr->name, "erts_beamasm:continue_exit/0") == 0;
+	/* Compared by length first, and searched for "::code" only in a name that holds one: a
+	 * strcmp, a strncmp and two strstr a range (25,000 ranges) were, with file_index's strcmp,
+	 * 5 % of an attach's CPU. */
+	jr->fragment = NAME_STARTS(name, nlen, "global::");
+	jr->frame = !NAME_ENDS(name, nlen, "-CodeInfoPrologue") &&
+		    !(memmem(name, nlen, "::code", 6) &&
+		      (strstr(jr->name, "::codeHeader") || strstr(jr->name, "::codeFooter")));
+	jr->sched_loop = NAME_IS(name, nlen, "global::process_main");
+	jr->exit_code = NAME_IS(name, nlen, "erts_beamasm:normal_exit/0") ||
+			NAME_IS(name, nlen, "erts_beamasm:continue_exit/0");
 	map->nranges++;
 	map->stats.ranges++;
 	map->stats.functions += jitmap__is_function(name, nlen);

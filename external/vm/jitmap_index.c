@@ -113,8 +113,8 @@ void jitmap__finish(struct jitmap *map)
 	free(map->segs);
 	map->segs = NULL;
 	map->nsegs = 0;
-	if (map->nranges)
-		qsort(map->ranges, map->nranges, sizeof(*map->ranges), range_cmp);
+	/* By start (the ranges' first word), ties by range_cmp: qsort took 1.0 ms an attach. */
+	radix__sort_cmp(map->ranges, map->nranges, sizeof(*map->ranges), range_cmp);
 	if (!map->lcache)
 		map->lcache = calloc(1u << LCACHE_LOG2, sizeof(*map->lcache));
 	else

@@ -149,3 +149,32 @@ int radix__sort(void *items, size_t n, size_t size)
 	free(count);
 	return 0;
 }
+
+/* Runs of equal keys in order by cmp, in place: an insertion sort through one item of scratch. */
+static void sort_ties(uint8_t *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	uint8_t hold[64];
+	size_t lo = 0, hi, i, j;
+
+	for (; lo < n; lo = hi) {
+		for (hi = lo + 1; hi < n && key(v + hi * size) == key(v + lo * size); hi++)
+			;
+		for (i = lo + 1; i < hi; i++) {
+			memcpy(hold, v + i * size, size);
+			for (j = i; j > lo && cmp(v + (j - 1) * size, hold) > 0; j--)
+				memcpy(v + j * size, v + (j - 1) * size, size);
+			memcpy(v + j * size, hold, size);
+		}
+	}
+}
+
+void radix__sort_cmp(void *items, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n < 2)
+		return;
+	if (radix__sort(items, n, size)) {
+		qsort(items, n, size, cmp);
+		return;
+	}
+	sort_ties(items, n, size, cmp);
+}

@@ -9,4 +9,10 @@
  * by that key, stably. 0, or -EINVAL (a bad size) or -ENOMEM, the items then left as they were. */
 int radix__sort(void *items, size_t n, size_t size);
 
+/* The order cmp gives items whose uint64_t key (first, as above) orders them but for ties, which
+ * cmp breaks: radix__sort by the key, then each run of equal keys sorted by cmp (an insertion
+ * sort: ties are rare and short), or qsort by cmp when radix__sort cannot get its memory. An
+ * attach sorted four arrays of 4,000-25,000 symbols and JIT ranges with qsort in 2.7 ms. */
+void radix__sort_cmp(void *items, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 #endif /* XP_RADIX_H */

@@ -322,6 +322,49 @@ static void test_lines_fixture(const struct blob *fx)
 
 #define LBASE 0x40000ull
 
+/* What add_range derives from a name: a frame (not a prologue, module header or footer), a
+ * shared fragment, the scheduler loop, the exit code; near misses of each are not. */
+static void test_range_flags(void)
+{
+	static const struct symfile_range rs[] = {
+	    {0x000, 0x010, "m::codeHeader"},
+	    {0x010, 0x020, "m:f/1-CodeInfoPrologue"},
+	    {0x020, 0x030, "m:f/1"},
+	    {0x030, 0x040, "'a::codeX':f/1"},
+	    {0x040, 0x050, "global::process_main"},
+	    {0x050, 0x060, "global::process_main2"},
+	    {0x060, 0x070, "erts_beamasm:normal_exit/0"},
+	    {0x070, 0x080, "erts_beamasm:continue_exit/0"},
+	    {0x080, 0x090, "erts_beamasm:normal_exit/01"},
+	    {0x090, 0x0a0, "x:global::"},
+	    {0x0a0, 0x0b0, "m:-CodeInfoPrologue/1"},
+	    {0x0b0, 0x0c0, "m::codeFooter"},
+	};
+	/* frame, fragment, sched_loop, exit_code */
+	static const bool want[][4] = {
+	    {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 0, 0, 0}, {1, 0, 0, 0}, {1, 1, 1, 0}, {1, 1, 0, 0},
+	    {1, 0, 0, 1}, {1, 0, 0, 1}, {1, 0, 0, 0}, {1, 0, 0, 0}, {1, 0, 0, 0}, {0, 0, 0, 0},
+	};
+	static uint8_t b[SYMFILE_CAP];
+	struct jitmap *map = NULL;
+	size_t n, i;
+
+	jitmap__new(&map);
+	n = symfile_build(b, "m", LBASE, 0xc0, rs, 12);
+	CHECK_INT("flags: add", 0, jitmap__add_symfile(map, b, n, 0, 1));
+	jitmap__finish(map);
+	for (i = 0; i < 12; i++) {
+		const struct jit_range *r = jitmap__lookup(map, LBASE + rs[i].start);
+		char name[96];
+		bool ok = r && r->frame == want[i][0] && r->fragment == want[i][1] &&
+			  r->sched_loop == want[i][2] && r->exit_code == want[i][3];
+
+		snprintf(name, sizeof(name), "flags: %s", rs[i].name);
+		CHECK(name, ok);
+	}
+	jitmap__free(map);
+}
+
 /* Synthetic tables: heads before the body, an included file, a "no line" entry, equal starts,
  * an out-of-order table (dropped), lines ERTS cannot write, and a newer load of the module. */
 static void test_lines_synthetic(void)
@@ -1066,6 +1109,7 @@ int main(void)
 	test_corrupt(&fx[0]);
 	test_lines_fixture(fx);
 	test_lines_synthetic();
+	test_range_flags();
 	test_lines_many_files();
 	test_lines_malformed();
 	test_chain(fx);

@@ -1,7 +1,8 @@
 /* Unit tests for the radix sort (radix.c): against a plain stable sort, for keys that differ in
  * one digit, in every digit, or not at all; stable (equal keys keep their order); sizes 16 and
  * 24 as ptab.c and pstack use them; items in a few ascending runs (merged); bad sizes refused
- * with the items untouched. And
+ * with the items untouched. radix__sort_cmp: ties broken by the comparator (here against the
+ * items' order, so that a tie left as radix__sort leaves it fails). And
  * ptab__by_address (ptab.c), packed into 8-byte keys or not, against the same stable sort. */
 #include <errno.h>
 #include <stdint.h>
@@ -117,6 +118,35 @@ static void expect_by_address(const char *name, size_t n, uint64_t base, uint64_
 	free(ixs);
 }
 
+/* Ties by seq descending: not the order a stable sort leaves them in. */
+static int by_key_then_seq_down(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->seq < y->seq ? 1 : x->seq > y->seq ? -1 : 0;
+}
+
+/* radix__sort_cmp on n items with keys from mask against qsort by the whole comparator. */
+static void expect_sorted_cmp(const char *name, size_t n, uint64_t mask)
+{
+	struct item *v = malloc((n ? n : 1) * sizeof(*v)), *w = malloc((n ? n : 1) * sizeof(*w));
+	bool ok = v && w;
+
+	for (size_t i = 0; ok && i < n; i++)
+		v[i] = (struct item){.key = next() & mask, .seq = i};
+	if (ok) {
+		memcpy(w, v, n * sizeof(*v));
+		qsort(w, n, sizeof(*w), by_key_then_seq_down);
+		radix__sort_cmp(v, n, sizeof(*v), by_key_then_seq_down);
+		ok = memcmp(v, w, n * sizeof(*v)) == 0;
+	}
+	CHECK(name, ok);
+	free(v);
+	free(w);
+}
+
 static void expect_refused(void)
 {
 	uint64_t v[4] = {3, 2, 1, 0};
@@ -146,6 +176,10 @@ int main(void)
 	expect_runs("about the most runs merged", 100000, 240);
 	expect_runs("more runs than merged: by digits", 100000, 2000);
 	expect_refused();
+	expect_sorted_cmp("with cmp: no ties", 20000, ~0ull);
+	expect_sorted_cmp("with cmp: runs of ties reversed", 20000, 0x3ff);
+	expect_sorted_cmp("with cmp: every key equal", 500, 0);
+	expect_sorted_cmp("with cmp: one item", 1, ~0ull);
 	/* Packed: 8-aligned within a few GB; Processes 776 bytes apart would be as good. */
 	expect_by_address("by address, packed", 100000, 0x7f3a00000000ull, 0xffffffffull, 7, 0);
 	expect_by_address("by address, packed, equal addresses", 50000, 0x7f3a00000000ull,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "radix.h"
 
 #define PAGE_MASK_4K (~(uint64_t)4095)
 
@@ -115,7 +116,7 @@ static int load_sections(struct elf_image *img)
 	/* .dynsym always: it counts exported names, and duplicates of .symtab are harmless. */
 	if (dynsym && (err = load_symtab(img, dynsym, &dynsh, true)))
 		return err;
-	qsort(img->syms, img->nsyms, sizeof(*img->syms), cmp_sym);
+	radix__sort_cmp(img->syms, img->nsyms, sizeof(*img->syms), cmp_sym);
 	return 0;
 }
 

@@ -14,10 +14,11 @@
 struct elf_image;
 
 struct elf_sym {
+	uint64_t value; /* link-time virtual address; first: the sort's key (radix.h) */
+	uint64_t size;
 	const char *name;
-	uint64_t value, size; /* link-time virtual address */
-	uint8_t type;	      /* STT_* */
-	bool dynamic;	      /* from .dynsym */
+	uint8_t type; /* STT_* */
+	bool dynamic; /* from .dynsym */
 };
 
 /* 0, -ENOENT, -EACCES, -ENOEXEC (not a 64-bit x86-64 ELF), -ENOMEM. */

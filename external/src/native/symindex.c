@@ -3,6 +3,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 
+#include "radix.h"
 #include "symindex.h"
 
 struct symindex {
@@ -52,7 +53,7 @@ int symindex__build(Dwfl_Module *mod, struct symindex **out)
 			x->v[x->n++] =
 			    (struct symindex_hit){.name = name, .start = addr, .size = sym.st_size};
 	}
-	qsort(x->v, x->n, sizeof(*x->v), by_start);
+	radix__sort_cmp(x->v, x->n, sizeof(*x->v), by_start);
 	*out = x;
 	return 0;
 }

@@ -13,9 +13,9 @@
 struct symindex;
 
 struct symindex_hit {
-	const char *name; /* owned by libdwfl, valid while the module is */
-	uint64_t start;	  /* runtime address */
+	uint64_t start;	  /* runtime address; first: the sort's key (radix.h) */
 	uint64_t size;	  /* 0 for a sizeless symbol (an assembly label) */
+	const char *name; /* owned by libdwfl, valid while the module is */
 };
 
 /* Index every function-like symbol of mod. 0, or -ENOMEM / -ENOENT (no symbol table). */
