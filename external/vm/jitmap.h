@@ -127,8 +127,11 @@ const struct jitmap_stats *jitmap__stats(const struct jitmap *map);
 /* Structural scan for a descriptor in [start, start + len) of the target (beam.smp .data/.bss):
  * every 8-aligned candidate {version 1, action 0..2, relevant, first != 0} whose entry chain parses
  * with at least min_modules module entries. 0 with *addr set, -ENOENT, or -EEXIST when several
- * candidates validate (ambiguous: fail closed). */
-int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules, uint64_t *addr);
+ * candidates validate (ambiguous: fail closed). map (may be NULL): on 0, the map the check loaded
+ * from *addr (the caller's to free; loading it again was a fifth of an attach on OTP 29), else
+ * NULL. */
+int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules, uint64_t *addr,
+		 struct jitmap **map);
 
 void jitmap__free(struct jitmap *map);
 

@@ -39,7 +39,7 @@ static bool scan_candidate(const uint8_t *p)
  * enough modules. The walk itself accepts any prev at the head, as OTP 25 leaves it unset; but a
  * word pointing into the middle of a list would parse as well, and 27+ (the only OTPs scanned:
  * 25 exports the symbol) set the head's prev to NULL (J/beam_jit_metadata.cpp 27:141). */
-static bool scan_validate(struct mem *m, uint64_t addr, unsigned min_modules)
+static bool scan_validate(struct mem *m, uint64_t addr, unsigned min_modules, struct jitmap **out)
 {
 	struct jitmap *map = NULL;
 	uint64_t first, prev;
@@ -50,7 +50,12 @@ static bool scan_validate(struct mem *m, uint64_t addr, unsigned min_modules)
 	if (jitmap__load(m, addr, &map))
 		return false;
 	ok = jitmap__stats(map)->modules >= min_modules && jitmap__stats(map)->emulator >= 1;
-	jitmap__free(map);
+	if (ok && out) {
+		jitmap__free(*out);
+		*out = map;
+	} else {
+		jitmap__free(map);
+	}
 	return ok;
 }
 
@@ -70,13 +75,16 @@ static size_t scan_read(struct mem *m, uint64_t pos, uint64_t end, uint8_t *buf)
 	return mem__read(m, pos, buf, want) ? 0 : want;
 }
 
-int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules, uint64_t *addr)
+int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modules, uint64_t *addr,
+		 struct jitmap **map)
 {
 	const size_t dsz = sizeof(struct jit_descriptor);
 	uint64_t pos = (start + 7) & ~7ull, end = start + len, found = 0;
 	uint8_t *buf;
 	int err = -ENOENT;
 
+	if (map)
+		*map = NULL;
 	if (!m || !addr || start > UINT64_MAX - len || pos < start)
 		return -EINVAL;
 	buf = malloc(SCAN_CHUNK + dsz);
@@ -90,7 +98,8 @@ int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modul
 			continue;
 		}
 		for (o = 0; o + dsz <= got; o += 8) {
-			if (!scan_candidate(buf + o) || !scan_validate(m, pos + o, min_modules))
+			if (!scan_candidate(buf + o) ||
+			    !scan_validate(m, pos + o, min_modules, map))
 				continue;
 			if (found) {
 				err = -EEXIST;
@@ -104,6 +113,10 @@ int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modul
 	if (!err)
 		*addr = found;
 cleanup:
+	if (err && map) {
+		jitmap__free(*map);
+		*map = NULL;
+	}
 	free(buf);
 	return err;
 }

@@ -766,14 +766,38 @@ static void test_scan(struct blob *fx)
 	r[nr++] = (struct mem_region){data, 0x20000, bytes};
 	r[nr++] = (struct mem_region){hole + 0x2000, 0x1000, page}; /* only page 2 of 4 mapped */
 	mem__open_snapshot(&m, r, nr);
-	CHECK_INT("scan finds", 0, jitmap__scan(m, data, 0x20000, 3, &found));
+	CHECK_INT("scan finds", 0, jitmap__scan(m, data, 0x20000, 3, &found, NULL));
 	CHECK_U64("scan address across chunk boundary", real, found);
-	CHECK_INT("scan min_modules too high", -ENOENT, jitmap__scan(m, data, 0x20000, 4, &found));
-	CHECK_INT("scan across holes", 0, jitmap__scan(m, hole, 0x4000, 3, &found));
+	CHECK_INT("scan min_modules too high", -ENOENT,
+		  jitmap__scan(m, data, 0x20000, 4, &found, NULL));
+	CHECK_INT("scan across holes", 0, jitmap__scan(m, hole, 0x4000, 3, &found, NULL));
 	CHECK_U64("scan across holes address", hole + 0x2010, found);
 	CHECK_INT("scan ambiguous", -EEXIST,
-		  jitmap__scan(m, data, hole + 0x4000 - data, 3, &found));
-	CHECK_INT("scan nothing", -ENOENT, jitmap__scan(m, data, 0x1000, 0, &found));
+		  jitmap__scan(m, data, hole + 0x4000 - data, 3, &found, NULL));
+	CHECK_INT("scan nothing", -ENOENT, jitmap__scan(m, data, 0x1000, 0, &found, NULL));
+	/* The map the check loaded, handed out: what jitmap__load makes of the address found. */
+	{
+		struct jitmap *scanned = (struct jitmap *)1, *loaded = NULL;
+
+		CHECK_INT("scan with its map", 0,
+			  jitmap__scan(m, data, 0x20000, 3, &found, &scanned));
+		CHECK_INT("load the same", 0, jitmap__load(m, found, &loaded));
+		CHECK("scan's map: the load's modules and ranges",
+		      scanned && loaded &&
+			  jitmap__stats(scanned)->modules == jitmap__stats(loaded)->modules &&
+			  jitmap__range_count(scanned) == jitmap__range_count(loaded) &&
+			  jitmap__range_count(scanned) > 0);
+		jitmap__free(scanned);
+		jitmap__free(loaded);
+		scanned = (struct jitmap *)1;
+		CHECK_INT("ambiguous, with its map", -EEXIST,
+			  jitmap__scan(m, data, hole + 0x4000 - data, 3, &found, &scanned));
+		CHECK("ambiguous: no map", scanned == NULL);
+		scanned = (struct jitmap *)1;
+		CHECK_INT("nothing, with its map", -ENOENT,
+			  jitmap__scan(m, data, 0x1000, 0, &found, &scanned));
+		CHECK("nothing: no map", scanned == NULL);
+	}
 	mem__free(m);
 	free(page);
 	free(bytes);
@@ -1028,7 +1052,7 @@ static void live_vm(struct vm *vm)
 	if (!CHECK_INT(name, 0, beam_image(vm->beam, &img)) || mem__open_live(&m, vm->beam))
 		goto cleanup;
 	t0 = now_ms();
-	rc = jitmap__scan(m, img.scan_start, img.scan_end - img.scan_start, 20, &found);
+	rc = jitmap__scan(m, img.scan_start, img.scan_end - img.scan_start, 20, &found, NULL);
 	t1 = now_ms();
 	printf("INFO %s: scan of %" PRIu64 " KiB .data/.bss %.2f ms -> 0x%" PRIx64
 	       ", .dynsym 0x%" PRIx64 "\n",

@@ -73,7 +73,7 @@ static void from_memory(const uint8_t *data, size_t size)
 			probe_all(map);
 		jitmap__free(map);
 	}
-	jitmap__scan(m, MEM_BASE, size < 256 ? size : 256, 1, &found);
+	jitmap__scan(m, MEM_BASE, size < 256 ? size : 256, 1, &found, NULL);
 	mem__free(m);
 }
 

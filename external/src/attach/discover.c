@@ -69,24 +69,34 @@ static void addrs_from_agent_or_dynsym(struct target *t)
 			 TSRC_AGENT);
 }
 
-/* Scan beam.smp's writable data for the GDB JIT descriptor (otp-internals.md §0, §3.2). */
-static int scan_jit_descriptor(struct target *t, uint64_t *out)
+/* Scan beam.smp's writable data for the GDB JIT descriptor (otp-internals.md §0, §3.2); *map: the
+ * map the scan's check loaded from it (NULL on failure). */
+static int scan_jit_descriptor(struct target *t, uint64_t *out, struct jitmap **map)
 {
 	static const char *const sections[] = {".data", ".bss"};
 	uint64_t found = 0;
 	size_t i;
 
+	*map = NULL;
 	for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		struct jitmap *m = NULL;
 		uint64_t vaddr, size, a;
 		int err;
 
 		if (elf_image__section(t->beam, sections[i], &vaddr, &size))
 			continue;
-		err = jitmap__scan(t->mem, t->bias + vaddr, size, 3, &a);
-		if (err == -EEXIST || (err == 0 && found && found != a))
+		err = jitmap__scan(t->mem, t->bias + vaddr, size, 3, &a, &m);
+		if (err == -EEXIST || (err == 0 && found && found != a)) {
+			jitmap__free(m);
+			jitmap__free(*map);
+			*map = NULL;
 			return -EEXIST;
-		if (err == 0)
+		}
+		if (err == 0) {
 			found = a;
+			jitmap__free(*map);
+			*map = m;
+		}
 	}
 	if (!found)
 		return -ENOENT;
@@ -97,6 +107,7 @@ static int scan_jit_descriptor(struct target *t, uint64_t *out)
 static void load_jit(struct target *t)
 {
 	struct target_value *d = &t->addr[XP_ADDR_JIT_DESCRIPTOR];
+	struct jitmap *scanned = NULL;
 	uint64_t a;
 	int tries;
 
@@ -105,13 +116,21 @@ static void load_jit(struct target *t)
 		 * it can unlink (OTP 27+): a VM loading and purging modules in a loop failed it
 		 * under strace. Scan again. */
 		for (tries = 0; tries < JIT_LOAD_TRIES; tries++) {
-			t->jit_err = scan_jit_descriptor(t, &a);
+			t->jit_err = scan_jit_descriptor(t, &a, &scanned);
 			if (t->jit_err != -ENOENT)
 				break;
 		}
 		if (t->jit_err)
 			return;
 		set_addr(t, XP_ADDR_JIT_DESCRIPTOR, a, TSRC_SCAN);
+		/* The scan's check loaded the whole map from it: kept, unless its walk broke. */
+		if (scanned && !jitmap__stats(scanned)->chain_broken) {
+			jitmap__free(t->jit);
+			t->jit = scanned;
+			t->jit_err = 0;
+			return;
+		}
+		jitmap__free(scanned);
 	}
 	/* OTP 27+ unlink and free entries on purge: a walk racing a purge can break. Walk again. */
 	for (tries = 0; tries < JIT_LOAD_TRIES; tries++) {
