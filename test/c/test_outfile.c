@@ -4,7 +4,8 @@
  * it straight on: through the cache) and an unaligned last part; the file is renamed into place and
  * no temporary file is left; the path's old file is replaced only once the new one is whole. A JSON
  * writer flushing straight to the file (json__buffer_to, pstack -o) writes the same document as
- * through stdio, in order with what goes through the stream, its whole pages direct. */
+ * through stdio, in order with what goes through the stream, its whole pages direct, its full
+ * buffers written by the file's own thread (outfile__write_behind) while the next fills. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -206,6 +207,11 @@ static void test_json_sink(void)
 			CHECK("sink: its whole pages written around the page cache",
 			      wlen > (2u << 20) && of.direct_bytes >= wlen - (1u << 16) &&
 				  of.direct_bytes % 4096 == 0);
+		/* Every full buffer is written by the file's thread while the next one fills: all
+		 * but the last buffer's worth, in whole pages. */
+		CHECK(framed ? "sink between stream writes: its buffers written behind"
+			     : "sink: its buffers written behind",
+		      of.behind_bytes >= wlen - 2 * (1u << 16) && of.behind_bytes % 4096 == 0);
 		free(back);
 		free(want);
 		want = NULL;

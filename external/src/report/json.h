@@ -12,13 +12,19 @@
 
 struct outfile;
 
-#define JSON_PAGE 4096 /* json__buffer's alignment, and what a sink's writes are multiples of */
+#define JSON_PAGE   4096 /* json__buffer's alignment, and what a sink's writes are multiples of */
+#define JSON_SPARES 3	 /* json__buffer_to: buffers being written while another fills */
 
 struct json {
 	FILE *f;
 	struct outfile *of; /* json__buffer_to: flushes go to it, not through f's buffer */
 	char *buf;	    /* json__buffer: output gathered here, NULL: straight to f */
 	size_t len, cap;
+	/* json__buffer_to: buffers of cap bytes handed to the output file's thread, the oldest
+	 * first, each free again once its ticket is written (outfile__write_behind) */
+	char *spare[JSON_SPARES];
+	uint64_t ticket[JSON_SPARES];
+	int nspare;
 	int depth;
 	bool need_comma[JSON_MAX_DEPTH];
 	bool after_key;
@@ -31,7 +37,9 @@ void json__init(struct json *j, FILE *f);
  * Nothing else may write to f but after json__flush. -ENOMEM: left unbuffered. */
 int json__buffer(struct json *j, size_t cap);
 /* The same, flushed straight to an output file (f must be of->f): whole pages from the aligned
- * buffer go around the page cache, not copied into f's buffer first (outfile__write). */
+ * buffer go around the page cache, not copied into f's buffer first, and are written by the
+ * output file's thread while the next buffer fills (outfile__write_behind): a disk's time is no
+ * longer the writer's. */
 int json__buffer_to(struct json *j, struct outfile *of, size_t cap);
 void json__flush(struct json *j);
 /* Write into buf (cap bytes, not NUL-terminated: j->len of them) and nowhere else, to keep a

@@ -15,10 +15,12 @@
  * writer with an aligned buffer of its own (pstack's JSON, json__buffer_to) hands its whole pages
  * over (outfile__write), not copied into stdio's buffer first: 495 MB for a million processes. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,12 +82,15 @@ static ssize_t outfile_fd_write(void *cookie, const char *buf, size_t n)
 	return (ssize_t)done; /* short: stdio marks the stream in error, errno says why */
 }
 
+static void settle_all(struct outfile *of);
+
 int outfile__write(struct outfile *of, const void *buf, size_t n)
 {
 	ssize_t w;
 
 	if (!of->fd) /* written in place: a stream of its own */
 		return fwrite(buf, 1, n, of->f) == n ? 0 : -EIO;
+	settle_all(of);
 	if (of->fd->err)
 		return -of->fd->err;
 	if (fflush(of->f) != 0)
@@ -94,6 +99,146 @@ int outfile__write(struct outfile *of, const void *buf, size_t n)
 	if ((w = outfile_fd_write(of->fd, (const char *)buf, n)) < 0 || (size_t)w != n)
 		of->fd->err = errno ? errno : EIO;
 	return -of->fd->err;
+}
+
+/* The writes handed over by outfile__write_behind, written in turn by a thread of their own. The
+ * caller's buffers stay theirs: outfile__settle says when one is written. */
+#define BEHIND_QUEUE 8
+
+struct outfile_behind {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct {
+		const char *buf;
+		size_t n;
+	} q[BEHIND_QUEUE];
+	uint64_t queued, written; /* tickets: the last queued, the last written */
+	uint64_t bytes;		  /* written by the thread */
+	bool quit;
+};
+
+static void *behind_thread(void *arg)
+{
+	struct outfile *of = arg;
+	struct outfile_behind *b = of->behind;
+	const char *buf;
+	size_t n;
+	ssize_t w;
+	bool failed;
+	int err;
+
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		if (b->written == b->queued) {
+			if (b->quit)
+				break;
+			pthread_cond_wait(&b->cv, &b->mu);
+			continue;
+		}
+		buf = b->q[b->written % BEHIND_QUEUE].buf;
+		n = b->q[b->written % BEHIND_QUEUE].n;
+		failed = of->fd->err != 0; /* after an error nothing more is written */
+		pthread_mutex_unlock(&b->mu);
+		/* The only writer of fd while writes are queued (outfile__write_behind). */
+		errno = 0;
+		w = failed ? (ssize_t)n : outfile_fd_write(of->fd, buf, n);
+		err = errno ? errno : EIO;
+		pthread_mutex_lock(&b->mu);
+		if ((w < 0 || (size_t)w != n) && !of->fd->err)
+			of->fd->err = err;
+		b->bytes += failed || w < 0 ? 0 : (uint64_t)w;
+		b->written++;
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+void outfile__settle(struct outfile *of, uint64_t ticket)
+{
+	struct outfile_behind *b = of->behind;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&b->mu);
+	while (b->written < ticket && b->written < b->queued)
+		pthread_cond_wait(&b->cv, &b->mu);
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* Every queued write done: fd is this thread's again. */
+static void settle_all(struct outfile *of)
+{
+	if (of->behind)
+		outfile__settle(of, UINT64_MAX);
+}
+
+static void behind_stop(struct outfile *of)
+{
+	struct outfile_behind *b = of->behind;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&b->mu);
+	b->quit = true;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	pthread_join(b->th, NULL);
+	of->behind_bytes = b->bytes;
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	free(b);
+	of->behind = NULL;
+}
+
+static bool behind_start(struct outfile *of)
+{
+	struct outfile_behind *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return false;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	of->behind = b;
+	if (pthread_create(&b->th, NULL, behind_thread, of) == 0)
+		return true;
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	free(b);
+	of->behind = NULL;
+	of->no_behind = true;
+	return false;
+}
+
+uint64_t outfile__write_behind(struct outfile *of, const void *buf, size_t n)
+{
+	struct outfile_behind *b;
+	uint64_t ticket;
+
+	if (!of->fd || of->no_behind || (!of->behind && !behind_start(of))) {
+		outfile__write(of, buf, n);
+		return 0;
+	}
+	b = of->behind;
+	if (__fpending(of->f)) { /* what f holds goes first, written here: fd must be idle */
+		settle_all(of);
+		if (fflush(of->f) != 0 && !of->fd->err)
+			of->fd->err = EIO;
+	}
+	pthread_mutex_lock(&b->mu);
+	while (b->queued - b->written >= BEHIND_QUEUE)
+		pthread_cond_wait(&b->cv, &b->mu);
+	if (of->fd->err) { /* set by the thread, read under its lock: nothing more is written */
+		pthread_mutex_unlock(&b->mu);
+		return 0;
+	}
+	b->q[b->queued % BEHIND_QUEUE].buf = buf;
+	b->q[b->queued % BEHIND_QUEUE].n = n;
+	ticket = ++b->queued;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	return ticket;
 }
 
 static int outfile_fd_close(void *cookie)
@@ -173,6 +318,7 @@ int outfile__close(struct outfile *of, int rc)
 
 	if (!of->f)
 		return rc ? rc : -EBADF;
+	behind_stop(of); /* every queued write done */
 	if (fflush(of->f) != 0 && !rc)
 		rc = -errno;
 	if (ferror(of->f) && !rc)

@@ -4,6 +4,7 @@
 #define XP_OUTFILE_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -14,6 +15,9 @@ struct outfile {
 	char *buf;	       /* f's buffer, when it has one of ours */
 	struct outfile_fd *fd; /* the temporary file under f (outfile.c) */
 	uint64_t direct_bytes; /* once closed: the bytes written around the page cache */
+	uint64_t behind_bytes; /* once closed: the bytes outfile__write_behind's thread wrote */
+	struct outfile_behind *behind; /* outfile__write_behind's thread, once started */
+	bool no_behind;		       /* it could not start: written at once */
 };
 
 /* 0, or a negative errno (the directory is not writable, the path too long). */
@@ -23,6 +27,13 @@ int outfile__open(struct outfile *of, const char *path);
  * around the page cache without a copy into f's. 0 or a negative errno, which outfile__close
  * returns too. */
 int outfile__write(struct outfile *of, const void *buf, size_t n);
+/* The same, written by a thread of the output file's own after the writes queued before, while
+ * the caller goes on: buf must stay as it is until outfile__settle(of, ticket) returns, ticket
+ * being what this returns; 0 when it was written at once (no file of ours, an error already,
+ * or no thread). Errors are outfile__close's to return. */
+uint64_t outfile__write_behind(struct outfile *of, const void *buf, size_t n);
+/* Waits until the write of ticket (outfile__write_behind) is done; at once for 0. */
+void outfile__settle(struct outfile *of, uint64_t ticket);
 /* Finish: rc is the writer's result; on 0 the file is flushed, synced and renamed into place.
  * On any error (rc, or one here: ENOSPC, EIO) the temporary file is removed. Returns the
  * first error, or 0. */
