@@ -5,11 +5,14 @@
  * no temporary file is left; the path's old file is replaced only once the new one is whole. A JSON
  * writer flushing straight to the file (json__buffer_to, pstack -o) writes the same document as
  * through stdio, in order with what goes through the stream, its whole pages direct, its full
- * buffers written by the file's own thread (outfile__write_behind) while the next fills. */
+ * buffers written by the file's own thread (outfile__write_behind) while the next fills; so are
+ * the stream's own whole buffers, copied, after outfile__stream_behind. A write the file refuses
+ * (EFBIG) is close's error either way. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -20,8 +23,8 @@
 #include "json.h"
 #include "outfile.h"
 
-#define BIG   (6u << 20)
-#define LINES (3u << 20) /* the first bytes, written as lines */
+#define BIG   (12u << 20)
+#define LINES (9u << 20) /* the first bytes, written as lines: more buffers than spares */
 
 static char dir[] = "/tmp/xp-test-outfile-XXXXXX";
 
@@ -82,7 +85,8 @@ static bool direct_possible(void)
 	return fd >= 0;
 }
 
-static void test_content(void)
+/* behind: the stream's whole buffers written by the file's thread (outfile__stream_behind). */
+static void test_content(bool behind)
 {
 	uint8_t *data = malloc(BIG), *back;
 	struct outfile of;
@@ -90,10 +94,13 @@ static void test_content(void)
 	size_t at = 0, n = 0, len, lines;
 	int rc;
 
+	printf("-- the stream's buffers written %s\n", behind ? "behind" : "at once");
 	fill(data, BIG);
 	snprintf(path, sizeof(path), "%s/out.folded", dir);
 	rc = outfile__open(&of, path);
 	CHECK_INT("open", 0, rc);
+	if (behind)
+		CHECK_INT("the stream written behind", 0, outfile__stream_behind(&of));
 	/* A report's lines (1 byte to 60 KB): stdio writes whole buffers, each direct. */
 	for (lines = 0; at < LINES; lines++, at += len) {
 		len = 1 + (lines * 7919) % 60000;
@@ -117,10 +124,19 @@ static void test_content(void)
 		      of.direct_bytes >= LINES - LINES % (1u << 20) && of.direct_bytes % 4096 == 0);
 	else
 		printf("skip: %s refuses O_DIRECT, the direct path is not tested here\n", dir);
+	/* Every whole buffer of the lines went to the thread, copied; nothing else. */
+	if (behind)
+		CHECK("the lines' whole buffers written behind",
+		      of.behind_bytes >= LINES - LINES % (1u << 20) &&
+			  of.behind_bytes % 4096 == 0 && of.behind_bytes < BIG);
+	else
+		CHECK_U64("nothing written behind", 0, of.behind_bytes);
 	free(back);
 
 	/* A writer's error: the old file stays as it was, the new one is removed. */
 	rc = outfile__open(&of, path);
+	if (behind)
+		outfile__stream_behind(&of);
 	fwrite(data, 1, 3u << 20, of.f);
 	rc = outfile__close(&of, -EIO);
 	CHECK_INT("close after the writer's error", -EIO, rc);
@@ -129,6 +145,24 @@ static void test_content(void)
 	CHECK_INT("and nothing beside it", 1, entries());
 	free(back);
 	unlink(path);
+	/* A write the file refuses (past RLIMIT_FSIZE: EFBIG), made by the thread when behind:
+	 * close says it, and removes the temporary file. */
+	{
+		struct rlimit old, lim = {.rlim_cur = 256 * 1024};
+
+		getrlimit(RLIMIT_FSIZE, &old);
+		lim.rlim_max = old.rlim_max;
+		signal(SIGXFSZ, SIG_IGN);
+		CHECK_INT("a file size limit", 0, setrlimit(RLIMIT_FSIZE, &lim));
+		rc = outfile__open(&of, path);
+		if (behind)
+			outfile__stream_behind(&of);
+		fwrite(data, 1, 3u << 20, of.f);
+		rc = outfile__close(&of, 0);
+		setrlimit(RLIMIT_FSIZE, &old);
+		CHECK_INT("close after a refused write", -EFBIG, rc);
+		CHECK_INT("nothing left of it", 0, entries());
+	}
 	free(data);
 }
 
@@ -244,7 +278,8 @@ int main(void)
 {
 	if (!mkdtemp(dir))
 		return check_skip("no temporary directory");
-	test_content();
+	test_content(false);
+	test_content(true);
 	test_json_sink();
 	rmdir(dir);
 	return check_done();

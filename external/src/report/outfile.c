@@ -36,6 +36,7 @@
 /* The temporary file under the stdio stream (fopencookie): where its writes end, and whether
  * they go around the page cache. */
 struct outfile_fd {
+	struct outfile *of; /* whose stream this is (its writes behind: outfile__stream_behind) */
 	int fd;
 	uint64_t end, direct_bytes;
 	bool direct;	/* O_DIRECT is set on fd */
@@ -103,7 +104,8 @@ int outfile__write(struct outfile *of, const void *buf, size_t n)
 
 /* The writes handed over by outfile__write_behind, written in turn by a thread of their own. The
  * caller's buffers stay theirs: outfile__settle says when one is written. */
-#define BEHIND_QUEUE 8
+#define BEHIND_QUEUE  8
+#define BEHIND_SPARES 3
 
 struct outfile_behind {
 	pthread_t th;
@@ -116,6 +118,11 @@ struct outfile_behind {
 	uint64_t queued, written; /* tickets: the last queued, the last written */
 	uint64_t bytes;		  /* written by the thread */
 	bool quit;
+	/* outfile__stream_behind: the stream's full buffers are copied here and queued, the
+	 * oldest spare reused first once its ticket is written */
+	char *spare[BEHIND_SPARES];
+	uint64_t ticket[BEHIND_SPARES];
+	int nspare;
 };
 
 static void *behind_thread(void *arg)
@@ -186,6 +193,8 @@ static void behind_stop(struct outfile *of)
 	pthread_mutex_unlock(&b->mu);
 	pthread_join(b->th, NULL);
 	of->behind_bytes = b->bytes;
+	while (b->nspare)
+		free(b->spare[--b->nspare]);
 	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
@@ -211,10 +220,31 @@ static bool behind_start(struct outfile *of)
 	return false;
 }
 
+/* Queue n bytes at buf for the thread, after what is queued (waiting for room): its ticket, or 0
+ * when nothing more is written (an error already). */
+static uint64_t behind_queue(struct outfile_behind *b, struct outfile_fd *o, const void *buf,
+			     size_t n)
+{
+	uint64_t ticket;
+
+	pthread_mutex_lock(&b->mu);
+	while (b->queued - b->written >= BEHIND_QUEUE)
+		pthread_cond_wait(&b->cv, &b->mu);
+	if (o->err) { /* set by the thread, read under its lock: nothing more is written */
+		pthread_mutex_unlock(&b->mu);
+		return 0;
+	}
+	b->q[b->queued % BEHIND_QUEUE].buf = buf;
+	b->q[b->queued % BEHIND_QUEUE].n = n;
+	ticket = ++b->queued;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	return ticket;
+}
+
 uint64_t outfile__write_behind(struct outfile *of, const void *buf, size_t n)
 {
 	struct outfile_behind *b;
-	uint64_t ticket;
 
 	if (!of->fd || of->no_behind || (!of->behind && !behind_start(of))) {
 		outfile__write(of, buf, n);
@@ -226,19 +256,48 @@ uint64_t outfile__write_behind(struct outfile *of, const void *buf, size_t n)
 		if (fflush(of->f) != 0 && !of->fd->err)
 			of->fd->err = EIO;
 	}
-	pthread_mutex_lock(&b->mu);
-	while (b->queued - b->written >= BEHIND_QUEUE)
-		pthread_cond_wait(&b->cv, &b->mu);
-	if (of->fd->err) { /* set by the thread, read under its lock: nothing more is written */
-		pthread_mutex_unlock(&b->mu);
-		return 0;
+	return behind_queue(b, of->fd, buf, n);
+}
+
+int outfile__stream_behind(struct outfile *of)
+{
+	struct outfile_behind *b;
+
+	if (!of->fd || !of->buf || of->no_behind || (!of->behind && !behind_start(of)))
+		return -ENOTSUP; /* not a file of ours, or no stdio buffer of ours, or no thread */
+	b = of->behind;
+	while (b->nspare < BEHIND_SPARES &&
+	       posix_memalign((void **)&b->spare[b->nspare], OUTFILE_ALIGN, OUTFILE_BUFFER) == 0)
+		b->ticket[b->nspare++] = 0;
+	return b->nspare ? 0 : -ENOMEM;
+}
+
+/* The stream's write of n bytes at buf (stdio's buffer, reused once this returns): with spares
+ * (outfile__stream_behind), whole pages are copied into the oldest spare and queued; anything
+ * else is written here once every queued write is done. */
+static ssize_t stream_write(void *cookie, const char *buf, size_t n)
+{
+	struct outfile_fd *o = cookie;
+	struct outfile_behind *b = o->of->behind;
+	char *next;
+	ssize_t w;
+
+	if (b && b->nspare && n && n <= OUTFILE_BUFFER && n % OUTFILE_ALIGN == 0) {
+		next = b->spare[0];
+		outfile__settle(o->of, b->ticket[0]);
+		memmove(b->spare, b->spare + 1, (size_t)(b->nspare - 1) * sizeof(*b->spare));
+		memmove(b->ticket, b->ticket + 1, (size_t)(b->nspare - 1) * sizeof(*b->ticket));
+		memcpy(next, buf, n);
+		b->spare[b->nspare - 1] = next;
+		b->ticket[b->nspare - 1] = behind_queue(b, o, next, n);
+		return (ssize_t)n; /* an error is outfile__close's to say */
 	}
-	b->q[b->queued % BEHIND_QUEUE].buf = buf;
-	b->q[b->queued % BEHIND_QUEUE].n = n;
-	ticket = ++b->queued;
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mu);
-	return ticket;
+	settle_all(o->of); /* the thread idle: o->err is this thread's */
+	errno = 0;
+	w = outfile_fd_write(o, buf, n);
+	if ((w < 0 || (size_t)w != n) && !o->err)
+		o->err = errno ? errno : EIO; /* stdio keeps only a flag: close says this */
+	return w;
 }
 
 static int outfile_fd_close(void *cookie)
@@ -253,14 +312,14 @@ static int outfile_fd_close(void *cookie)
 /* A stream writing fd through an outfile_fd; NULL (errno set) when it cannot be had. */
 static FILE *outfile_fd_open(struct outfile *of, int fd)
 {
-	static const cookie_io_functions_t io = {.write = outfile_fd_write,
-						 .close = outfile_fd_close};
+	static const cookie_io_functions_t io = {.write = stream_write, .close = outfile_fd_close};
 	struct outfile_fd *o = calloc(1, sizeof(*o));
 	FILE *f;
 
 	if (!o)
 		return NULL;
 	o->fd = fd;
+	o->of = of;
 	if (!(f = fopencookie(o, "w", io))) {
 		free(o);
 		return NULL;
@@ -320,9 +379,9 @@ int outfile__close(struct outfile *of, int rc)
 		return rc ? rc : -EBADF;
 	behind_stop(of); /* every queued write done */
 	if (fflush(of->f) != 0 && !rc)
-		rc = -errno;
+		rc = of->fd && of->fd->err ? -of->fd->err : -errno;
 	if (ferror(of->f) && !rc)
-		rc = -EIO;
+		rc = of->fd && of->fd->err ? -of->fd->err : -EIO;
 	if (of->fd && of->fd->err && !rc)
 		rc = -of->fd->err;
 	/* stdio keeps only an error flag (the writers say EIO): a full file system is said so. */

@@ -32,6 +32,10 @@ int outfile__write(struct outfile *of, const void *buf, size_t n);
  * being what this returns; 0 when it was written at once (no file of ours, an error already,
  * or no thread). Errors are outfile__close's to return. */
 uint64_t outfile__write_behind(struct outfile *of, const void *buf, size_t n);
+/* What the stream of (of->f) writes in whole buffers from here on is written by the same thread:
+ * each is copied into one of three spare buffers (3 MiB), queued, and the stream goes on. 0, or
+ * -ENOTSUP (not a file of ours, no thread) or -ENOMEM: then written at once, as before. */
+int outfile__stream_behind(struct outfile *of);
 /* Waits until the write of ticket (outfile__write_behind) is done; at once for 0. */
 void outfile__settle(struct outfile *of, uint64_t ticket);
 /* Finish: rc is the writer's result; on 0 the file is flushed, synced and renamed into place.

@@ -120,6 +120,8 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		heap__print_json(&c, &j);		   /* the writer ends the document's line */
 		json__unbuffer(&j);
 	} else {
+		if (o->output)
+			outfile__stream_behind(&of); /* written at once when it cannot */
 		heap__print_text(&c, out);
 	}
 	rc = cmd__finish_output(o->output ? &of : NULL, o->output, rc, err, errlen);
