@@ -239,14 +239,62 @@ void pstack__json_frames_direct(const struct pstack_ctx *c, const struct pstack_
 	json__wrote(j, d);
 }
 
+void pstack_text__flush(struct pstack_text *t)
+{
+	if (t->n)
+		fwrite_unlocked(t->b, 1, t->n, t->f);
+	t->n = 0;
+}
+
+void pstack_text__put(struct pstack_text *t, const char *s, size_t n)
+{
+	if (n > t->cap - t->n) {
+		pstack_text__flush(t);
+		if (n > t->cap) {
+			fwrite_unlocked(s, 1, n, t->f);
+			return;
+		}
+	}
+	memcpy(t->b + t->n, s, n);
+	t->n += n;
+}
+
+void pstack_text__str(struct pstack_text *t, const char *s)
+{
+	pstack_text__put(t, s, strlen(s));
+}
+
+void pstack_text__uint(struct pstack_text *t, uint64_t v, bool neg, size_t width)
+{
+	char d[48], *e = d;
+
+	if (neg)
+		*e++ = '-';
+	e = json__uint_to(e, v);
+	while ((size_t)(e - d) < width && e < d + sizeof(d))
+		*e++ = ' ';
+	pstack_text__put(t, d, (size_t)(e - d));
+}
+
+void pstack__text_frames(const struct pstack_ctx *c, const struct pstack_frames *fr,
+			 struct pstack_text *t)
+{
+	for (uint32_t i = 0; i < fr->n; i++) {
+		pstack_text__put(t, "    #", 5);
+		pstack_text__uint(t, i, false, 3);
+		pstack_text__put(t, " ", 1);
+		pstack_text__str(t, agg__frame_name(c->agg, fr->id[i]));
+		if (agg__frame_kind(c->agg, fr->id[i]) == FRAME_NATIVE)
+			pstack_text__put(t, "  [native]", 10);
+		pstack_text__put(t, "\n", 1);
+	}
+}
+
 void pstack__print_frames(const struct pstack_ctx *c, const struct pstack_frames *fr, FILE *f)
 {
-	uint32_t i;
+	char b[4096];
+	struct pstack_text t = {.f = f, .b = b, .cap = sizeof(b)};
 
-	for (i = 0; i < fr->n; i++) {
-		enum frame_kind k = agg__frame_kind(c->agg, fr->id[i]);
-
-		fprintf(f, "    #%-3u %s%s\n", i, agg__frame_name(c->agg, fr->id[i]),
-			k == FRAME_NATIVE ? "  [native]" : "");
-	}
+	pstack__text_frames(c, fr, &t);
+	pstack_text__flush(&t);
 }

@@ -38,6 +38,7 @@ struct listing {
 	uint64_t skipped[SKIP_COUNT];
 	uint64_t walked, running, changed, ends[ESTACK_END_COUNT];
 	uint64_t pdict[PDICT_RESULT_COUNT]; /* '$initial_call' reads by result */
+	struct pstack_text txt;		    /* the text rows, gathered (pstack_rows.c) */
 	bool gone; /* a read found the VM gone: the listing stops there, marked partial */
 };
 

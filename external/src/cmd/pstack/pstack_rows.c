@@ -29,16 +29,24 @@ struct mfa_slot {
 	char *text;
 };
 
+#define TEXT_BYTES (64u << 10) /* text rows gathered before they go to the stream */
+
 int pstack_rows__init(struct listing *l)
 {
 	l->atoms = calloc(ATOM_SLOTS, sizeof(*l->atoms));
 	l->mfas = calloc(MFA_SLOTS, sizeof(*l->mfas));
-	return l->atoms && l->mfas ? 0 : -ENOMEM;
+	l->txt = (struct pstack_text){.f = l->f, .b = malloc(TEXT_BYTES), .cap = TEXT_BYTES};
+	return l->atoms && l->mfas && l->txt.b ? 0 : -ENOMEM;
 }
 
 void pstack_rows__free(struct listing *l)
 {
 	size_t i;
+
+	if (l->txt.b) /* what is gathered is written: the listing so far */
+		pstack_text__flush(&l->txt);
+	free(l->txt.b);
+	l->txt.b = NULL;
 
 	for (i = 0; l->atoms && i < ATOM_SLOTS; i++)
 		free(l->atoms[i].text);
@@ -251,23 +259,39 @@ static bool emit_json_direct(struct listing *l, const struct row *r)
 static void emit_text(struct listing *l, const struct row *r)
 {
 	const struct process_snap *s = r->s;
-	FILE *f = l->f;
+	const char *label = process__label(r->id);
+	struct pstack_text *t = &l->txt;
 
-	fprintf(f, "\n%s %s  %s", r->pid, process__label(r->id)[0] ? process__label(r->id) : "-",
-		s->have_state ? process__status_name(s->state) : "?");
-	if (s->have_msg_len)
-		fprintf(f, "  msgq %" PRId64, s->msg_len);
-	fprintf(f, "  heap %" PRIu64, s->heap_sz);
-	if (s->have_sizes)
-		fprintf(f, "  stack %" PRIu64, (s->v.hend - s->v.stop) / 8);
-	else
-		fprintf(f, "  stack ?");
-	if (r->cur[0])
-		fprintf(f, "  current %s", r->cur);
-	if (strcmp(r->stack, "complete") != 0)
-		fprintf(f, "  [%s]", r->stack);
-	fputc('\n', f);
-	pstack__print_frames(l->c, r->fr, f);
+	pstack_text__put(t, "\n", 1);
+	pstack_text__str(t, r->pid);
+	pstack_text__put(t, " ", 1);
+	pstack_text__str(t, label[0] ? label : "-");
+	pstack_text__put(t, "  ", 2);
+	pstack_text__str(t, s->have_state ? process__status_name(s->state) : "?");
+	if (s->have_msg_len) {
+		pstack_text__put(t, "  msgq ", 7);
+		pstack_text__uint(t, s->msg_len < 0 ? -(uint64_t)s->msg_len : (uint64_t)s->msg_len,
+				  s->msg_len < 0, 0);
+	}
+	pstack_text__put(t, "  heap ", 7);
+	pstack_text__uint(t, s->heap_sz, false, 0);
+	if (s->have_sizes) {
+		pstack_text__put(t, "  stack ", 8);
+		pstack_text__uint(t, (s->v.hend - s->v.stop) / 8, false, 0);
+	} else {
+		pstack_text__put(t, "  stack ?", 9);
+	}
+	if (r->cur[0]) {
+		pstack_text__put(t, "  current ", 10);
+		pstack_text__str(t, r->cur);
+	}
+	if (strcmp(r->stack, "complete") != 0) {
+		pstack_text__put(t, "  [", 3);
+		pstack_text__str(t, r->stack);
+		pstack_text__put(t, "]", 1);
+	}
+	pstack_text__put(t, "\n", 1);
+	pstack__text_frames(l->c, r->fr, t);
 }
 
 void pstack_rows__emit(struct listing *l, const struct process_snap *s, const char *stack,
@@ -328,6 +352,7 @@ void pstack_rows__summary(struct listing *l, const struct ptab_stats *st, size_t
 		summary_json(l, st, kept, ms);
 		return;
 	}
+	pstack_text__flush(&l->txt); /* the rows first */
 	fprintf(l->f,
 		"\n%zu processes listed (table at 0x%" PRIx64 " from %s: %u slots, %" PRIu64
 		" used), %" PRIu64 " stacks walked (%" PRIu64 " complete), %" PRIu64
