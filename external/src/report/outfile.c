@@ -251,11 +251,8 @@ uint64_t outfile__write_behind(struct outfile *of, const void *buf, size_t n)
 		return 0;
 	}
 	b = of->behind;
-	if (__fpending(of->f)) { /* what f holds goes first, written here: fd must be idle */
-		settle_all(of);
-		if (fflush(of->f) != 0 && !of->fd->err)
-			of->fd->err = EIO;
-	}
+	if (__fpending(of->f)) /* what f holds goes first (its write keeps its own error) */
+		fflush(of->f);
 	return behind_queue(b, of->fd, buf, n);
 }
 

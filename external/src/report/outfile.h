@@ -20,7 +20,8 @@ struct outfile {
 	bool no_behind;		       /* it could not start: written at once */
 };
 
-/* 0, or a negative errno (the directory is not writable, the path too long). */
+/* 0, or a negative errno (the directory is not writable, the path too long). of stays where it
+ * is until outfile__close: its stream points back to it. */
 int outfile__open(struct outfile *of, const char *path);
 /* n bytes at buf, after what f holds (it is flushed first), for a writer with a buffer of its
  * own: from a buffer aligned to 4096 bytes, in whole multiples of them, the bytes go to the file
