@@ -13,7 +13,10 @@
  * itself, about 0.01 ms (docs/accuracy-and-cost.md). What is not aligned (the last part, a
  * writer's large write that bypasses the buffer), or refused direct, is written as before. A
  * writer with an aligned buffer of its own (pstack's JSON, json__buffer_to) hands its whole pages
- * over (outfile__write), not copied into stdio's buffer first: 495 MB for a million processes. */
+ * over (outfile__write), not copied into stdio's buffer first: 495 MB for a million processes.
+ * With outfile__write_behind (and outfile__stream_behind for the stream's own buffers, copied) a
+ * thread of the file's own makes the writes, in order, while the writer goes on: the disk's time
+ * is not the writer's. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>

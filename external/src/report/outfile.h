@@ -30,8 +30,8 @@ int outfile__open(struct outfile *of, const char *path);
 int outfile__write(struct outfile *of, const void *buf, size_t n);
 /* The same, written by a thread of the output file's own after the writes queued before, while
  * the caller goes on: buf must stay as it is until outfile__settle(of, ticket) returns, ticket
- * being what this returns; 0 when it was written at once (no file of ours, an error already,
- * or no thread). Errors are outfile__close's to return. */
+ * being what this returns; 0 when it was written at once (no file of ours, or no thread) or is
+ * not written at all (an earlier write failed). Errors are outfile__close's to return. */
 uint64_t outfile__write_behind(struct outfile *of, const void *buf, size_t n);
 /* What the stream of (of->f) writes in whole buffers from here on is written by the same thread:
  * each is copied into one of three spare buffers (3 MiB), queued, and the stream goes on. 0, or
