@@ -31,14 +31,14 @@ static void test_numbers(void)
 	for (i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
 		w += (size_t)snprintf(want + w, sizeof(want) - w, "%-3" PRIu64 "|%" PRIu64 "|",
 				      u[i], u[i]);
-		pstack_text__uint(&t, u[i], false, 3);
+		pstack_text__uint(&t, u[i], 3);
 		pstack_text__put(&t, "|", 1);
-		pstack_text__uint(&t, u[i], false, 0);
+		pstack_text__uint(&t, u[i], 0);
 		pstack_text__put(&t, "|", 1);
 	}
 	for (i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
 		w += (size_t)snprintf(want + w, sizeof(want) - w, "%" PRId64 "|", s[i]);
-		pstack_text__uint(&t, s[i] < 0 ? -(uint64_t)s[i] : (uint64_t)s[i], s[i] < 0, 0);
+		pstack_text__int(&t, s[i]);
 		pstack_text__put(&t, "|", 1);
 	}
 	pstack_text__flush(&t);

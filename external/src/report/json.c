@@ -14,7 +14,7 @@ void json__init(struct json *j, FILE *f)
 	j->of = NULL;
 	j->buf = NULL;
 	j->len = j->cap = 0;
-	j->nspare = 0;
+	j->spares.n = 0;
 	j->depth = 0;
 	j->need_comma[0] = false;
 	j->after_key = false;
@@ -40,10 +40,8 @@ int json__buffer_to(struct json *j, struct outfile *of, size_t cap)
 	int rc = json__buffer(j, cap);
 
 	j->of = rc ? NULL : of;
-	/* Without spares, written at once: slower, as good. */
-	while (!rc && j->nspare < JSON_SPARES &&
-	       posix_memalign((void **)&j->spare[j->nspare], JSON_PAGE, cap) == 0)
-		j->ticket[j->nspare++] = 0;
+	if (!rc) /* without spares, written at once: slower, as good */
+		outfile__spares_new(&j->spares, cap);
 	return rc;
 }
 
@@ -51,24 +49,13 @@ int json__buffer_to(struct json *j, struct outfile *of, size_t cap)
  * once written, is filled from here on, the rest of the buffer moved to it first. */
 static void spill_behind(struct json *j, size_t n)
 {
-	char *next = j->spare[0];
-	uint64_t t = j->ticket[0];
+	uint64_t t = outfile__write_behind(j->of, j->buf, n);
+	char *next = outfile__spare_take(j->of, &j->spares);
 
-	memmove(j->spare, j->spare + 1, (size_t)(j->nspare - 1) * sizeof(*j->spare));
-	memmove(j->ticket, j->ticket + 1, (size_t)(j->nspare - 1) * sizeof(*j->ticket));
-	j->spare[j->nspare - 1] = j->buf;
-	j->ticket[j->nspare - 1] = outfile__write_behind(j->of, j->buf, n);
-	outfile__settle(j->of, t);
+	outfile__spare_put(&j->spares, j->buf, t);
 	memcpy(next, j->buf + n, j->len - n);
 	j->buf = next;
 	j->len -= n;
-}
-
-/* Every spare written: free to reuse or free. */
-static void settle_spares(struct json *j)
-{
-	for (int i = 0; i < j->nspare; i++)
-		outfile__settle(j->of, j->ticket[i]);
 }
 
 void json__init_mem(struct json *j, char *buf, size_t cap)
@@ -89,7 +76,7 @@ static void spill(struct json *j, bool all)
 		return; /* in memory (json__init_mem): kept */
 	if (j->of && !all && n >= JSON_PAGE)
 		n -= n % JSON_PAGE;
-	if (j->of && !all && n >= JSON_PAGE && j->nspare) {
+	if (j->of && !all && n >= JSON_PAGE && j->spares.n) {
 		spill_behind(j, n);
 		return;
 	}
@@ -111,10 +98,7 @@ void json__unbuffer(struct json *j)
 	if (!j->f)
 		return; /* the caller's memory */
 	json__flush(j);
-	if (j->of)
-		settle_spares(j);
-	while (j->nspare)
-		free(j->spare[--j->nspare]);
+	outfile__spares_free(j->of, &j->spares); /* each once its write is done */
 	free(j->buf);
 	j->buf = NULL;
 	j->cap = 0;

@@ -8,23 +8,20 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "outfile.h"
+
 #define JSON_MAX_DEPTH 32
 
-struct outfile;
-
-#define JSON_PAGE   4096 /* json__buffer's alignment, and what a sink's writes are multiples of */
-#define JSON_SPARES 3	 /* json__buffer_to: buffers being written while another fills */
+#define JSON_PAGE 4096 /* json__buffer's alignment, and what a sink's writes are multiples of */
 
 struct json {
 	FILE *f;
 	struct outfile *of; /* json__buffer_to: flushes go to it, not through f's buffer */
 	char *buf;	    /* json__buffer: output gathered here, NULL: straight to f */
 	size_t len, cap;
-	/* json__buffer_to: buffers of cap bytes handed to the output file's thread, the oldest
-	 * first, each free again once its ticket is written (outfile__write_behind) */
-	char *spare[JSON_SPARES];
-	uint64_t ticket[JSON_SPARES];
-	int nspare;
+	/* json__buffer_to: buffers of cap bytes, each full one handed to the output file's thread
+	 * and filled again once written */
+	struct outfile_spares spares;
 	int depth;
 	bool need_comma[JSON_MAX_DEPTH];
 	bool after_key;

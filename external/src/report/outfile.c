@@ -107,8 +107,7 @@ int outfile__write(struct outfile *of, const void *buf, size_t n)
 
 /* The writes handed over by outfile__write_behind, written in turn by a thread of their own. The
  * caller's buffers stay theirs: outfile__settle says when one is written. */
-#define BEHIND_QUEUE  8
-#define BEHIND_SPARES 3
+#define BEHIND_QUEUE 8
 
 struct outfile_behind {
 	pthread_t th;
@@ -121,11 +120,8 @@ struct outfile_behind {
 	uint64_t queued, written; /* tickets: the last queued, the last written */
 	uint64_t bytes;		  /* written by the thread */
 	bool quit;
-	/* outfile__stream_behind: the stream's full buffers are copied here and queued, the
-	 * oldest spare reused first once its ticket is written */
-	char *spare[BEHIND_SPARES];
-	uint64_t ticket[BEHIND_SPARES];
-	int nspare;
+	/* outfile__stream_behind: the stream's full buffers are copied into these and queued */
+	struct outfile_spares spares;
 };
 
 static void *behind_thread(void *arg)
@@ -165,6 +161,37 @@ static void *behind_thread(void *arg)
 	return NULL;
 }
 
+int outfile__spares_new(struct outfile_spares *s, size_t cap)
+{
+	while (s->n < OUTFILE_SPARES &&
+	       posix_memalign((void **)&s->buf[s->n], OUTFILE_ALIGN, cap) == 0)
+		s->ticket[s->n++] = 0;
+	return s->n ? 0 : -ENOMEM;
+}
+
+char *outfile__spare_take(struct outfile *of, struct outfile_spares *s)
+{
+	char *oldest = s->buf[0];
+
+	outfile__settle(of, s->ticket[0]);
+	s->n--;
+	memmove(s->buf, s->buf + 1, (size_t)s->n * sizeof(*s->buf));
+	memmove(s->ticket, s->ticket + 1, (size_t)s->n * sizeof(*s->ticket));
+	return oldest;
+}
+
+void outfile__spare_put(struct outfile_spares *s, char *buf, uint64_t ticket)
+{
+	s->buf[s->n] = buf;
+	s->ticket[s->n++] = ticket;
+}
+
+void outfile__spares_free(struct outfile *of, struct outfile_spares *s)
+{
+	while (s->n)
+		free(outfile__spare_take(of, s));
+}
+
 void outfile__settle(struct outfile *of, uint64_t ticket)
 {
 	struct outfile_behind *b = of->behind;
@@ -196,8 +223,7 @@ static void behind_stop(struct outfile *of)
 	pthread_mutex_unlock(&b->mu);
 	pthread_join(b->th, NULL);
 	of->behind_bytes = b->bytes;
-	while (b->nspare)
-		free(b->spare[--b->nspare]);
+	outfile__spares_free(of, &b->spares); /* written: the thread is done */
 	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
@@ -266,10 +292,7 @@ int outfile__stream_behind(struct outfile *of)
 	if (!of->fd || !of->buf || of->no_behind || (!of->behind && !behind_start(of)))
 		return -ENOTSUP; /* not a file of ours, or no stdio buffer of ours, or no thread */
 	b = of->behind;
-	while (b->nspare < BEHIND_SPARES &&
-	       posix_memalign((void **)&b->spare[b->nspare], OUTFILE_ALIGN, OUTFILE_BUFFER) == 0)
-		b->ticket[b->nspare++] = 0;
-	return b->nspare ? 0 : -ENOMEM;
+	return b->spares.n ? 0 : outfile__spares_new(&b->spares, OUTFILE_BUFFER);
 }
 
 /* The stream's write of n bytes at buf (stdio's buffer, reused once this returns): with spares
@@ -282,14 +305,10 @@ static ssize_t stream_write(void *cookie, const char *buf, size_t n)
 	char *next;
 	ssize_t w;
 
-	if (b && b->nspare && n && n <= OUTFILE_BUFFER && n % OUTFILE_ALIGN == 0) {
-		next = b->spare[0];
-		outfile__settle(o->of, b->ticket[0]);
-		memmove(b->spare, b->spare + 1, (size_t)(b->nspare - 1) * sizeof(*b->spare));
-		memmove(b->ticket, b->ticket + 1, (size_t)(b->nspare - 1) * sizeof(*b->ticket));
+	if (b && b->spares.n && n && n <= OUTFILE_BUFFER && n % OUTFILE_ALIGN == 0) {
+		next = outfile__spare_take(o->of, &b->spares);
 		memcpy(next, buf, n);
-		b->spare[b->nspare - 1] = next;
-		b->ticket[b->nspare - 1] = behind_queue(b, o, next, n);
+		outfile__spare_put(&b->spares, next, behind_queue(b, o, next, n));
 		return (ssize_t)n; /* an error is outfile__close's to say */
 	}
 	settle_all(o->of); /* the thread idle: o->err is this thread's */

@@ -8,6 +8,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define OUTFILE_SPARES 3 /* buffers being written by the file's thread while another fills */
+
+/* Buffers handed in turn to the output file's thread (outfile__write_behind), each with the
+ * ticket of its write: the oldest is taken back once that write is done. */
+struct outfile_spares {
+	char *buf[OUTFILE_SPARES];
+	uint64_t ticket[OUTFILE_SPARES];
+	int n;
+};
+
 struct outfile {
 	FILE *f; /* write here */
 	const char *path;
@@ -39,6 +49,15 @@ uint64_t outfile__write_behind(struct outfile *of, const void *buf, size_t n);
 int outfile__stream_behind(struct outfile *of);
 /* Waits until the write of ticket (outfile__write_behind) is done; at once for 0. */
 void outfile__settle(struct outfile *of, uint64_t ticket);
+/* OUTFILE_SPARES buffers of cap bytes, aligned for writes around the page cache: 0, or -ENOMEM
+ * when none could be had (then s->n is 0; fewer is as good). */
+int outfile__spares_new(struct outfile_spares *s, size_t cap);
+/* The oldest spare, taken out of s once its write is done (s->n > 0). */
+char *outfile__spare_take(struct outfile *of, struct outfile_spares *s);
+/* buf back into s (after outfile__spare_take), being written as ticket. */
+void outfile__spare_put(struct outfile_spares *s, char *buf, uint64_t ticket);
+/* Every spare's write done, and the spares freed. */
+void outfile__spares_free(struct outfile *of, struct outfile_spares *s);
 /* Finish: rc is the writer's result; on 0 the file is flushed, synced and renamed into place.
  * On any error (rc, or one here: ENOSPC, EIO) the temporary file is removed. Returns the
  * first error, or 0. */

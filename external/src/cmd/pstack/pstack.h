@@ -109,8 +109,12 @@ struct pstack_text {
 };
 void pstack_text__put(struct pstack_text *t, const char *s, size_t n);
 void pstack_text__str(struct pstack_text *t, const char *s);
-/* v in decimal, then spaces up to width (printf's %-Nu); neg: a '-' first. */
-void pstack_text__uint(struct pstack_text *t, uint64_t v, bool neg, size_t width);
+/* v in decimal, then spaces up to width (printf's %-Nu). */
+void pstack_text__uint(struct pstack_text *t, uint64_t v, size_t width);
+/* v in decimal, signed (printf's PRId64). */
+void pstack_text__int(struct pstack_text *t, int64_t v);
+/* v in decimal at d (21 bytes at most), signed: the end. */
+char *pstack__int_to(char *d, int64_t v);
 void pstack_text__flush(struct pstack_text *t);
 /* fr's frames as pstack__print_frames writes them, to t. */
 void pstack__text_frames(const struct pstack_ctx *c, const struct pstack_frames *fr,

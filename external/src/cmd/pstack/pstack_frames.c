@@ -264,16 +264,29 @@ void pstack_text__str(struct pstack_text *t, const char *s)
 	pstack_text__put(t, s, strlen(s));
 }
 
-void pstack_text__uint(struct pstack_text *t, uint64_t v, bool neg, size_t width)
+char *pstack__int_to(char *d, int64_t v)
 {
-	char d[48], *e = d;
+	if (v < 0) {
+		*d++ = '-';
+		return json__uint_to(d, -(uint64_t)v);
+	}
+	return json__uint_to(d, (uint64_t)v);
+}
 
-	if (neg)
-		*e++ = '-';
-	e = json__uint_to(e, v);
+void pstack_text__uint(struct pstack_text *t, uint64_t v, size_t width)
+{
+	char d[48], *e = json__uint_to(d, v);
+
 	while ((size_t)(e - d) < width && e < d + sizeof(d))
 		*e++ = ' ';
 	pstack_text__put(t, d, (size_t)(e - d));
+}
+
+void pstack_text__int(struct pstack_text *t, int64_t v)
+{
+	char d[24];
+
+	pstack_text__put(t, d, (size_t)(pstack__int_to(d, v) - d));
 }
 
 void pstack__text_frames(const struct pstack_ctx *c, const struct pstack_frames *fr,
@@ -281,7 +294,7 @@ void pstack__text_frames(const struct pstack_ctx *c, const struct pstack_frames 
 {
 	for (uint32_t i = 0; i < fr->n; i++) {
 		pstack_text__put(t, "    #", 5);
-		pstack_text__uint(t, i, false, 3);
+		pstack_text__uint(t, i, 3);
 		pstack_text__put(t, " ", 1);
 		pstack_text__str(t, agg__frame_name(c->agg, fr->id[i]));
 		if (agg__frame_kind(c->agg, fr->id[i]) == FRAME_NATIVE)

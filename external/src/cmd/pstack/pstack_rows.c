@@ -183,15 +183,6 @@ static char *str_or_null(char *d, const char *s, size_t n)
 	return n ? json__escape_to(d, s, n) : LIT(d, "null");
 }
 
-static char *int_to(char *d, int64_t v)
-{
-	if (v < 0) {
-		*d++ = '-';
-		return json__uint_to(d, -(uint64_t)v);
-	}
-	return json__uint_to(d, (uint64_t)v);
-}
-
 /* The fields before the frames: as emit_json writes them. The label is one of the three names
  * before it: its text is copied from there, not escaped again. */
 static char *json_head(char *d, const struct row *r, const size_t len[6])
@@ -220,8 +211,8 @@ static char *json_head(char *d, const struct row *r, const size_t len[6])
 	d = LIT(d, ",\"status\":");
 	d = status ? json__escape_to(d, status, strlen(status)) : LIT(d, "null");
 	d = LIT(d, ",\"message_queue_len\":");
-	d = s->have_msg_len ? int_to(d, s->msg_len) : LIT(d, "null");
-	d = int_to(LIT(d, ",\"heap_size\":"), (int64_t)s->heap_sz);
+	d = s->have_msg_len ? pstack__int_to(d, s->msg_len) : LIT(d, "null");
+	d = pstack__int_to(LIT(d, ",\"heap_size\":"), (int64_t)s->heap_sz);
 	d = LIT(d, ",\"stack_size\":");
 	d = s->have_sizes ? json__uint_to(d, (s->v.hend - s->v.stop) / 8) : LIT(d, "null");
 	d = str_or_null(LIT(d, ",\"current_function\":"), r->cur, len[4]);
@@ -270,14 +261,13 @@ static void emit_text(struct listing *l, const struct row *r)
 	pstack_text__str(t, s->have_state ? process__status_name(s->state) : "?");
 	if (s->have_msg_len) {
 		pstack_text__put(t, "  msgq ", 7);
-		pstack_text__uint(t, s->msg_len < 0 ? -(uint64_t)s->msg_len : (uint64_t)s->msg_len,
-				  s->msg_len < 0, 0);
+		pstack_text__int(t, s->msg_len);
 	}
 	pstack_text__put(t, "  heap ", 7);
-	pstack_text__uint(t, s->heap_sz, false, 0);
+	pstack_text__uint(t, s->heap_sz, 0);
 	if (s->have_sizes) {
 		pstack_text__put(t, "  stack ", 8);
-		pstack_text__uint(t, (s->v.hend - s->v.stop) / 8, false, 0);
+		pstack_text__uint(t, (s->v.hend - s->v.stop) / 8, 0);
 	} else {
 		pstack_text__put(t, "  stack ?", 9);
 	}
