@@ -256,8 +256,21 @@ static int ref_cmp(const struct agg *ag, const struct agg_stack *s, const struct
 	return s->tag < u->tag ? -1 : s->tag > u->tag;
 }
 
-/* Random stacks sharing long prefixes (deep, few names, kinds of one name, tags), in every size
- * class of the sort (a few, and thousands): iteration strictly ascending by ref_cmp. */
+/* The frames from the root s and u have with the same ids, or -1 in other groups. */
+static long ref_same(const struct agg_stack *s, const struct agg_stack *u)
+{
+	uint32_t n = s->nframes < u->nframes ? s->nframes : u->nframes, k = 0;
+
+	if (s->group != u->group)
+		return -1;
+	while (k < n && s->frames[k] == u->frames[k])
+		k++;
+	return k;
+}
+
+/* Random stacks sharing long prefixes (deep, few names, kinds of one name, tags, stacks that are
+ * others' prefixes), in every size class of the sort (a few, and thousands): iteration strictly
+ * ascending by ref_cmp, and what each shares with the one before as the sort says. */
 static void test_sort_random(void)
 {
 	static const size_t sizes[] = {1, 2, 5, 11, 12, 13, 40, 3000};
@@ -267,7 +280,7 @@ static void test_sort_random(void)
 	for (z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
 		struct agg *ag = NULL;
 		struct agg_stack s, prev;
-		uint32_t g, fr[300], bad = 0, i, k, depth;
+		uint32_t g, fr[300], bad = 0, same_bad = 0, i, k, depth;
 		char name[32];
 
 		agg__new(&ag);
@@ -292,8 +305,13 @@ static void test_sort_random(void)
 			agg__stack(ag, k, &s);
 			if (ref_cmp(ag, &prev, &s) >= 0)
 				bad++;
+			if (agg__same_as_last(ag, k) != ref_same(&prev, &s))
+				same_bad++;
 		}
 		CHECK_INT("random stacks strictly in order", 0, bad);
+		CHECK_INT("random stacks: what each shares with the last, as the sort found", 0,
+			  same_bad);
+		CHECK_INT("the first stack shares nothing", -1, agg__same_as_last(ag, 0));
 		agg__free(ag);
 	}
 	/* One deep stack under 40 tags, added last tag first: a partition of the sort past the
@@ -319,8 +337,27 @@ static void test_sort_random(void)
 	}
 }
 
+/* The iteration order is the order by names unless a name has two kinds. */
+static void test_order_by_names(void)
+{
+	struct agg *ag = NULL;
+	uint32_t g, f[2];
+
+	agg__new(&ag);
+	agg__group(ag, "g", &g);
+	agg__frame(ag, "m:a/1", FRAME_ERLANG, &f[0]);
+	agg__frame(ag, "m:b/1", FRAME_ERLANG, &f[1]);
+	agg__add(ag, g, f, 2, 1);
+	CHECK("one kind a name: the order is by names", agg__order_by_names(ag));
+	agg__frame(ag, "m:a/1", FRAME_NATIVE, &f[1]);
+	agg__add(ag, g, f, 2, 1);
+	CHECK("a name of two kinds: not", !agg__order_by_names(ag));
+	agg__free(ag);
+}
+
 int main(void)
 {
+	test_order_by_names();
 	test_tags();
 	test_intern();
 	test_add();

@@ -215,7 +215,7 @@ int report__collapsed(const struct agg *a, FILE *f)
 	struct out o = {0};
 	struct agg_stack s;
 	uint64_t count = 0;
-	bool sorted = true;
+	bool sorted = true, by_names;
 	long *same = NULL, keep = LONG_MAX;
 	int err;
 
@@ -231,13 +231,17 @@ int report__collapsed(const struct agg *a, FILE *f)
 		out_free(&o);
 		return -ENOMEM;
 	}
-	/* The aggregate's order is by (name, kind): already by names unless two kinds of one name
-	 * interleave, which the check finds without a sort. same[i]: stack i's frames with the
-	 * names of stack i - 1's, or -1. */
+	/* The aggregate's order is by (name, kind): by names too when no name has two kinds (its
+	 * sort then says what neighbours share: the same ids are the same names), and otherwise
+	 * unless two kinds of one name interleave, which the check finds without a sort. same[i]:
+	 * stack i's frames with the names of stack i - 1's, or -1. */
+	by_names = agg__order_by_names(a);
 	same[0] = -1;
 	for (i = 0; i < n; i++) {
 		idx[i] = i;
-		if (i && cmp_names(a, i - 1, i, &same[i]) > 0)
+		if (by_names)
+			same[i] = agg__same_as_last(a, i);
+		else if (i && cmp_names(a, i - 1, i, &same[i]) > 0)
 			sorted = false;
 	}
 	if (!sorted) {

@@ -23,6 +23,7 @@ struct itab {
 	uint32_t *perm;	 /* scratch for computing rank */
 	size_t n, cap;
 	size_t names_bytes; /* the names' text, for agg__bytes */
+	bool name_kinds;    /* a name interned with two kinds (set by itab_rank) */
 	struct idtab idx;
 };
 
@@ -46,6 +47,8 @@ struct agg {
 	size_t npool, cappool;
 	struct idtab idx;    /* of stack indexes */
 	size_t *order;	     /* stack indexes, sorted when sorted is true */
+	uint32_t *sep;	     /* sep[i]: the depth order[i - 1] and order[i] part at (stack_key) */
+	uint64_t *keys;	     /* the sort's: keys[i], where order[i] parts from the pivot */
 	uint16_t *frame_mod; /* per frame id: index + 1 into mods, 0 = not set */
 	size_t cap_frame_mod;
 	char **mods; /* distinct module names */
@@ -262,6 +265,12 @@ static int stacks_append(struct agg *a, size_t slot, const struct stack_key *k)
 	cap = a->capstk;
 	if ((err = grow((void **)&a->order, &cap, a->nstk + 1, sizeof(*a->order))))
 		return err;
+	cap = a->capstk;
+	if ((err = grow((void **)&a->sep, &cap, a->nstk + 1, sizeof(*a->sep))))
+		return err;
+	cap = a->capstk;
+	if ((err = grow((void **)&a->keys, &cap, a->nstk + 1, sizeof(*a->keys))))
+		return err;
 	a->capstk = cap;
 	if ((err = grow((void **)&a->pool, &a->cappool, a->npool + k->nframes, sizeof(*a->pool))))
 		return err;
@@ -357,8 +366,9 @@ size_t agg__bytes(const struct agg *a)
 {
 	if (!a)
 		return 0;
-	return a->capstk * (sizeof(*a->stk) + sizeof(*a->order)) + a->cappool * sizeof(*a->pool) +
-	       a->idx.nslots * sizeof(uint32_t) +
+	return a->capstk *
+		   (sizeof(*a->stk) + sizeof(*a->order) + sizeof(*a->sep) + sizeof(*a->keys)) +
+	       a->cappool * sizeof(*a->pool) + a->idx.nslots * sizeof(uint32_t) +
 	       (a->frames.cap + a->groups.cap) * (sizeof(char *) + 2 * sizeof(uint32_t) + 1) +
 	       a->frames.names_bytes + a->groups.names_bytes;
 }
@@ -385,12 +395,14 @@ static void itab_rank(struct itab *t)
 	for (i = 0; i < t->n; i++)
 		t->perm[i] = (uint32_t)i;
 	qsort_r(t->perm, t->n, sizeof(*t->perm), cmp_names, t);
+	t->name_kinds = false;
 	for (i = 0; i < t->n; i++) {
 		uint32_t id = t->perm[i], prev = i ? t->perm[i - 1] : 0;
 
 		t->rank[id] = (uint32_t)i;
 		t->nrank[id] =
 		    i && !strcmp(t->names[id], t->names[prev]) ? t->nrank[prev] : (uint32_t)i;
+		t->name_kinds |= t->nrank[id] != i;
 	}
 }
 
@@ -404,8 +416,9 @@ static uint32_t stack_key(const struct agg *a, const struct stk *s, uint32_t d)
 	return d <= s->nframes ? a->frames.rank[a->pool[s->off + d - 1]] + 1 : 0;
 }
 
-/* The order of two stacks whose keys agree below depth d. */
-static int cmp_from(const struct agg *a, size_t x, size_t y, uint32_t d)
+/* The order of two stacks whose keys agree below depth d; *at: the depth they part at (past
+ * the last frame of both when they differ only by tag). */
+static int cmp_from(const struct agg *a, size_t x, size_t y, uint32_t d, uint32_t *at)
 {
 	const struct stk *s = &a->stk[x], *u = &a->stk[y];
 	uint32_t p, q;
@@ -413,6 +426,7 @@ static int cmp_from(const struct agg *a, size_t x, size_t y, uint32_t d)
 	for (;; d++) {
 		p = stack_key(a, s, d);
 		q = stack_key(a, u, d);
+		*at = d;
 		if (p != q)
 			return p < q ? -1 : 1;
 		if (d && !p)
@@ -428,103 +442,205 @@ static int cmp_tags(const void *x, const void *y, void *arg)
 	return p < q ? -1 : p > q;
 }
 
-/* Stacks the same but for their tags. */
-static void mkq_tags(const struct agg *a, size_t *x, size_t n)
+/* Stacks the same but for their tags, which part at depth d. */
+static void sort_tags(const struct agg *a, size_t *x, size_t n, uint32_t d)
 {
 	qsort_r(x, n, sizeof(*x), cmp_tags, (void *)a);
+	for (size_t i = 1; i < n; i++)
+		a->sep[x - a->order + i] = d;
 }
 
-#define MKQ_SMALL 12
-#define MKQ_RUN	  64
+#define LCPQ_SMALL 12
 
-/* Multikey quicksort (Bentley and Sedgewick, 1997) of stack indexes whose keys agree below d:
- * each stack's frames are read once per partition it is in, not once per comparison, so stacks
- * sharing long prefixes (deep recursion, a compiler's 100-frame stacks) sort in about
- * n log n + the frames that tell them apart, where qsort's comparisons walked every shared prefix
- * again (issue 27: 16 ms of a 20 s compiler record's end). Recurses into the two smaller parts
- * only (each at most half), so its depth is at most log2 n. */
-static void mkq(const struct agg *a, size_t *x, size_t n, uint32_t d)
+/* Where stacks s and u, whose keys agree below depth d, part: the depth of their first unequal
+ * keys, *ks and *ku (equal, 0, when both end there: the same stack but for tags). Frames are
+ * compared as ids (equal ids, equal ranks), in order: a pass over each stack's frames. */
+static uint32_t part_at(const struct agg *a, const struct stk *s, const struct stk *u, uint32_t d,
+			uint32_t *ks, uint32_t *ku)
+{
+	const uint32_t *p = a->pool + s->off, *q = a->pool + u->off;
+	uint32_t n = s->nframes < u->nframes ? s->nframes : u->nframes, i;
+
+	if (!d) {
+		if (s->group != u->group) {
+			*ks = a->groups.rank[s->group];
+			*ku = a->groups.rank[u->group];
+			return 0;
+		}
+		d = 1;
+	}
+	i = d - 1 < n ? d - 1 : n;
+	for (; i + 4 <= n; i += 4) {
+		uint64_t x0, x1, y0, y1;
+
+		memcpy(&x0, p + i, 8), memcpy(&x1, p + i + 2, 8);
+		memcpy(&y0, q + i, 8), memcpy(&y1, q + i + 2, 8);
+		if ((x0 ^ y0) | (x1 ^ y1))
+			break;
+	}
+	while (i < n && p[i] == q[i])
+		i++;
+	*ks = stack_key(a, s, i + 1);
+	*ku = stack_key(a, u, i + 1);
+	return i + 1;
+}
+
+/* Sort x[0, n) by k (3-way quicksort: the keys repeat), x moved with its key. */
+static void sort_keyed(uint64_t *k, size_t *x, size_t n)
 {
 	while (n > 1) {
-		size_t lt = 0, i = 0, gt = n, part[3][2];
-		uint32_t k0, k1, k2, pivot;
-		int big = 0;
+		size_t lt = 0, i = 0, gt = n;
+		uint64_t pivot, a, b, c;
 
-		if (n < MKQ_SMALL) {
+		if (n < 16) {
 			for (size_t j = 1; j < n; j++)
-				for (size_t m = j; m && cmp_from(a, x[m - 1], x[m], d) > 0; m--) {
+				for (size_t m = j; m && k[m - 1] > k[m]; m--) {
+					uint64_t t = k[m];
+					size_t y = x[m];
+
+					k[m] = k[m - 1], x[m] = x[m - 1];
+					k[m - 1] = t, x[m - 1] = y;
+				}
+			return;
+		}
+		a = k[0], b = k[n / 2], c = k[n - 1];
+		pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+		while (i < gt) {
+			uint64_t t = k[i];
+			size_t y = x[i];
+
+			if (t < pivot) {
+				k[i] = k[lt], x[i] = x[lt];
+				k[lt] = t, x[lt] = y;
+				i++, lt++;
+			} else if (t > pivot) {
+				gt--;
+				k[i] = k[gt], x[i] = x[gt];
+				k[gt] = t, x[gt] = y;
+			} else {
+				i++;
+			}
+		}
+		/* Into the smaller side, then on with the larger: depth log2 n at most. */
+		if (lt < n - gt) {
+			sort_keyed(k, x, lt);
+			k += gt, x += gt, n -= gt;
+		} else {
+			sort_keyed(k + gt, x + gt, n - gt);
+			n = lt;
+		}
+	}
+}
+
+#define PART_LT	   0ull
+#define PART_EQ	   1ull
+#define PART_GT	   2ull
+#define PART_DEPTH 0x3fffffffull
+
+/* The depth a part's stacks left the pivot at, from their sort key. */
+static uint32_t part_depth(uint64_t key)
+{
+	uint32_t v = (uint32_t)(key >> 32) & PART_DEPTH;
+
+	return key >> 62 == PART_GT ? (uint32_t)(PART_DEPTH - v) : v;
+}
+
+/* Are a part's stacks one stack but for their tags: the pivot's, or below it and all ended at
+ * the depth they left it (key 0 past the last frame; at depth 0 a key is a group's rank)? */
+static bool tags_only(uint64_t key)
+{
+	return key >> 62 == PART_EQ || (part_depth(key) && !(uint32_t)key);
+}
+
+/* Sort stack indexes x[0, n), whose keys agree below depth d, and note where neighbours part
+ * (a->sep). Each stack is compared with a pivot once, frame after frame from d to where they part
+ * (part_at), and the stacks are ordered by that: those below the pivot by the depth they leave it
+ * at (the shallower first), then their key there; the pivot's equals; those above by depth, the
+ * deeper first, then key. Stacks that left at one depth with one key agree below the next: each
+ * such part is sorted the same way from there. A multikey quicksort partitioned on one key a
+ * depth: a compiler's stacks, 190 frames deep and sharing 177 with their neighbours, went through
+ * 75 partitions each on average (issue 27); here a stack is read in order, once a pivot. The
+ * parts but the largest are sorted by recursion (each at most half), so the depth is log2 n. */
+static void lcpq(const struct agg *a, size_t *x, size_t n, uint32_t d)
+{
+	while (n > 1) {
+		const size_t base = (size_t)(x - a->order);
+		uint64_t *kx = a->keys + base;
+		const struct stk *pv;
+		size_t pi, b, big = 0, big_n = 0;
+		uint32_t at, big_d = 0;
+
+		if (n < LCPQ_SMALL) {
+			for (size_t j = 1; j < n; j++)
+				for (size_t m = j; m && cmp_from(a, x[m - 1], x[m], d, &at) > 0;
+				     m--) {
 					size_t t = x[m];
 
 					x[m] = x[m - 1];
 					x[m - 1] = t;
 				}
+			for (size_t j = 1; j < n; j++) {
+				cmp_from(a, x[j - 1], x[j], d, &at);
+				a->sep[base + j] = at;
+			}
 			return;
 		}
-		/* The frames from depth d on that every stack here shares with the first (the same
-		 * ids: the same ranks), up to MKQ_RUN of them, compared as arrays: a pass over each
-		 * stack's frames in order, not a partition a depth reading every stack's frame at
-		 * random. Capped, so that a stack sharing many frames with the first is not scanned
-		 * again and again while another ends the run early. */
-		if (d) {
-			const struct stk *s0 = &a->stk[x[0]];
-			uint32_t run = s0->nframes >= d ? s0->nframes - d + 1 : 0;
+		/* The median of the first, middle and last. */
+		{
+			size_t i0 = x[0], i1 = x[n / 2], i2 = x[n - 1];
 
-			run = run < MKQ_RUN ? run : MKQ_RUN;
-			for (size_t j = 1; j < n && run; j++) {
-				const struct stk *u = &a->stk[x[j]];
-				const uint32_t *p = a->pool + s0->off + d - 1,
-					       *q = a->pool + u->off + d - 1;
-				uint32_t m = 0, lim = u->nframes >= d ? u->nframes - d + 1 : 0;
+			if (cmp_from(a, i0, i1, d, &at) < 0)
+				pi = cmp_from(a, i1, i2, d, &at) < 0   ? i1
+				     : cmp_from(a, i0, i2, d, &at) < 0 ? i2
+								       : i0;
+			else
+				pi = cmp_from(a, i0, i2, d, &at) < 0   ? i0
+				     : cmp_from(a, i1, i2, d, &at) < 0 ? i2
+								       : i1;
+		}
+		pv = &a->stk[pi];
+		for (size_t j = 0; j < n; j++) {
+			uint32_t ks, kp, dep = part_at(a, &a->stk[x[j]], pv, d, &ks, &kp);
 
-				lim = lim < run ? lim : run;
-				while (m < lim && p[m] == q[m])
-					m++;
-				run = m;
+			if (ks == kp)
+				kx[j] = PART_EQ << 62 | (uint64_t)dep << 32;
+			else if (ks < kp)
+				kx[j] = PART_LT << 62 | (uint64_t)dep << 32 | ks;
+			else
+				kx[j] = PART_GT << 62 | (PART_DEPTH - dep) << 32 | ks;
+		}
+		sort_keyed(kx, x, n);
+		/* The parts, each a run of one key: where each parts from the last, then each
+		 * sorted but the largest. */
+		for (b = 0; b < n;) {
+			size_t e = b + 1;
+			uint32_t dep = part_depth(kx[b]);
+
+			while (e < n && kx[e] == kx[b])
+				e++;
+			if (b) {
+				uint32_t prev = part_depth(kx[b - 1]);
+
+				a->sep[base + b] = prev < dep ? prev : dep;
 			}
-			d += run;
+			if (tags_only(kx[b]))
+				sort_tags(a, x + b, e - b, dep);
+			else if (e - b > big_n)
+				big = b, big_n = e - b, big_d = dep + 1;
+			b = e;
 		}
-		k0 = stack_key(a, &a->stk[x[0]], d);
-		k1 = stack_key(a, &a->stk[x[n / 2]], d);
-		k2 = stack_key(a, &a->stk[x[n - 1]], d);
-		pivot = k0 < k1 ? (k1 < k2   ? k1
-				   : k0 < k2 ? k2
-					     : k0)
-				: (k0 < k2   ? k0
-				   : k1 < k2 ? k2
-					     : k1);
-		while (i < gt) {
-			uint32_t k = stack_key(a, &a->stk[x[i]], d);
-			size_t t = x[i];
+		for (b = 0; b < n;) {
+			size_t e = b + 1;
 
-			if (k < pivot) {
-				x[i++] = x[lt];
-				x[lt++] = t;
-			} else if (k > pivot) {
-				x[i] = x[--gt];
-				x[gt] = t;
-			} else {
-				i++;
-			}
+			while (e < n && kx[e] == kx[b])
+				e++;
+			if (!tags_only(kx[b]) && b != big && e - b > 1)
+				lcpq(a, x + b, e - b, part_depth(kx[b]) + 1);
+			b = e;
 		}
-		/* [0, lt) below the pivot, [lt, gt) equal to it, [gt, n) above. Past the last frame
-		 * (key 0 below the group) the equal ones are one stack but for their tags: sorted
-		 * by tag here, and done. */
-		part[0][0] = 0, part[0][1] = lt;
-		part[1][0] = lt, part[1][1] = gt - lt;
-		part[2][0] = gt, part[2][1] = n - gt;
-		if (d && !pivot) {
-			mkq_tags(a, x + lt, gt - lt);
-			part[1][1] = 0;
-		}
-		for (int j = 1; j < 3; j++)
-			if (part[j][1] > part[big][1])
-				big = j;
-		for (int j = 0; j < 3; j++)
-			if (j != big && part[j][1] > 1)
-				mkq(a, x + part[j][0], part[j][1], d + (j == 1));
-		x += part[big][0];
-		n = part[big][1];
-		d += big == 1;
+		x += big;
+		n = big_n;
+		d = big_d;
 	}
 }
 
@@ -538,7 +654,9 @@ static void ensure_sorted(const struct agg *ca)
 		return;
 	itab_rank(&a->frames);
 	itab_rank(&a->groups);
-	mkq(a, a->order, a->nstk, 0);
+	lcpq(a, a->order, a->nstk, 0);
+	if (a->nstk)
+		a->sep[0] = 0;
 	a->sorted = true;
 }
 
@@ -548,6 +666,22 @@ uint32_t agg__frame_name_rank(const struct agg *a, uint32_t id)
 		return UINT32_MAX;
 	ensure_sorted(a);
 	return a->frames.nrank[id];
+}
+
+long agg__same_as_last(const struct agg *a, size_t i)
+{
+	if (!a || !i || i >= a->nstk)
+		return -1;
+	ensure_sorted(a);
+	return (long)a->sep[i] - 1;
+}
+
+bool agg__order_by_names(const struct agg *a)
+{
+	if (!a)
+		return true;
+	ensure_sorted(a);
+	return !a->frames.name_kinds;
 }
 
 uint32_t agg__group_rank(const struct agg *a, uint32_t id)
@@ -655,6 +789,8 @@ void agg__free(struct agg *a)
 	free(a->pool);
 	idtab__free(&a->idx);
 	free(a->order);
+	free(a->sep);
+	free(a->keys);
 	free(a->frame_mod);
 	for (size_t i = 0; i < a->nmods; i++)
 		free(a->mods[i]);

@@ -5,6 +5,7 @@
 #ifndef XP_AGGREGATE_H
 #define XP_AGGREGATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,12 @@ uint64_t agg__total(const struct agg *a);
  * do. UINT32_MAX for an id not interned. Ranks change when names are added. */
 uint32_t agg__frame_name_rank(const struct agg *a, uint32_t id);
 uint32_t agg__group_rank(const struct agg *a, uint32_t id);
+/* Is the iteration order also the order by names alone, as when no name was interned with two
+ * kinds? (Then stacks that differ only by a frame's kind cannot interleave with others.) */
+bool agg__order_by_names(const struct agg *a);
+/* How many frames from the root stack i (in iteration order) has with the same ids as stack
+ * i - 1, found by the sort: -1 when they are in other groups (or i is 0). */
+long agg__same_as_last(const struct agg *a, size_t i);
 /* Iterate distinct (group, stack) pairs in a stable order (group, then stack). */
 size_t agg__nstacks(const struct agg *a);
 void agg__stack(const struct agg *a, size_t i, struct agg_stack *out);
