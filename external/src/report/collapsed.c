@@ -209,6 +209,8 @@ static int put_line(const struct agg *a, struct out *o, FILE *f, size_t i, long 
 	return 0;
 }
 
+#define COLLAPSED_AHEAD 4
+
 int report__collapsed(const struct agg *a, FILE *f)
 {
 	size_t n = agg__nstacks(a), i, *idx = NULL;
@@ -250,6 +252,16 @@ int report__collapsed(const struct agg *a, FILE *f)
 			cmp_names(a, idx[i - 1], idx[i], &same[i]);
 	}
 	for (i = 0, err = 0; !err && i < n; i++) {
+		if (i + COLLAPSED_AHEAD < n) {
+			struct agg_stack t;
+			long k = same[i + COLLAPSED_AHEAD];
+
+			/* The frames a later line writes, asked for now: the stacks are in the
+			 * aggregate's memory in the order they were first seen, not this one. */
+			agg__stack(a, idx[i + COLLAPSED_AHEAD], &t);
+			if (t.frames)
+				__builtin_prefetch(t.frames + (k > 0 ? k : 0));
+		}
 		agg__stack(a, idx[i], &s);
 		count += s.count;
 		/* What this line keeps of the last one written: the least in between. */

@@ -451,6 +451,7 @@ static void sort_tags(const struct agg *a, size_t *x, size_t n, uint32_t d)
 }
 
 #define LCPQ_SMALL 12
+#define LCPQ_AHEAD 4
 
 /* Where stacks s and u, whose keys agree below depth d, part: the depth of their first unequal
  * keys, *ks and *ku (equal, 0, when both end there: the same stack but for tags). Frames are
@@ -600,7 +601,17 @@ static void lcpq(const struct agg *a, size_t *x, size_t n, uint32_t d)
 		}
 		pv = &a->stk[pi];
 		for (size_t j = 0; j < n; j++) {
-			uint32_t ks, kp, dep = part_at(a, &a->stk[x[j]], pv, d, &ks, &kp);
+			uint32_t ks, kp, dep;
+
+			/* The stacks compared next, asked for ahead: each is a read at random. */
+			if (j + 2 * LCPQ_AHEAD < n)
+				__builtin_prefetch(&a->stk[x[j + 2 * LCPQ_AHEAD]]);
+			if (j + LCPQ_AHEAD < n) {
+				const struct stk *f = &a->stk[x[j + LCPQ_AHEAD]];
+
+				__builtin_prefetch(a->pool + f->off + (d ? d - 1 : 0));
+			}
+			dep = part_at(a, &a->stk[x[j]], pv, d, &ks, &kp);
 
 			if (ks == kp)
 				kx[j] = PART_EQ << 62 | (uint64_t)dep << 32;
