@@ -38,16 +38,14 @@ struct tree {
 
 /* The aggregate iterates by group, then frames by (name, kind): stacks sharing a prefix of
  * frame ids are adjacent, so each stack only opens nodes past its common prefix with the previous
- * one (flamegraph.pl's flow()). Nodes come out in pre-order. */
-static size_t common_prefix(const struct agg_stack *p, const struct agg_stack *s)
+ * one (flamegraph.pl's flow()), which the aggregate's sort found (agg__same_as_last): the root
+ * only in another group, else the root, the group and the shared frames. Nodes come out in
+ * pre-order. */
+static size_t common_prefix(const struct agg *a, size_t i)
 {
-	uint32_t k = 0;
+	long same = agg__same_as_last(a, i);
 
-	if (!p || p->group != s->group)
-		return 1; /* the root only */
-	while (k < p->nframes && k < s->nframes && p->frames[k] == s->frames[k])
-		k++;
-	return 2 + (size_t)k;
+	return same < 0 ? 1 : 2 + (size_t)same;
 }
 
 static int tree_alloc(const struct agg *a, struct tree *t, size_t **path)
@@ -69,7 +67,7 @@ static int tree_alloc(const struct agg *a, struct tree *t, size_t **path)
 static int tree_build(const struct agg *a, struct tree *t)
 {
 	size_t n = agg__nstacks(a), i, k, keep, *path = NULL;
-	struct agg_stack s, prev;
+	struct agg_stack s;
 	uint64_t offset = 0;
 	int err;
 
@@ -79,7 +77,7 @@ static int tree_build(const struct agg *a, struct tree *t)
 	t->n = 1; /* the root, "all" */
 	for (i = 0; i < n; i++) {
 		agg__stack(a, i, &s);
-		keep = common_prefix(i ? &prev : NULL, &s);
+		keep = common_prefix(a, i);
 		for (k = keep; k < 2 + (size_t)s.nframes; k++) {
 			struct node *nd = &t->nodes[t->n];
 
@@ -91,7 +89,6 @@ static int tree_build(const struct agg *a, struct tree *t)
 		for (k = 0; k < 2 + (size_t)s.nframes; k++)
 			t->nodes[path[k]].count += s.count;
 		offset += s.count;
-		prev = s;
 	}
 cleanup:
 	free(path);
