@@ -69,6 +69,8 @@ static void test_add(void)
 	CHECK_INT("unknown frame id", -EINVAL, agg__add(ag, g, f, 3, 1));
 	CHECK_INT("unknown group id", -EINVAL, agg__add(ag, g + 1, f, 1, 1));
 	CHECK_INT("NULL frames", -EINVAL, agg__add(ag, g, NULL, 1, 1));
+	CHECK_INT("more frames than the sort's depth holds", -E2BIG,
+		  agg__add(ag, g, f, (1u << 24) + 1, 1));
 	CHECK_INT("overflow", -EOVERFLOW, agg__add(ag, g, f, 1, UINT64_MAX));
 	CHECK_INT("three stacks", 3, agg__nstacks(ag));
 	CHECK_U64("total", 10, agg__total(ag));

@@ -13,6 +13,9 @@
 #include "idtab.h"
 
 #define AGG_MAX_IDS (UINT32_MAX - 1)
+/* Frames a stack may have: the sort keeps a depth in 30 bits (lcpq); the sampler's stacks have
+ * at most MAX_FRAMES, about 16,000. */
+#define AGG_MAX_DEPTH (1u << 24)
 
 /* Interned names (frames or groups), each with a kind (always 0 for groups). */
 struct itab {
@@ -319,6 +322,8 @@ int agg__add_tagged(struct agg *a, uint32_t group, uint32_t tag, const uint32_t 
 
 	if (!a || group >= a->groups.n || (nframes && !frames))
 		return -EINVAL;
+	if (nframes > AGG_MAX_DEPTH)
+		return -E2BIG;
 	/* The largest id, without a branch a frame: one pass the compiler can vectorise. */
 	for (i = 0; i < nframes; i++)
 		top = frames[i] > top ? frames[i] : top;
@@ -558,10 +563,11 @@ static bool tags_only(uint64_t key)
  * (part_at), and the stacks are ordered by that: those below the pivot by the depth they leave it
  * at (the shallower first), then their key there; the pivot's equals; those above by depth, the
  * deeper first, then key. Stacks that left at one depth with one key agree below the next: each
- * such part is sorted the same way from there. A multikey quicksort partitioned on one key a
- * depth: a compiler's stacks, 190 frames deep and sharing 177 with their neighbours, went through
- * 75 partitions each on average (issue 27); here a stack is read in order, once a pivot. The
- * parts but the largest are sorted by recursion (each at most half), so the depth is log2 n. */
+ * such part is sorted the same way from there. The multikey quicksort this replaced partitioned
+ * on one key a depth, and took a compiler's stacks (190 frames deep, sharing 177 with their
+ * neighbours) through 75 partitions each on average (issue 27); here a stack is read in order,
+ * once a pivot. The parts but the largest are sorted by recursion (each at most half), so the
+ * depth is log2 n; the largest, which never holds the pivot, is sorted next in the loop. */
 static void lcpq(const struct agg *a, size_t *x, size_t n, uint32_t d)
 {
 	while (n > 1) {

@@ -32,7 +32,8 @@ int agg__group(struct agg *a, const char *name, uint32_t *id);
  * the same id. agg__add_tagged's tag is such an id + 1 (0: no labels). */
 int agg__labelset(struct agg *a, const char *text, uint32_t *id);
 const char *agg__labelset_text(const struct agg *a, uint32_t id);
-/* Add count samples of this stack (root first) in this group. */
+/* Add count samples of this stack (root first) in this group. -E2BIG for a stack of more than
+ * 2^24 frames. */
 int agg__add(struct agg *a, uint32_t group, const uint32_t *frames, uint32_t nframes,
 	     uint64_t count);
 /* The same with a tag the stack is kept apart by (pprof: its label set + 1); the formats that
