@@ -339,6 +339,24 @@ static void test_sort_random(void)
 	}
 }
 
+/* The shared ids from the first: every length around the four-at-a-time step, the first
+ * difference at every place, or none. */
+static void test_ids_shared(void)
+{
+	uint32_t p[11], q[11], n, at, bad = 0;
+
+	for (n = 0; n <= 11; n++) {
+		for (at = 0; at <= n; at++) {
+			for (uint32_t k = 0; k < 11; k++)
+				p[k] = q[k] = k * 7 + 1;
+			if (at < n)
+				q[at] ^= 0x100;
+			bad += agg__ids_shared(p, q, n) != at;
+		}
+	}
+	CHECK_INT("ids shared up to the first difference, or all", 0, bad);
+}
+
 /* The iteration order is the order by names unless a name has two kinds. */
 static void test_order_by_names(void)
 {
@@ -360,6 +378,7 @@ static void test_order_by_names(void)
 int main(void)
 {
 	test_order_by_names();
+	test_ids_shared();
 	test_tags();
 	test_intern();
 	test_add();

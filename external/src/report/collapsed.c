@@ -106,21 +106,6 @@ static int put(struct out *o, size_t *at, const char *s, size_t n)
 	return 0;
 }
 
-/* The frames p and q begin with, of n at most: the first index where their ids differ, or n. */
-static uint32_t same_ids(const uint32_t *p, const uint32_t *q, uint32_t n)
-{
-	uint32_t k = 0;
-	uint64_t x, y;
-
-	for (; k + 2 <= n; k += 2) {
-		memcpy(&x, p + k, sizeof(x));
-		memcpy(&y, q + k, sizeof(y));
-		if (x != y)
-			return k + (p[k] == q[k]);
-	}
-	return k < n && p[k] == q[k] ? n : k;
-}
-
 /* How stacks i and j (of the aggregate's order) compare by names: the group, then frame names root
  * first, then depth, compared as the ranks of the names (kinds do not show in this format, so
  * stacks that differ only by a frame's kind compare equal and are merged into one line). *same:
@@ -137,8 +122,8 @@ static int cmp_names(const struct agg *a, size_t i, size_t j, long *same)
 	if (s.group != u.group)
 		return agg__group_rank(a, s.group) < agg__group_rank(a, u.group) ? -1 : 1;
 	n = s.nframes < u.nframes ? s.nframes : u.nframes;
-	for (k = same_ids(s.frames, u.frames, n); k < n;
-	     k += 1 + same_ids(s.frames + k + 1, u.frames + k + 1, n - k - 1)) {
+	for (k = agg__ids_shared(s.frames, u.frames, n); k < n;
+	     k += 1 + agg__ids_shared(s.frames + k + 1, u.frames + k + 1, n - k - 1)) {
 		uint32_t p = agg__frame_name_rank(a, s.frames[k]),
 			 q = agg__frame_name_rank(a, u.frames[k]);
 

@@ -458,6 +458,23 @@ static void sort_tags(const struct agg *a, size_t *x, size_t n, uint32_t d)
 #define LCPQ_SMALL 12
 #define LCPQ_AHEAD 4
 
+uint32_t agg__ids_shared(const uint32_t *p, const uint32_t *q, uint32_t n)
+{
+	uint32_t i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		uint64_t x0, x1, y0, y1;
+
+		memcpy(&x0, p + i, 8), memcpy(&x1, p + i + 2, 8);
+		memcpy(&y0, q + i, 8), memcpy(&y1, q + i + 2, 8);
+		if ((x0 ^ y0) | (x1 ^ y1))
+			break;
+	}
+	while (i < n && p[i] == q[i])
+		i++;
+	return i;
+}
+
 /* Where stacks s and u, whose keys agree below depth d, part: the depth of their first unequal
  * keys, *ks and *ku (equal, 0, when both end there: the same stack but for tags). Frames are
  * compared as ids (equal ids, equal ranks), in order: a pass over each stack's frames. */
@@ -476,16 +493,7 @@ static uint32_t part_at(const struct agg *a, const struct stk *s, const struct s
 		d = 1;
 	}
 	i = d - 1 < n ? d - 1 : n;
-	for (; i + 4 <= n; i += 4) {
-		uint64_t x0, x1, y0, y1;
-
-		memcpy(&x0, p + i, 8), memcpy(&x1, p + i + 2, 8);
-		memcpy(&y0, q + i, 8), memcpy(&y1, q + i + 2, 8);
-		if ((x0 ^ y0) | (x1 ^ y1))
-			break;
-	}
-	while (i < n && p[i] == q[i])
-		i++;
+	i += agg__ids_shared(p + i, q + i, n - i);
 	*ks = stack_key(a, s, i + 1);
 	*ku = stack_key(a, u, i + 1);
 	return i + 1;

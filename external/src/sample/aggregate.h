@@ -62,6 +62,9 @@ bool agg__order_by_names(const struct agg *a);
 /* How many frames from the root stack i (in iteration order) has with the same ids as stack
  * i - 1, found by the sort: -1 when they are in other groups (or i is 0). */
 long agg__same_as_last(const struct agg *a, size_t i);
+/* Of the first n frame ids of p and q, how many from the first are the same: the index of the
+ * first that differ, or n. Four ids a compare (the sort's and the reports' stack compares). */
+uint32_t agg__ids_shared(const uint32_t *p, const uint32_t *q, uint32_t n);
 /* Iterate distinct (group, stack) pairs in a stable order (group, then stack). */
 size_t agg__nstacks(const struct agg *a);
 void agg__stack(const struct agg *a, size_t i, struct agg_stack *out);
