@@ -237,10 +237,11 @@ int mem__read(struct mem *m, uint64_t addr, void *buf, size_t len)
 #define MEM_COALESCE_GAP 1024
 #define MEM_PAGE	 4096
 #define MEM_DIRECT	 SIZE_MAX /* a request read straight into its buffer */
-/* The kernel copies each page with rep movsb, which on the AMD EPYC machines here moves 776 MB
- * 3.5 times slower when the destination's offset in a cache line differs from the source's
- * (0.27 s against 0.075 s): a merged range is placed in the bounce buffer at its source's
- * offset modulo this, at the cost of up to 63 bytes of the buffer. */
+/* The kernel copies each page with rep movsb, which on the AMD EPYC machines here is 2.5-3.5
+ * times slower when the destination's offset in a cache line differs from the source's by 8
+ * bytes (700-776 MB: 0.27-0.31 s against 0.075-0.13 s), up to 1.8 times by 16: a merged range
+ * is placed in the bounce buffer at its source's offset modulo this, at the cost of up to 63
+ * bytes of the buffer (docs/accuracy-and-cost.md, "Twelfth pass"). */
 #define MEM_COPY_ALIGN 64
 
 /* The live reader's scratch for mem__read_many, allocated on its first use. */
