@@ -309,12 +309,11 @@ static size_t readv_many(struct mem *m, struct mem_req *reqs, size_t n, uint8_t 
 			s->boff[i++] = MEM_DIRECT;
 			continue;
 		}
-		pad = (start - (uintptr_t)(bounce + used)) & (MEM_COPY_ALIGN - 1);
-		if (span > MEM_BOUNCE_BYTES - used || pad > MEM_BOUNCE_BYTES - used - span)
-			pad = 0; /* when it does not fit aligned, where it fits */
 		if (span > MEM_BOUNCE_BYTES - used)
 			break;
-		used += pad;
+		pad = (start - (uintptr_t)(bounce + used)) & (MEM_COPY_ALIGN - 1);
+		if (pad <= MEM_BOUNCE_BYTES - used - span) /* else where it fits, unaligned */
+			used += pad;
 		s->remote[nr++] =
 		    (struct iovec){.iov_base = (void *)(uintptr_t)start, .iov_len = span};
 		local_add(s, &nl, bounce + used, span);
