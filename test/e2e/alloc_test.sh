@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ctest e2e.alloc.OTP.MODE: `extrospect alloc [--sort COL] [-n N] [--json] PID` against the
-# xp_alloc target on OTP 25|27|29, with the agent (MODE agent) or without (noagent).
+# ctest e2e.alloc.OTP.MODE: `extrospect alloc [--sort COL] [-n N] [--json] [-o FILE] PID` against
+# the xp_alloc target on OTP 25|27|29, with the agent (MODE agent) or without (noagent).
 # The oracle (alloc_oracle.txt, written by the target once quiet, before the ready file):
 # erlang:system_info({allocator, A}) per instance and instrument:carriers() per type.
 # Per allocator type, summed over its instances, within max(2 %, 256 KiB) for bytes (eheap_alloc:
@@ -13,7 +13,8 @@
 # in ten kept) must show: binary_alloc over 20 MiB free at a fragmentation over 0.8, the first
 # type of --sort free. Also: where erts_allctrs_info came from (agent; dynsym on 25/27 and a scan
 # on 29 without it) and the text table; without the agent a bad --sort (exit 2), --watch's
-# intervals and the fail-closed path (no layout: exit 6 and a message naming what is missing).
+# intervals, -o FILE and the fail-closed path (no layout: exit 6 and a message naming what is
+# missing).
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -123,6 +124,34 @@ check_text() {
 	xp_expect "text shows 3 instances" 3 "$(grep -cE '^[a-z_]+ +#[0-9]+ ' "$out")"
 }
 
+# -o FILE: the document (held against the oracle again) and the table in the file, nothing on
+# stdout, "wrote FILE" on stderr; a missing directory exits 1, -o with --watch 2.
+check_output_file() {
+	local out=$XP_VM_DIR/alloc-o.json txt=$XP_VM_DIR/alloc-o.txt rc=0
+	xp_sampler alloc --json -n 10000 -o "$out" "$XP_VM_PID" >"$XP_VM_DIR/alloc-o.stdout" \
+		2>"$XP_VM_DIR/alloc-o.err" || rc=$?
+	xp_expect "exit status of 'alloc --json -o FILE'" 0 "$rc"
+	xp_expect "alloc -o: bytes on stdout" 0 "$(stat -c %s "$XP_VM_DIR/alloc-o.stdout")"
+	xp_expect "alloc -o: stderr" "extrospect: wrote $out" "$(cat "$XP_VM_DIR/alloc-o.err")"
+	if jq -e '.types | length > 0' "$out" >/dev/null 2>&1; then
+		check_sysinfo "$out"
+	else
+		xp_fail "'alloc --json -o FILE' wrote no types"
+	fi
+	rc=0
+	xp_sampler alloc --sort free -n 1 -o "$txt" "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
+	xp_expect "exit status of 'alloc --sort free -n 1 -o FILE'" 0 "$rc"
+	xp_expect "alloc -o: the table's first type (the planted holes)" binary_alloc \
+		"$(sed -n 3p "$txt" | awk '{ print $1 }')"
+	xp_expect_no_dir alloc "$XP_VM_PID"
+	rc=0
+	xp_sampler alloc --watch 1 -o "$txt" "$XP_VM_PID" >/dev/null 2>"$XP_VM_DIR/alloc-o.err" || rc=$?
+	xp_expect "alloc -o with --watch: exit status" 2 "$rc"
+	xp_expect "alloc -o with --watch: message" \
+		"extrospect: -o goes without --watch (its readings go to stdout)" \
+		"$(head -n 1 "$XP_VM_DIR/alloc-o.err")"
+}
+
 # Usage errors, found before reading anything: the same in every mode.
 check_usage() {
 	local rc=0
@@ -181,6 +210,7 @@ check_frag
 check_text
 if [[ "$mode" == noagent ]]; then
 	check_usage
+	check_output_file
 	check_watch
 	check_fail_closed
 fi

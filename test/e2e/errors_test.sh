@@ -48,9 +48,10 @@ expect_exit "info without a pid" 2 "." xp_sampler info || true
 expect_exit "info abc" 2 "." xp_sampler info abc || true
 expect_exit "info 12abc" 2 "." xp_sampler info 12abc || true
 expect_exit "unknown command frobnicate" 2 "." xp_sampler frobnicate || true
-# -o is taken by the commands that write it (record, pstack, heap, ...), refused by the others.
-expect_exit "alloc -o FILE (alloc writes no file)" 2 "alloc: unknown option '-o'" \
-	xp_sampler alloc -o "$work/a.json" 1 || true
+# -o is taken by the commands that write it (record, pstack, heap, alloc, ...), refused by the
+# others.
+expect_exit "sched -o FILE (sched writes no file)" 2 "sched: unknown option '-o'" \
+	xp_sampler sched -o "$work/a.json" 1 || true
 
 # 5 and 6 need a VM: a root-owned noagent VM on the host OTP.
 xp_start_vm 25 noagent xp_idle

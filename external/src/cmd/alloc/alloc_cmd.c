@@ -15,13 +15,16 @@
 #include "alloc_print.h"
 #include "cli.h"
 #include "commands.h"
+#include "report/outfile.h"
+#include "report/report.h"
+#include "run.h"
 #include "target.h"
 
 #define SLICE_MS 100 /* --watch's wait is cut in slices to see Ctrl-C */
 
 const char alloc__usage[] =
     "Usage: extrospect alloc [--sort COLUMN] [-n N] [--watch SECS [-d SECS]] [--json]\n"
-    "                        [--no-agent] PID\n"
+    "                        [-o FILE] [--no-agent] PID\n"
     "\n"
     "The memory allocators of the BEAM VM with OS pid PID, read from outside (process_vm_readv;\n"
     "nothing in the VM is written, locked or reset), named as OTP names them: one row per\n"
@@ -49,13 +52,16 @@ const char alloc__usage[] =
     "                 of carrier and block bytes over the interval\n"
     "  -d SECS        with --watch: stop after SECS seconds\n"
     "  --json         one JSON document (with --watch: one per interval, one per line)\n"
+    "  -o FILE        write the table or document to FILE, whole or not at all (a temporary\n"
+    "                 file renamed when complete), not to stdout; not with --watch\n"
     "  --no-agent     ignore the extrospect agent even when the VM has it loaded\n"
     "\n"
     "Examples:\n"
     "  extrospect alloc 4242                     # where the VM's memory is, per allocator\n"
     "  extrospect alloc --sort frag -n 5 4242    # the most fragmented instances\n"
     "  extrospect alloc --watch 10 4242          # which allocator grows\n"
-    "  extrospect alloc --json 4242 | jq '.types[] | select(.name == \"binary_alloc\")'\n";
+    "  extrospect alloc --json 4242 | jq '.types[] | select(.name == \"binary_alloc\")'\n"
+    "  extrospect alloc --json -o alloc.json 4242   # to a file, for a ticket or a diff\n";
 
 static double clock_ms(clockid_t id)
 {
@@ -189,17 +195,18 @@ void alloc__ctx_free(struct alloc_ctx *c)
 	c->types = c->prev_types = NULL;
 }
 
-static int print(const struct alloc_ctx *c)
+/* One reading to out (stdout, or -o's file: its errors are outfile__close's to report). */
+static int print(const struct alloc_ctx *c, FILE *out)
 {
 	struct json j;
 
 	if (c->o->json) {
-		json__init(&j, stdout);
+		json__init(&j, out);
 		alloc__print_json(c, &j);
 	} else {
-		alloc__print_text(c, stdout);
+		alloc__print_text(c, out);
 	}
-	return fflush(stdout) != 0 ? -EIO : 0;
+	return out == stdout && fflush(stdout) != 0 ? -EIO : 0;
 }
 
 /* Readings every watch_s seconds until *stop or -d; each printed with its type rows' change. */
@@ -224,7 +231,7 @@ static int watch(struct alloc_ctx *c, volatile sig_atomic_t *stop)
 		last = clock_ms(CLOCK_MONOTONIC);
 		err = alloc__read_all(c);
 		if (!err || err == TARGET_EGONE)
-			err = print(c) ? -EIO : err;
+			err = print(c, stdout) ? -EIO : err;
 	}
 	return err;
 }
@@ -233,10 +240,15 @@ int cmd__alloc(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	       size_t errlen)
 {
 	struct alloc_ctx c = {.o = o, .t = t};
-	int rc;
+	struct outfile of = {0};
+	int rc, wrc;
 
 	if (o->duration_s > 0 && o->watch_s <= 0) {
 		snprintf(err, errlen, "-d/--duration goes with --watch");
+		return CMD_EUSAGE;
+	}
+	if (o->output && o->watch_s > 0) {
+		snprintf(err, errlen, "-o goes without --watch (its readings go to stdout)");
 		return CMD_EUSAGE;
 	}
 	if (o->sort && alloc__col_of(o->sort) < 0) {
@@ -251,8 +263,20 @@ int cmd__alloc(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	if (rc)
 		goto cleanup;
 	rc = alloc__read_all(&c);
-	if ((!rc || rc == TARGET_EGONE) && print(&c))
+	if (rc && rc != TARGET_EGONE)
+		goto cleanup;
+	if (o->output) { /* whole or not at all: heap's -o */
+		if ((wrc = outfile__open(&of, o->output))) {
+			snprintf(err, errlen, "cannot write %s: %s", o->output,
+				 report__output_error(wrc));
+			rc = wrc;
+			goto cleanup;
+		}
+		print(&c, of.f);
+		rc = cmd__finish_output(&of, o->output, rc, err, errlen);
+	} else if (print(&c, stdout)) {
 		rc = -EIO;
+	}
 	if (!rc && o->watch_s > 0)
 		rc = watch(&c, stop);
 	if (rc == TARGET_EGONE)
