@@ -23,6 +23,7 @@ xp_skip() {
 }
 xp_die() {
 	echo "FAIL: $*" >&2
+	XP_FAILED=$((XP_FAILED + 1)) # for the EXIT trap: the work dir is kept (xp_keep_failed)
 	exit 1
 }
 
@@ -298,10 +299,34 @@ xp_stop_vm() {
 		if [[ -n "${XP_KEEP_WORK:-}" ]]; then
 			xp_log "kept work dir $dir"
 		else
+			((XP_FAILED == 0)) || xp_keep_failed "$dir" "$root"
 			rm -rf "$dir"
 		fi
 		unset "XP_VMS[$i]"
 	done
+	return 0
+}
+
+# xp_keep_failed DIR ROOT: a copy of a failed test's work dir (its VM's log and what the test
+# read and checked: dumps, outputs) in XP_FAILED_DIR (default build/e2e-failed), named after the
+# script, the OTP root and the dir, when it holds at most XP_FAILED_KEEP_MB (256) MB: a rare
+# failure in CI cannot be run again to be seen. Never fails the caller.
+xp_keep_failed() {
+	local dir=$1 root=$2 mb dest
+	mb=$(du -sm "$dir" 2>/dev/null | cut -f1) || return 0
+	if ((mb > ${XP_FAILED_KEEP_MB:-256})); then
+		xp_log "failed test's work dir not kept: $dir holds $mb MB"
+		return 0
+	fi
+	root=${root%/}
+	root=${root##*/}
+	dest=${XP_FAILED_DIR:-$XP_REPO/build/e2e-failed}/$(basename "$0" .sh)-${root:-host}-${dir##*/}
+	if mkdir -p "${dest%/*}" && cp -a "$dir" "$dest" 2>/dev/null; then
+		rm -f "$dest/.harness"
+		xp_log "kept the failed test's work dir: $dest"
+	else
+		xp_log "failed test's work dir not kept: copying $dir to $dest failed"
+	fi
 	return 0
 }
 
