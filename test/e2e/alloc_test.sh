@@ -127,29 +127,18 @@ check_text() {
 # -o FILE: the document (held against the oracle again) and the table in the file, nothing on
 # stdout, "wrote FILE" on stderr; a missing directory exits 1, -o with --watch 2.
 check_output_file() {
-	local out=$XP_VM_DIR/alloc-o.json txt=$XP_VM_DIR/alloc-o.txt rc=0
-	xp_sampler alloc --json -n 10000 -o "$out" "$XP_VM_PID" >"$XP_VM_DIR/alloc-o.stdout" \
-		2>"$XP_VM_DIR/alloc-o.err" || rc=$?
-	xp_expect "exit status of 'alloc --json -o FILE'" 0 "$rc"
-	xp_expect "alloc -o: bytes on stdout" 0 "$(stat -c %s "$XP_VM_DIR/alloc-o.stdout")"
-	xp_expect "alloc -o: stderr" "extrospect: wrote $out" "$(cat "$XP_VM_DIR/alloc-o.err")"
+	local out=$XP_VM_DIR/alloc-o.json txt=$XP_VM_DIR/alloc-o.txt
+	xp_expect_to_file alloc "$out" --json -n 10000 "$XP_VM_PID"
 	if jq -e '.types | length > 0' "$out" >/dev/null 2>&1; then
 		check_sysinfo "$out"
 	else
 		xp_fail "'alloc --json -o FILE' wrote no types"
 	fi
-	rc=0
-	xp_sampler alloc --sort free -n 1 -o "$txt" "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
-	xp_expect "exit status of 'alloc --sort free -n 1 -o FILE'" 0 "$rc"
+	xp_expect_to_file alloc "$txt" --sort free -n 1 "$XP_VM_PID"
 	xp_expect "alloc -o: the table's first type (the planted holes)" binary_alloc \
 		"$(sed -n 3p "$txt" | awk '{ print $1 }')"
 	xp_expect_no_dir alloc "$XP_VM_PID"
-	rc=0
-	xp_sampler alloc --watch 1 -o "$txt" "$XP_VM_PID" >/dev/null 2>"$XP_VM_DIR/alloc-o.err" || rc=$?
-	xp_expect "alloc -o with --watch: exit status" 2 "$rc"
-	xp_expect "alloc -o with --watch: message" \
-		"extrospect: -o goes without --watch (its readings go to stdout)" \
-		"$(head -n 1 "$XP_VM_DIR/alloc-o.err")"
+	xp_expect_o_with_watch alloc
 }
 
 # Usage errors, found before reading anything: the same in every mode.

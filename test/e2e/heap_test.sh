@@ -163,12 +163,8 @@ check_watch() {
 # -o FILE: the JSON document (-n all) and the table written to the file, nothing to stdout, the
 # oracle holding on the file; a missing directory exits 1, -o with --watch 2.
 check_output_file() {
-	local out=$XP_VM_DIR/heap-o.json txt=$XP_VM_DIR/heap-o.txt rc=0
-	xp_sampler heap --json -n all -o "$out" "$XP_VM_PID" >"$XP_VM_DIR/heap-o.stdout" \
-		2>"$XP_VM_DIR/heap-o.err" || rc=$?
-	xp_expect "exit status of 'heap --json -n all -o FILE'" 0 "$rc"
-	xp_expect "heap -o: bytes on stdout" 0 "$(stat -c %s "$XP_VM_DIR/heap-o.stdout")"
-	xp_expect "heap -o: stderr" "extrospect: wrote $out" "$(cat "$XP_VM_DIR/heap-o.err")"
+	local out=$XP_VM_DIR/heap-o.json txt=$XP_VM_DIR/heap-o.txt
+	xp_expect_to_file heap "$out" --json -n all "$XP_VM_PID"
 	if jq -e '.processes | length > 0' "$out" >/dev/null 2>&1; then
 		xp_expect "heap -o -n all: one row per process" "$(jq '.totals.processes' "$out")" \
 			"$(jq '.processes | length' "$out")"
@@ -176,18 +172,11 @@ check_output_file() {
 	else
 		xp_fail "'heap --json -n all -o FILE' wrote no processes"
 	fi
-	rc=0
-	xp_sampler heap --sort bin -n 3 -o "$txt" "$XP_VM_PID" >/dev/null 2>&1 || rc=$?
-	xp_expect "exit status of 'heap --sort bin -n 3 -o FILE'" 0 "$rc"
+	xp_expect_to_file heap "$txt" --sort bin -n 3 "$XP_VM_PID"
 	xp_expect "heap -o: the table's first row is the leak" xp_heap_leak \
 		"$(sed -n 3p "$txt" | awk '{ print $(NF - 1) }')"
 	xp_expect_no_dir heap "$XP_VM_PID"
-	rc=0
-	xp_sampler heap --watch 1 -o "$txt" "$XP_VM_PID" >/dev/null 2>"$XP_VM_DIR/heap-o.err" || rc=$?
-	xp_expect "heap -o with --watch: exit status" 2 "$rc"
-	xp_expect "heap -o with --watch: message" \
-		"extrospect: -o goes without --watch (its readings go to stdout)" \
-		"$(head -n 1 "$XP_VM_DIR/heap-o.err")"
+	xp_expect_o_with_watch heap
 }
 
 # The VM stops during --watch: the intervals read stand, exit status 7. Stops the VM.

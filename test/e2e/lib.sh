@@ -406,6 +406,30 @@ xp_expect() {
 
 # xp_expect_no_dir CMD ARGS...: `extrospect CMD -o DIR/no-such-dir/x.txt ARGS...` (DIR:
 # XP_VM_DIR) exits 1 and says the directory is missing, in one line.
+# xp_expect_to_file CMD FILE ARGS... PID: `extrospect CMD -o FILE ARGS... PID` exits 0, prints
+# nothing on stdout (kept in FILE.stdout) and "extrospect: wrote FILE" on stderr (FILE.err).
+xp_expect_to_file() {
+	local cmd=$1 out=$2 rc=0 args
+	shift 2
+	args="$*"
+	xp_sampler "$cmd" -o "$out" "$@" >"$out.stdout" 2>"$out.err" || rc=$?
+	xp_expect "exit status of '$cmd -o FILE ${args% *} PID'" 0 "$rc"
+	xp_expect "$cmd -o: bytes on stdout" 0 "$(stat -c %s "$out.stdout")"
+	xp_expect "$cmd -o: stderr" "extrospect: wrote $out" "$(cat "$out.err")"
+}
+
+# xp_expect_o_with_watch CMD: `extrospect CMD --watch 1 -o FILE PID` (the last VM's) is refused
+# before anything is read: exit 2, saying why.
+xp_expect_o_with_watch() {
+	local cmd=$1 rc=0
+	xp_sampler "$cmd" --watch 1 -o "$XP_VM_DIR/watch-o.txt" "$XP_VM_PID" >/dev/null \
+		2>"$XP_VM_DIR/watch-o.err" || rc=$?
+	xp_expect "$cmd -o with --watch: exit status" 2 "$rc"
+	xp_expect "$cmd -o with --watch: message" \
+		"extrospect: -o goes without --watch (its readings go to stdout)" \
+		"$(head -n 1 "$XP_VM_DIR/watch-o.err")"
+}
+
 xp_expect_no_dir() {
 	local cmd=$1 path=$XP_VM_DIR/no-such-dir/x.txt rc=0
 	shift

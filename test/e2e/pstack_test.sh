@@ -56,6 +56,11 @@ check_oracle() {
 	done <"$XP_VM_DIR/parked.txt"
 }
 
+# The processes a listing skipped: "UNREADABLE INVALID WRONG_SLOT".
+skipped() {
+	jq -r '.process_table.skipped | "\(.unreadable) \(.invalid) \(.wrong_slot)"' "$1"
+}
+
 check_processes() {
 	local json=$1 mq status try snap
 	case $otp in
@@ -76,8 +81,18 @@ check_processes() {
 	done
 	status=$(jq -r '.processes[] | select(.name == "xp_park_spin") | .status' "$snap")
 	xp_expect "xp_park_spin status" running "$status"
-	xp_expect "processes skipped" "0 0 0" \
-		"$(jq -r '.process_table.skipped | "\(.unreadable) \(.invalid) \(.wrong_slot)"' "$json")"
+	# A process the VM is making or tearing down may have no valid heap bounds while it is read,
+	# and is counted invalid (ci58, OTP 25 with the agent just started: one of 2,051): up to
+	# three more snapshots, each reported, until one skips none.
+	snap=$json
+	for try in 2 3 4; do
+		[[ "$(skipped "$snap")" != "0 0 0" ]] || break
+		echo "snapshot $((try - 1)) skipped $(skipped "$snap") (unreadable invalid wrong_slot)" \
+			"of $(jq .process_table.used "$snap"); snapshot $try"
+		snap=$XP_VM_DIR/pstack-skip-$try.json
+		xp_sampler pstack --all --json "$XP_VM_PID" >"$snap" 2>/dev/null || true
+	done
+	xp_expect "processes skipped" "0 0 0" "$(skipped "$snap")"
 	# A process not read for its state alone (being collected while not running, free, state
 	# unknown) is in none of the three counts: its row says so (ci30, OTP 27: one such).
 	xp_expect "every listed process is walked, running, changed or not read for its state" true \
@@ -174,12 +189,8 @@ check_erlang_only() {
 # backtraces), nothing on stdout, "wrote FILE" on stderr; a FILE that cannot be made: exit 1, said so,
 # nothing left behind.
 check_output_file() {
-	local out=$XP_VM_DIR/pstack-o.json rc=0
-	xp_sampler pstack --all --json -o "$out" "$XP_VM_PID" >"$XP_VM_DIR/pstack-o.stdout" \
-		2>"$XP_VM_DIR/pstack-o.err" || rc=$?
-	xp_expect "exit status of 'pstack --all --json -o FILE'" 0 "$rc"
-	xp_expect "pstack -o: bytes on stdout" 0 "$(stat -c %s "$XP_VM_DIR/pstack-o.stdout")"
-	xp_expect "pstack -o: stderr" "extrospect: wrote $out" "$(cat "$XP_VM_DIR/pstack-o.err")"
+	local out=$XP_VM_DIR/pstack-o.json
+	xp_expect_to_file pstack "$out" --all --json "$XP_VM_PID"
 	if jq -e '.processes | length > 0' "$out" >/dev/null 2>&1; then
 		check_oracle "$out"
 	else
