@@ -404,8 +404,6 @@ xp_expect() {
 	fi
 }
 
-# xp_expect_no_dir CMD ARGS...: `extrospect CMD -o DIR/no-such-dir/x.txt ARGS...` (DIR:
-# XP_VM_DIR) exits 1 and says the directory is missing, in one line.
 # xp_expect_to_file CMD FILE ARGS... PID: `extrospect CMD -o FILE ARGS... PID` exits 0, prints
 # nothing on stdout (kept in FILE.stdout) and "extrospect: wrote FILE" on stderr (FILE.err).
 xp_expect_to_file() {
@@ -430,6 +428,8 @@ xp_expect_o_with_watch() {
 		"$(head -n 1 "$XP_VM_DIR/watch-o.err")"
 }
 
+# xp_expect_no_dir CMD ARGS...: `extrospect CMD -o DIR/no-such-dir/x.txt ARGS...` (DIR:
+# XP_VM_DIR) exits 1 and says the directory is missing, in one line.
 xp_expect_no_dir() {
 	local cmd=$1 path=$XP_VM_DIR/no-such-dir/x.txt rc=0
 	shift
