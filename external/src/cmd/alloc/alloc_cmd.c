@@ -16,7 +16,6 @@
 #include "cli.h"
 #include "commands.h"
 #include "report/outfile.h"
-#include "report/report.h"
 #include "run.h"
 #include "target.h"
 
@@ -266,9 +265,7 @@ int cmd__alloc(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	if (rc && rc != TARGET_EGONE)
 		goto cleanup;
 	if (o->output) { /* whole or not at all: heap's -o */
-		if ((wrc = outfile__open(&of, o->output))) {
-			snprintf(err, errlen, "cannot write %s: %s", o->output,
-				 report__output_error(wrc));
+		if ((wrc = cmd__open_output(&of, o->output, err, errlen))) {
 			rc = wrc;
 			goto cleanup;
 		}

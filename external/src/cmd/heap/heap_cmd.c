@@ -104,8 +104,7 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 			c.st.used);
 	/* -n all: a million rows, written as they are named, in large blocks; with -o from the
 	 * JSON writer's own buffer (json__buffer_to), whose whole pages bypass the page cache. */
-	if (o->output && (wrc = outfile__open(&of, o->output))) {
-		snprintf(err, errlen, "cannot write %s: %s", o->output, report__output_error(wrc));
+	if (o->output && (wrc = cmd__open_output(&of, o->output, err, errlen))) {
 		rc = wrc;
 		goto cleanup;
 	}

@@ -126,10 +126,8 @@ int cmd__pstack(const struct cli_opts *o, struct target *t, volatile sig_atomic_
 
 	if ((rc = setup(&c, err, errlen)) || (rc = pstack__schedulers(&c, err, errlen)))
 		goto cleanup;
-	if (o->output && (rc = outfile__open(&of, o->output))) {
-		snprintf(err, errlen, "cannot write %s: %s", o->output, report__output_error(rc));
+	if (o->output && (rc = cmd__open_output(&of, o->output, err, errlen)))
 		goto cleanup;
-	}
 	if (o->output)
 		out = of.f;
 	/* A million processes make hundreds of MB: write them in large blocks (the JSON writer's

@@ -189,10 +189,8 @@ static int write_one(const char *path, enum cli_format fmt, const struct agg *a,
 	struct outfile of;
 	int rc;
 
-	if ((rc = outfile__open(&of, path))) {
-		snprintf(err, errlen, "cannot write %s: %s", path, report__output_error(rc));
+	if ((rc = cmd__open_output(&of, path, err, errlen)))
 		return rc;
-	}
 	if (fmt == CLI_FMT_SVG)
 		rc = report__svg(a, of.f, title);
 	else if (fmt == CLI_FMT_SPEEDSCOPE)

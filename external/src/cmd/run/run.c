@@ -443,6 +443,15 @@ int64_t cmd__wall_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int cmd__open_output(struct outfile *of, const char *path, char *err, size_t errlen)
+{
+	int rc = outfile__open(of, path);
+
+	if (rc)
+		snprintf(err, errlen, "cannot write %s: %s", path, report__output_error(rc));
+	return rc;
+}
+
 int cmd__finish_output(struct outfile *of, const char *path, int rc, char *err, size_t errlen)
 {
 	int wrc;

@@ -71,6 +71,9 @@ void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pp
 		     char *comment, size_t commentlen);
 int64_t cmd__wall_ns(void);
 struct outfile;
+/* The start of a command's output to path (its -o FILE): of opened (outfile__open: written whole
+ * or not at all), or err says "cannot write PATH: why" and the error is returned. */
+int cmd__open_output(struct outfile *of, const char *path, char *err, size_t errlen);
 /* The end of a command's output: of (its -o FILE, open) closed, or stdout flushed (of NULL),
  * after the command's result rc; the VM exiting meanwhile (TARGET_EGONE) leaves a complete
  * document, kept. Says "wrote FILE" on stderr when it did; when writing failed, err says why and
