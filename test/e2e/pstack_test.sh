@@ -61,8 +61,40 @@ skipped() {
 	jq -r '.process_table.skipped | "\(.unreadable) \(.invalid) \(.wrong_slot)"' "$1"
 }
 
+# A snapshot is one moment, and some checks need one of a kind (see their callers):
+# more_snapshots JSON TRIES STEM WHY [ARGS...] sets SNAP to JSON or, while `WHY SNAP` prints why
+# SNAP will not do, to the next of up to TRIES more `pstack --json ARGS... PID` (STEM-N.json in
+# the work dir), each reported with that reason.
+more_snapshots() {
+	local tries=$2 stem=$3 why=$4 reason try
+	SNAP=$1
+	shift 4
+	for ((try = 2; try <= tries + 1; try++)); do
+		reason=$("$why" "$SNAP")
+		[[ -n "$reason" ]] || break
+		echo "snapshot $((try - 1)) $reason; snapshot $try"
+		SNAP=$XP_VM_DIR/$stem-$try.json
+		xp_sampler pstack --json "$@" "$XP_VM_PID" >"$SNAP" 2>/dev/null || true
+	done
+}
+
+spin_status() {
+	jq -r '.processes[] | select(.name == "xp_park_spin") | .status' "$1"
+}
+spin_runnable() {
+	[[ "$(spin_status "$1")" != runnable ]] || echo "read xp_park_spin between time slices"
+}
+spin_off_schedulers() {
+	jq -e '.schedulers[] | select(.process.name == "xp_park_spin")' "$1" >/dev/null ||
+		echo "caught xp_park_spin between time slices"
+}
+skips_some() {
+	[[ "$(skipped "$1")" == "0 0 0" ]] || echo "skipped $(skipped "$1") (unreadable invalid" \
+		"wrong_slot) of $(jq .process_table.used "$1")"
+}
+
 check_processes() {
-	local json=$1 mq status try snap
+	local json=$1 mq
 	case $otp in
 	25) mq=null ;; # no field holds it before OTP 27 (layout.c)
 	*) mq=5 ;;
@@ -71,28 +103,13 @@ check_processes() {
 		"$(jq -r '.processes[] | select(.name == "xp_park_mailbox") | .message_queue_len' "$json")"
 	# A snapshot can read xp_park_spin's state between two of its time slices ('runnable', see
 	# check_schedulers): up to nine more snapshots, each reported.
-	snap=$json
-	for try in 2 3 4 5 6 7 8 9 10; do
-		status=$(jq -r '.processes[] | select(.name == "xp_park_spin") | .status' "$snap")
-		[[ "$status" == runnable ]] || break
-		echo "snapshot $((try - 1)) read xp_park_spin between time slices; snapshot $try"
-		snap=$XP_VM_DIR/pstack-all-$try.json
-		xp_sampler pstack --all --json "$XP_VM_PID" >"$snap" 2>/dev/null || true
-	done
-	status=$(jq -r '.processes[] | select(.name == "xp_park_spin") | .status' "$snap")
-	xp_expect "xp_park_spin status" running "$status"
+	more_snapshots "$json" 9 pstack-all spin_runnable --all
+	xp_expect "xp_park_spin status" running "$(spin_status "$SNAP")"
 	# A process the VM is making or tearing down may have no valid heap bounds while it is read,
 	# and is counted invalid (ci58, OTP 25 with the agent just started: one of 2,051): up to
 	# three more snapshots, each reported, until one skips none.
-	snap=$json
-	for try in 2 3 4; do
-		[[ "$(skipped "$snap")" != "0 0 0" ]] || break
-		echo "snapshot $((try - 1)) skipped $(skipped "$snap") (unreadable invalid wrong_slot)" \
-			"of $(jq .process_table.used "$snap"); snapshot $try"
-		snap=$XP_VM_DIR/pstack-skip-$try.json
-		xp_sampler pstack --all --json "$XP_VM_PID" >"$snap" 2>/dev/null || true
-	done
-	xp_expect "processes skipped" "0 0 0" "$(skipped "$snap")"
+	more_snapshots "$json" 3 pstack-skip skips_some --all
+	xp_expect "processes skipped" "0 0 0" "$(skipped "$SNAP")"
 	# A process not read for its state alone (being collected while not running, free, state
 	# unknown) is in none of the three counts: its row says so (ci30, OTP 27: one such).
 	xp_expect "every listed process is walked, running, changed or not read for its state" true \
@@ -127,18 +144,13 @@ check_tickers() {
 }
 
 check_schedulers() {
-	local json=$1 n spin try
+	local json n spin
 	n=$(($(xp_ready_get schedulers) + $(xp_ready_get dirty_cpu) + $(xp_ready_get dirty_io)))
 	# A snapshot is one moment: on a loaded machine it can fall between two of xp_park_spin's
 	# time slices (another process, or none, on its scheduler; the 2,000 tickers share it). Up to
 	# nine more snapshots, each reported: three missed it in ci14 (OTP 29, noagent, fp).
-	for try in 2 3 4 5 6 7 8 9 10; do
-		jq -e '.schedulers[] | select(.process.name == "xp_park_spin")' "$json" >/dev/null &&
-			break
-		echo "snapshot $((try - 1)) caught xp_park_spin between time slices; snapshot $try"
-		json=$XP_VM_DIR/pstack-sched-$try.json
-		xp_sampler pstack --json "$XP_VM_PID" >"$json" 2>/dev/null || true
-	done
+	more_snapshots "$1" 9 pstack-sched spin_off_schedulers
+	json=$SNAP
 	xp_expect "schedulers listed" "$n" "$(jq -r '.schedulers | length' "$json")"
 	spin=$(jq -r '[.schedulers[] | select(.process.name == "xp_park_spin")] | first //
 		{} | "\(.type) \(.state)"' "$json")
