@@ -109,7 +109,8 @@ static int take_ra(const struct estack_cfg *c, uint64_t w, bool last, struct est
 		return (int)c->trace_words[kind];
 	r = jitmap__lookup(c->jit, w);
 	if (!erlang_stack__is_function(r)) {
-		out->unresolved++;
+		if (!out->unresolved++)
+			out->unresolved_ra = w;
 		return 0;
 	}
 	if (!push(out, w, r)) {
@@ -336,6 +337,7 @@ static void reset(struct estack_result *out)
 {
 	out->nframes = 0;
 	out->unresolved = 0;
+	out->unresolved_ra = 0;
 	out->more = 0;
 	out->more_unknown = false;
 	out->top_unaligned = 0;

@@ -53,6 +53,9 @@ static void test_ra(const struct estack_cfg *c)
 	erlang_stack__walk(c, stray, 4, 0x1000, 0, true, NULL, &r);
 	CHECK_INT("stray aligned word counted", 1, r.unresolved);
 	CHECK_INT("stray word spoils validity", ESTACK_END_UNRESOLVED, r.end);
+	CHECK("stray word kept", r.unresolved_ra == 0x7f00dead0000ULL);
+	erlang_stack__walk(c, st, 6, 0x1000, 0, true, NULL, &r);
+	CHECK("a whole walk keeps no word", r.unresolved_ra == 0);
 	CHECK_INT("stray word frames kept", 2, r.nframes);
 	{
 		const uint64_t early[] = {RA_MID, EXIT, RA_TOP, EXIT};
@@ -203,6 +206,9 @@ static void test_memo(struct estack_cfg *c, const struct jitmap *m)
 	CHECK_INT("memo: frames", 102, memo_r.nframes);
 	CHECK_STR("memo: top frame walked", "app:mid/2", name_of(&memo_r, 0));
 	CHECK_INT("memo: stray word below still counted", 1, memo_r.unresolved);
+	/* Its word is the plain walk's only: the memo keeps counts (the sampler walks again). */
+	CHECK("memo: the stray word is not kept", memo_r.unresolved_ra == 0);
+	CHECK("plain: the stray word is kept", plain.unresolved_ra == 0x7f00dead0000ULL);
 	CHECK_INT("memo: end", ESTACK_END_UNRESOLVED, memo_r.end);
 	/* A shorter stack with the same bottom: taken at the same distance from it. */
 	erlang_stack__walk_memo(c, &memo, a + 30, N - 30, 0x1000, 0, true, NULL, &memo_r);

@@ -504,6 +504,7 @@ check_purge_summary() {
 	dropped=$(sed -n 's/.*, \([0-9]*\) dropped$/\1/p' "$err")
 	walked=$(sed -n 's/^  Erlang stacks: \([0-9]*\) walked.*/\1/p' "$err")
 	unresolved=$(sed -n 's/^    ended unresolved *\([0-9]*\)$/\1/p' "$err")
+	unresolved_words purge "$err"
 	if [[ -z "$samples" || -z "$dropped" || -z "$walked" ]]; then
 		xp_fail "purge: the summary lacks samples / dropped / Erlang stacks lines"
 		return 0
@@ -612,6 +613,17 @@ summary_num() { sed -n "$2" "$1" | head -n 1; }
 walked_complete() {
 	sed -n 's/^  Erlang stacks: \([0-9]*\) walked, \([0-9.]*\)% complete.*/\1 \2/p' "$1" |
 		awk 'NR == 1 { w = $1; c = int(w * $2 / 100 + 0.5) } END { printf "%d %d\n", w, c }'
+}
+
+# unresolved_words TAG ERR: a summary's walks "ended unresolved" are each counted under the first
+# word that named no function ("      at 0xADDR (WHERE): N", then "at other words: N"): the counts
+# add up to the walks. Nothing to check when none ended so.
+unresolved_words() {
+	local tag=$1 err=$2 n sum
+	n=$(sed -n 's/^    ended unresolved *\([0-9]*\)$/\1/p' "$err")
+	[[ -n "$n" ]] || return 0
+	sum=$(awk '/^      at .*: [0-9]+$/ { s += $NF } END { print s + 0 }' "$err")
+	xp_expect "$tag: walks ended unresolved, counted by their first unnamed word" "$n" "$sum"
 }
 
 # at_least WHAT PART WHOLE PERCENT: PART >= PERCENT% of WHOLE (WHOLE > 0); PERCENT may be 99.5.
@@ -890,6 +902,7 @@ class_record() {
 		read -r w c late < <(class_counts "$XP_VM_DIR/$tag-again.err" "$nobpf")
 		echo "FIGURE: OTP $otp $mode $case $tag-again: $c of $w Erlang stacks complete, $late read too late"
 	fi
+	unresolved_words "$tag" "$XP_VM_DIR/$tag.err"
 	at_least "$tag: Erlang stacks complete to the stack bottom${nobpf:+ (those read too late left out)}" "$c" "$((w - late))" "$([[ -n "$nobpf" ]] && echo 99 || echo 99.5)"
 	# With the capture, a sample is dropped only when its process cannot be known: >= 99.8 %
 	# kept. A collection ending on a delayed heap (the stack already in the new heap, the

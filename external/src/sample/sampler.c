@@ -562,6 +562,43 @@ static void stackless_sample(struct sampler *s, struct sample_record *rec, struc
 	sampler_frames__erlang(s, rec, p, er, exiting ? NULL : w->leaf, NULL, false, w->ur);
 }
 
+/* The first word of a walk that ended unresolved that named no function: the walk's own, the
+ * sampled pc when that was code the map does not name, or, for a walk that took its bottom from
+ * the walk before (the memo), the plain walk's, walked again here for it (in er_alt, before
+ * try_alternatives uses it: s->words are still the sample's). */
+static uint64_t unresolved_word(struct sampler *s, const struct where *w, uint64_t pc,
+				size_t nwords, bool complete, const struct estack_result *er)
+{
+	if (er->unresolved_ra)
+		return er->unresolved_ra;
+	if (w->unnamed)
+		return pc;
+	erlang_stack__walk(&s->ecfg, s->words, nwords, w->e, w->fp, complete, w->leaf, &s->er_alt);
+	return s->er_alt.unresolved_ra;
+}
+
+/* A walk that ended unresolved counted under its word (unresolved_word), for the summary: the
+ * first SAMPLER_UNRESOLVED_KEPT words seen each with where it lies, any other in
+ * unresolved_more. */
+static void count_unresolved(struct sampler *s, uint64_t ra)
+{
+	struct sampler_stats *st = &s->st;
+	size_t i;
+
+	for (i = 0; i < SAMPLER_UNRESOLVED_KEPT; i++) {
+		struct sampler_unresolved *u = &st->unresolved[i];
+
+		if (u->n && u->ra != ra)
+			continue;
+		if (!u->n++) {
+			u->ra = ra;
+			sampler__unnamed_where(s, ra, u->where, sizeof(u->where));
+		}
+		return;
+	}
+	st->unresolved_more++;
+}
+
 static void resolve(struct sampler *s, const struct perf_sample *ps)
 {
 	const struct target_sched *sch = find_sched(s, (pid_t)ps->tid);
@@ -573,6 +610,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	const struct kcap_rec *k;
 	enum call_check cc;
 	size_t nwords;
+	uint64_t unresolved = 0;
 	bool complete, task = false, moved;
 
 	s->memo_slot = -1;
@@ -685,6 +723,8 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
 	if (w.unnamed && er->end == ESTACK_END_BOTTOM)
 		er->end = ESTACK_END_UNRESOLVED;
+	if (er->end == ESTACK_END_UNRESOLVED)
+		unresolved = unresolved_word(s, &w, ps->ip, nwords, complete, er);
 	cc = check_call(s, ps, &w, er);
 	/* Not for a parked process (nothing to check another start by) nor a stack cut for its
 	 * depth (another start would be cut the same way, after reading it again). */
@@ -699,6 +739,9 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	s->st.captured += s->cap != NULL;
 	s->st.erlang++;
 	s->st.estack_end[er->end]++;
+	/* Unresolved, this is the first walk (another start replaces it only when whole). */
+	if (er->end == ESTACK_END_UNRESOLVED)
+		count_unresolved(s, unresolved);
 	sampler_frames__erlang(s, &rec, &p, er, w.leaf, w.via.frag ? &w.via : NULL, w.unnamed,
 			       w.ur);
 }

@@ -100,11 +100,22 @@ struct sampler_opts {
 	perf_switch_fn on_switch;
 };
 
+#define SAMPLER_UNRESOLVED_KEPT 4
+
 struct sampler_stats {
 	uint64_t samples, kept, excluded_idle, excluded_filter;
 	uint64_t dropped[DROP_COUNT];
-	uint64_t erlang;			     /* samples with an Erlang stack walked */
-	uint64_t estack_end[ESTACK_END_COUNT];	     /* how those walks ended */
+	uint64_t erlang;		       /* samples with an Erlang stack walked */
+	uint64_t estack_end[ESTACK_END_COUNT]; /* how those walks ended */
+	/* The walks that ended unresolved, by the first word of each that named no function (or
+	 * the sampled pc, code the map does not name): the first SAMPLER_UNRESOLVED_KEPT such
+	 * words, with how many walks and where it lies (sampler__unnamed_where); walks whose word
+	 * was none of those in unresolved_more. */
+	struct sampler_unresolved {
+		uint64_t ra, n;
+		char where[96];
+	} unresolved[SAMPLER_UNRESOLVED_KEPT];
+	uint64_t unresolved_more;
 	uint64_t native_reached_jit, native_stopped; /* native samples: unwound into JIT or not */
 	/* Native samples on a normal scheduler whose unwind stopped short of JIT code, by why:
 	 * kept under their process (from the capture) with their callers marked unknown. */

@@ -165,6 +165,9 @@ uint64_t sampler__now_ns(void);
 void sampler__refresh_jit(struct sampler *s, uint64_t min_ns);
 const struct jit_range *sampler__lookup_jit(struct sampler *s, uint64_t pc, bool *unnamed);
 void sampler__verify_returns(struct sampler *s);
+/* Where a word that named no function lies, for the summary: in a JIT range that is no function
+ * (its name), in a mapped file (name+offset), in anonymous memory, or unmapped. */
+void sampler__unnamed_where(const struct sampler *s, uint64_t addr, char *buf, size_t len);
 
 /* sampler.c: one perf sample resolved, between the hooks (perf_session__poll's callback); the
  * capture told to look up this scheduler's current_process at the sample, once its data is

@@ -1,6 +1,8 @@
 /* The sampler's view of the JIT map and the maps: re-walked when the VM registered or purged
  * code, re-read when a library was mapped since attach, and the lookup of a sample's pc that
  * tries both before calling it unnamed. See sampler_int.h. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -78,6 +80,27 @@ void sampler__refresh_code(struct sampler *s)
 {
 	if (s)
 		sampler__refresh_jit(s, 0);
+}
+
+void sampler__unnamed_where(const struct sampler *s, uint64_t addr, char *buf, size_t len)
+{
+	const struct jit_range *r = jitmap__lookup(s->t->jit, addr);
+	const struct proc_map *m = proc_maps__find(s->maps ? s->maps : s->t->maps, addr);
+	const char *base;
+
+	if (r) {
+		snprintf(buf, len, "in %s, no function", r->name);
+	} else if (!m) {
+		snprintf(buf, len, "unmapped");
+	} else if (!m->path[0]) {
+		snprintf(buf, len, "anonymous %c%c%c memory, in no JIT range",
+			 m->perms & PROC_PERM_R ? 'r' : '-', m->perms & PROC_PERM_W ? 'w' : '-',
+			 m->perms & PROC_PERM_X ? 'x' : '-');
+	} else {
+		base = strrchr(m->path, '/');
+		snprintf(buf, len, "%s+0x%" PRIx64, base ? base + 1 : m->path,
+			 addr - m->start + m->offset);
+	}
 }
 
 /* A file mapped since attach (a NIF library loaded later): re-read /proc/PID/maps, at most

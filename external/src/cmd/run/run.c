@@ -261,6 +261,16 @@ static void verbose_summary(const struct run_ctx *ctx, FILE *f)
 		ctx->final.native_extended);
 }
 
+/* Under "ended unresolved": the first word of those walks that named no function, by word. */
+static void unresolved_words(const struct sampler_stats *st, FILE *f)
+{
+	for (int i = 0; i < SAMPLER_UNRESOLVED_KEPT && st->unresolved[i].n; i++)
+		fprintf(f, "      at 0x%" PRIx64 " (%s): %" PRIu64 "\n", st->unresolved[i].ra,
+			st->unresolved[i].where, st->unresolved[i].n);
+	if (st->unresolved_more)
+		fprintf(f, "      at other words: %" PRIu64 "\n", st->unresolved_more);
+}
+
 void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 {
 	const struct sampler_stats *st = &ctx->final;
@@ -292,6 +302,8 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 		if (i != ESTACK_END_BOTTOM && st->estack_end[i])
 			fprintf(f, "    ended %-16s %" PRIu64 "\n", erlang_stack__end_name(i),
 				st->estack_end[i]);
+		if (i == ESTACK_END_UNRESOLVED)
+			unresolved_words(st, f);
 	}
 	if (st->exiting)
 		fprintf(f,
