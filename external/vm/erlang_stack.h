@@ -74,8 +74,8 @@ struct estack_result {
 	size_t nframes;
 	enum estack_end end;
 	uint32_t unresolved; /* aligned words that named no function */
-	/* The first of them on the way down, or 0 (none, or they were taken from the walk before:
-	 * erlang_stack__walk_memo). */
+	/* The first of them on the way down; 0 when none, when they were taken from the walk
+	 * before (erlang_stack__walk_memo), or when that word was 0. */
 	uint64_t unresolved_ra;
 	/* A stack cut (ESTACK_END_TRUNCATED): the frames left out beyond frames[], counted from the
 	 * words given; more_unknown when the words themselves stop before the stack bottom. */

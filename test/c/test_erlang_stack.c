@@ -54,9 +54,9 @@ static void test_ra(const struct estack_cfg *c)
 	CHECK_INT("stray aligned word counted", 1, r.unresolved);
 	CHECK_INT("stray word spoils validity", ESTACK_END_UNRESOLVED, r.end);
 	CHECK("stray word kept", r.unresolved_ra == 0x7f00dead0000ULL);
+	CHECK_INT("stray word frames kept", 2, r.nframes);
 	erlang_stack__walk(c, st, 6, 0x1000, 0, true, NULL, &r);
 	CHECK("a whole walk keeps no word", r.unresolved_ra == 0);
-	CHECK_INT("stray word frames kept", 2, r.nframes);
 	{
 		const uint64_t early[] = {RA_MID, EXIT, RA_TOP, EXIT};
 

@@ -563,9 +563,9 @@ static void stackless_sample(struct sampler *s, struct sample_record *rec, struc
 }
 
 /* The first word of a walk that ended unresolved that named no function: the walk's own, the
- * sampled pc when that was code the map does not name, or, for a walk that took its bottom from
- * the walk before (the memo), the plain walk's, walked again here for it (in er_alt, before
- * try_alternatives uses it: s->words are still the sample's). */
+ * sampled pc when that was code the map does not name, or, when the walk kept none (it took its
+ * bottom from the walk before, the memo; or the word was 0), the plain walk's, walked again here
+ * for it (in er_alt, before try_alternatives uses it: s->words are still the sample's). */
 static uint64_t unresolved_word(struct sampler *s, const struct where *w, uint64_t pc,
 				size_t nwords, bool complete, const struct estack_result *er)
 {
