@@ -17,11 +17,13 @@ struct call_site {
 	uint64_t ra, target; /* target 0: not a direct call (cannot be checked) */
 };
 
-/* A fragment's first STUB_BYTES bytes (n of them: fewer when its range is shorter). */
-#define STUB_BYTES 32
+/* A fragment's first STUB_BYTES bytes (n of them: fewer when its range is shorter): enough for
+ * the whole of one that passes on to another at its end (OTP 29's bs_get_utf8_short_shared,
+ * 176 bytes, jumps to bs_get_utf8_shared from offset 0x9c). */
+#define STUB_BYTES 256
 struct stub_code {
 	uint64_t target; /* 0: empty */
-	uint8_t n;	 /* 0: unreadable */
+	uint16_t n;	 /* 0: unreadable */
 	uint8_t code[STUB_BYTES];
 };
 
@@ -135,7 +137,7 @@ static const uint8_t *stub_code(struct callsite *c, uint64_t target, const struc
 	if (slot->target != target) {
 		slot->target = target;
 		slot->n = want >= 2 && mem__read(c->mem, target, slot->code, want) == 0
-			      ? (uint8_t)want
+			      ? (uint16_t)want
 			      : 0;
 	}
 	*n = slot->n;
@@ -144,7 +146,9 @@ static const uint8_t *stub_code(struct callsite *c, uint64_t target, const struc
 
 /* A fragment whose code jumps to callee's entry within its first STUB_BYTES: OTP 26+ enter some
  * fragments through a stub that sets a register and jumps on (times_body_shared is
- * `mov ecx, imm; jmp mul_add_body_shared`). Only a jump to callee's first byte counts. */
+ * `mov ecx, imm; jmp mul_add_body_shared`), or take a fast path and pass the rest on at their
+ * end (bs_get_utf8_short_shared ends `pop rsi; ...; jmp bs_get_utf8_shared`). Only a jump to
+ * callee's first byte counts. */
 static bool stub_jumps_to(struct callsite *c, uint64_t target, const struct jit_range *r,
 			  const struct jit_range *callee)
 {

@@ -34,11 +34,17 @@
 /* A frameless function (SYN_TAIL) that tail-calls (e9) a function's entry label in its own
  * prologue range (syn:lbc/2-CodeInfoPrologue, as OTP 26+ lay a function out), called from
  * SYN_CALLER: a sample in C under syn:lbc/2 has SYN_RA_TAIL on top of its Erlang stack. */
-#define SYN_LBC_PRO  (SYN + 0x500)
-#define SYN_LBC	     (SYN + 0x520)
-#define SYN_TAIL     (SYN + 0x580)
-#define SYN_RA_TAIL  (SYN_CALLER + 0x30)
-#define SYN_CODE_LEN 0x600
+#define SYN_LBC_PRO (SYN + 0x500)
+#define SYN_LBC	    (SYN + 0x520)
+#define SYN_TAIL    (SYN + 0x580)
+#define SYN_RA_TAIL (SYN_CALLER + 0x30)
+/* Two fragments laid out as OTP 29's utf8 matching: the short one (0xb0 bytes) takes a fast
+ * path and passes the rest on with a jmp at its offset 0x9c to the long one's start; SYN_CALLER
+ * calls the short one. A sample in the long one has SYN_RA_UTF8 above its pushed words. */
+#define SYN_UTF8     (SYN + 0x600)
+#define SYN_UTF8S    (SYN + 0x6b8)
+#define SYN_RA_UTF8  (SYN_CALLER + 0x40)
+#define SYN_CODE_LEN 0x800
 
 static uint8_t *load(const char *name, size_t *len)
 {
@@ -77,6 +83,10 @@ static void synthetic(uint8_t *code)
 	code[SYN_G - SYN + 8] = 0xc3; /* ret */
 	put_call(code, SYN_RA_TAIL - 5, 0xe8, SYN_TAIL);
 	put_call(code, SYN_TAIL + 8, 0xe9, SYN_LBC_PRO + 0x18);
+	put_call(code, SYN_RA_UTF8 - 5, 0xe8, SYN_UTF8S);
+	code[SYN_UTF8S - SYN + 0x9a] = 0x5e; /* pop rsi */
+	put_call(code, SYN_UTF8S + 0x9c, 0xe9, SYN_UTF8);
+	put_call(code, SYN_UTF8S + 0x40, 0xe9, SYN_UTF8 + 8); /* not its entry: no call of it */
 	code[SYN_RA_T25 - SYN - 6] = 0xff;
 	code[SYN_RA_T25 - SYN - 5] = 0x15;
 	memcpy(code + (SYN_RA_T25 - SYN) - 4, &disp, 4);
@@ -102,6 +112,8 @@ static struct jitmap *make_map(void)
 	    {0x500, 0x520, "syn:lbc/2-CodeInfoPrologue"},
 	    {0x520, 0x580, "syn:lbc/2"},
 	    {0x580, 0x5c0, "syn:tail/1"},
+	    {0x600, 0x6b8, "global::bs_get_utf8_shared"},
+	    {0x6b8, 0x768, "global::bs_get_utf8_short_shared"},
 	};
 	static uint8_t blob[4096];
 	struct jitmap *m = NULL;
@@ -111,7 +123,7 @@ static struct jitmap *make_map(void)
 	jitmap__add_symfile(m, blob, symfile_build(blob, "fl", F_MUL, 0x4b8, fl, 3), 0x10, 0);
 	jitmap__add_symfile(m, blob, symfile_build(blob, "global", GLOBAL, 0x2000, glob, 2), 0x20,
 			    1);
-	jitmap__add_symfile(m, blob, symfile_build(blob, "syn", SYN, SYN_CODE_LEN, syn, 7), 0x30,
+	jitmap__add_symfile(m, blob, symfile_build(blob, "syn", SYN, SYN_CODE_LEN, syn, 9), 0x30,
 			    2);
 	jitmap__finish(m);
 	return m;
@@ -185,6 +197,13 @@ int main(void)
 		  callsite__check(c, m, jitmap__lookup(m, SYN_LBC), SYN_RA_TAIL));
 	CHECK_INT("that tail call does not reach another function", CALL_DISAGREES,
 		  callsite__check(c, m, g, SYN_RA_TAIL));
+	/* A fragment that passes on to another at its end (a jmp 156 bytes in): whoever called it
+	 * called that one too; a jump into the other's middle is no call of it. */
+	CHECK("a fragment's jump at its end: the caller called the long utf8 fragment",
+	      callsite__returns_from(c, m, SYN_RA_UTF8, jitmap__lookup(m, SYN_UTF8)));
+	CHECK("... and the short one it called",
+	      callsite__returns_from(c, m, SYN_RA_UTF8, jitmap__lookup(m, SYN_UTF8S)));
+	CHECK("... not mul_add", !callsite__returns_from(c, m, SYN_RA_UTF8, mul_add));
 	/* A veneer in the footer is a jump to the stub; code elsewhere is no veneer. */
 	CHECK("veneer target", callsite__veneer_target(c, m, FOOTER + 0x1a) == STUB);
 	CHECK("no veneer in a function", callsite__veneer_target(c, m, SYN_TAIL) == 0);
