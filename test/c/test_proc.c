@@ -1,8 +1,12 @@
 /* Unit tests for the /proc/PID/maps parser and path helpers (proc.c), on fixed text and on this
  * process's own maps. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -136,11 +140,75 @@ static void test_namespace_ids(void)
 	CHECK_INT("tid 0", -ENOENT, proc__host_tid(getpid(), 0, &host));
 }
 
+/* A live process's maps change while they are read: a file of many lines takes several reads,
+ * and a mapping that grows or merges between two of them is listed twice, overlapping (seen in
+ * CI at a VM's start: "cannot read /proc/PID/maps: Protocol error"). A child maps and unmaps
+ * next to 400 mappings without pause while its maps are loaded 2 000 times: every load must
+ * succeed (a torn read is read again). */
+#define CHURN_MAPS  400
+#define CHURN_LOADS 2000
+static void test_churn(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int ready[2], fails = 0, other = 0;
+	pid_t child;
+
+	if (pipe(ready)) {
+		CHECK("pipe for the churning child", false);
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		uint8_t *base;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
+		base = mmap(NULL, (size_t)page * 2 * CHURN_MAPS, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (base == MAP_FAILED)
+			_exit(1);
+		/* Every other page readable: CHURN_MAPS lines; the pages between come and go. */
+		for (int i = 0; i < CHURN_MAPS; i++)
+			mprotect(base + (size_t)page * 2 * i, (size_t)page, PROT_READ);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		for (unsigned i = 0;; i = (i + 1) % CHURN_MAPS) {
+			uint8_t *gap = base + (size_t)page * (2 * i + 1);
+
+			mprotect(gap, (size_t)page, PROT_READ); /* merges with its neighbours */
+			mprotect(gap, (size_t)page, PROT_NONE); /* splits them again */
+		}
+	}
+	close(ready[1]);
+	if (child < 0) {
+		close(ready[0]);
+		return;
+	}
+	{
+		char c;
+
+		CHECK("churning child ready", read(ready[0], &c, 1) == 1);
+	}
+	close(ready[0]);
+	for (int i = 0; i < CHURN_LOADS; i++) {
+		struct proc_maps *maps = NULL;
+		int rc = proc_maps__load(child, &maps);
+
+		fails += rc == -EPROTO;
+		other += rc != 0 && rc != -EPROTO;
+		proc_maps__free(maps);
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	CHECK_INT("maps loaded while they change: none torn", 0, fails);
+	CHECK_INT("maps loaded while they change: no other error", 0, other);
+}
+
 int main(void)
 {
 	test_sample();
 	test_malformed();
 	test_self();
 	test_namespace_ids();
+	test_churn();
 	return check_done();
 }

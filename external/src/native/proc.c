@@ -196,29 +196,37 @@ static int slurp(const char *path, char **buf, size_t *len)
 	return 0;
 }
 
+/* The kernel lists a process's maps a page of text per read(): a mapping that grows, merges or
+ * moves between two reads of a live process is listed twice, overlapping (a VM mapping memory as
+ * it starts: CI saw "Protocol error"). Such a torn listing is read again, up to this often. */
+#define MAPS_TRIES 16
+
 int proc_maps__load(pid_t pid, struct proc_maps **out)
 {
 	char path[64], *text = NULL;
 	size_t len = 0;
-	int err;
+	int err = -EPROTO;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	err = slurp(path, &text, &len);
-	if (err)
-		return err == -ESRCH ? -ENOENT : err;
-	/* Readable but empty: a kernel thread or a zombie (no memory at all), or not ours to see.
-	 */
-	if (len == 0) {
-		char exe[64], link[16];
+	for (int t = 0; t < MAPS_TRIES && err == -EPROTO; t++) {
+		err = slurp(path, &text, &len);
+		if (err)
+			return err == -ESRCH ? -ENOENT : err;
+		/* Readable but empty: a kernel thread or a zombie (no memory at all), or not ours
+		 * to see. */
+		if (len == 0) {
+			char exe[64], link[16];
 
+			free(text);
+			snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+			if (readlink(exe, link, sizeof(link)) < 0 && errno == EACCES)
+				return -EACCES;
+			return -ENODATA;
+		}
+		err = proc_maps__parse(text, len, out);
 		free(text);
-		snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-		if (readlink(exe, link, sizeof(link)) < 0 && errno == EACCES)
-			return -EACCES;
-		return -ENODATA;
+		text = NULL;
 	}
-	err = proc_maps__parse(text, len, out);
-	free(text);
 	return err;
 }
 

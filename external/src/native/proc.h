@@ -29,7 +29,8 @@ struct proc_maps {
 
 /* Parse the text of a /proc/PID/maps file. Malformed lines are an error (-EPROTO). */
 int proc_maps__parse(const char *text, size_t len, struct proc_maps **out);
-/* Read and parse /proc/PID/maps: 0, -ENOENT (no such process), -EACCES, -EPROTO. */
+/* Read and parse /proc/PID/maps: 0, -ENOENT (no such process), -EACCES, -EPROTO. A listing
+ * torn by the process mapping memory between two reads is read again (proc.c MAPS_TRIES). */
 int proc_maps__load(pid_t pid, struct proc_maps **out);
 const struct proc_map *proc_maps__find(const struct proc_maps *maps, uint64_t addr);
 void proc_maps__free(struct proc_maps *maps);
