@@ -503,7 +503,7 @@ check_purge_summary() {
 	samples=$(sed -n 's/^extrospect: \([0-9]*\) samples in .*/\1/p' "$err")
 	dropped=$(sed -n 's/.*, \([0-9]*\) dropped$/\1/p' "$err")
 	walked=$(sed -n 's/^  Erlang stacks: \([0-9]*\) walked.*/\1/p' "$err")
-	unresolved=$(sed -n 's/^    ended unresolved *\([0-9]*\)$/\1/p' "$err")
+	unresolved=$(ended_unresolved "$err")
 	unresolved_words purge "$err"
 	if [[ -z "$samples" || -z "$dropped" || -z "$walked" ]]; then
 		xp_fail "purge: the summary lacks samples / dropped / Erlang stacks lines"
@@ -615,12 +615,15 @@ walked_complete() {
 		awk 'NR == 1 { w = $1; c = int(w * $2 / 100 + 0.5) } END { printf "%d %d\n", w, c }'
 }
 
+# ended_unresolved ERR: the summary's count of walks that ended unresolved (empty: none).
+ended_unresolved() { sed -n 's/^    ended unresolved *\([0-9]*\)$/\1/p' "$1"; }
+
 # unresolved_words TAG ERR: a summary's walks "ended unresolved" are each counted under the first
 # word that named no function ("      at 0xADDR (WHERE): N", then "at other words: N"): the counts
 # add up to the walks. Nothing to check when none ended so.
 unresolved_words() {
 	local tag=$1 err=$2 n sum
-	n=$(sed -n 's/^    ended unresolved *\([0-9]*\)$/\1/p' "$err")
+	n=$(ended_unresolved "$err")
 	[[ -n "$n" ]] || return 0
 	sum=$(awk '/^      at .*: [0-9]+$/ { s += $NF } END { print s + 0 }' "$err")
 	xp_expect "$tag: walks ended unresolved, counted by their first unnamed word" "$n" "$sum"
