@@ -156,8 +156,9 @@ check_usage() {
 
 check_watch() {
 	local out=$XP_VM_DIR/alloc-watch.jsonl rc=0
-	xp_sampler alloc --watch 1 -d 2.5 --json -n 1 "$XP_VM_PID" >"$out" || rc=$?
-	xp_expect "exit status of 'alloc --watch 1 -d 2.5'" 0 "$rc"
+	# Durations with units, as --ring and --every take them: 1s and 2500ms are 1 and 2.5.
+	xp_sampler alloc --watch 1s -d 2500ms --json -n 1 "$XP_VM_PID" >"$out" || rc=$?
+	xp_expect "exit status of 'alloc --watch 1s -d 2500ms'" 0 "$rc"
 	xp_expect "readings printed (the first and two intervals)" 3 "$(wc -l <"$out")"
 	xp_expect "intervals carry interval_s" "null 1 1" \
 		"$(jq -r '.interval_s | if . == null then "null" else (. + 0.5 | floor) end' "$out" |

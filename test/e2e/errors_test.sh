@@ -53,6 +53,33 @@ expect_exit "unknown command frobnicate" 2 "." xp_sampler frobnicate || true
 expect_exit "sched -o FILE (sched writes no file)" 2 "sched: unknown option '-o'" \
 	xp_sampler sched -o "$work/a.json" 1 || true
 
+# Every option that takes a value, given one no option takes: refused with exit 2, and a
+# message that names that option and no other (a value of --watch was once refused as one of
+# --format). The options are read from each command's --help, so a new one is checked too.
+bad_value_checks() {
+	local cmd line opt rc err n=0 bad=0
+	for cmd in info top record pstack heap alloc blame sched events perf-map capture watch; do
+		while read -r opt; do
+			rc=0
+			err=$(xp_sampler "$cmd" "$opt" '@bogus@' 1 2>&1 >/dev/null) || rc=$?
+			[[ "$err" == *"invalid value '@bogus@'"* ]] || continue
+			n=$((n + 1))
+			if [[ "$rc" != 2 || ! "$err" =~ "for option "([^ ]*/)?"$opt"(/| |$) ]]; then
+				xp_fail "$cmd $opt @bogus@: exit $rc, '$err'"
+				bad=$((bad + 1))
+			fi
+		done < <(xp_sampler "$cmd" --help 2>&1 |
+			sed -nE "s/^  (-[A-Za-z], )?(-[A-Za-z]|--[a-z-]+) [^ ].*/\\2/p" | sort -u)
+	done
+	# Those refused today: -F, -d, -n, --sort, --watch, --format, --ring, --every, ... (27).
+	if ((n >= 20 && bad == 0)); then
+		xp_pass "$n options refused '@bogus@' naming themselves"
+	elif ((bad == 0)); then
+		xp_fail "only $n options refused '@bogus@': is --help still read right?"
+	fi
+}
+bad_value_checks
+
 # 5 and 6 need a VM: a root-owned noagent VM on the host OTP.
 xp_start_vm 25 noagent xp_idle
 # The sampler runs as nobody from a copy nobody can execute (the build tree may not be reachable).

@@ -32,7 +32,7 @@ const char perfmap__usage[] =
     "  --follow          keep the map current as modules load, until Ctrl-C (or -d): the JIT\n"
     "                    list is polled every 100 ms and the map rewritten when it changed;\n"
     "                    code unloaded meanwhile keeps its name unless new code reuses it\n"
-    "  -d, --duration SECS  with --follow: stop after SECS seconds\n"
+    "  -d, --duration SECS  with --follow: stop after SECS seconds (or 30s, 5m, 1h)\n"
     "  --no-agent        ignore the extrospect agent even when the VM has it loaded\n"
     "  --perf-data FILE  after perf record: make FILE's dual-mapped JIT code of PID read\n"
     "                    through the map (see below); FILE is rewritten in place\n"

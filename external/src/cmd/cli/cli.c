@@ -302,8 +302,66 @@ static const char *option_name(int c, const char *fallback, char *buf, size_t le
 	return fallback;
 }
 
+/* What an option's value may be, for the message that refuses one. An option without a row is
+ * named as the user would write it (option_name), never as another. */
+static const struct {
+	int c;
+	const char *name; /* with what it takes */
+} value_hints[] = {
+    {'F', "-F/--rate (1 to 100000 samples a second)"},
+    {'d', "-d/--duration (a duration, like 30, 30s, 500ms or 5m)"},
+    {'n', "-n/--limit (1 to 10000, or all)"},
+    {'o', "-o (given at most 4 times)"},
+    {OPT_EVENT, "--event (cpu-clock or cycles)"},
+    {OPT_THREADS, "--threads (schedulers or all)"},
+    {OPT_ERLANG_PID, "--erlang-pid (like '<0.123.0>')"},
+    {OPT_NODE, "--node (like name@host)"},
+    {OPT_METHOD, "--method (spy or poll)"},
+    {OPT_CPU_HZ, "--cpu-hz (0, or 1 to 100000)"},
+    {OPT_GROUP, "--group (name, pid or none)"},
+    {OPT_SORT, "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or memory; alloc: "
+	       "carriers, blocks, free, largest or frag)"},
+    {OPT_WATCH, "--watch (the time between readings, from 0.1s to 1d, like 5, 5s or 1m)"},
+    {OPT_EVERY, "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"},
+    {OPT_KEEP, "--keep (a number of profiles, 1 or more)"},
+    {OPT_PUSH, "--push (an http:// URL; for https use a local agent)"},
+    {OPT_APP_NAME, "--app-name (no spaces or any of {}&?#=)"},
+    {OPT_LABEL, "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"},
+    {OPT_RING, "--ring (a duration from 1s to 1h, like 30s or 5m)"},
+    {OPT_AFTER, "--after (a duration up to 10m, like 2s or 500ms; 0: none)"},
+    {OPT_MIN_GAP, "--min-gap (a duration, like 10s)"},
+    {OPT_MAX_DUMPS, "--max-dumps (a number of dumps, 1 or more)"},
+    {OPT_TRIGGER, "--trigger (long-run=DURATION, gc=DURATION, msgq=NAME:N or runq=N, like "
+		  "long-run=200ms)"},
+    {OPT_TOP, "--top (1 to 10000)"},
+    {OPT_SAMPLE, "--sample (1 to 1000000: one process in N)"},
+    {OPT_SLOWEST, "--slowest (1 to 1000)"},
+    {OPT_SOURCE, "--source (tracer or uprobes)"},
+    {OPT_FORMAT, "--format (svg, speedscope, collapsed, pprof or trace)"},
+};
+
+/* err: "invalid value 'ARG' for option NAME (what it takes)". */
+static void invalid_value(const struct cli_opts *o, int c, const char *arg, char *err,
+			  size_t errlen)
+{
+	const char *what = NULL;
+	char name[32];
+	size_t i;
+
+	if (c == 'F' && o->command && (o->command->opts & CO_WATCH))
+		what = "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)";
+	for (i = 0; !what && i < sizeof(value_hints) / sizeof(value_hints[0]); i++) {
+		if (value_hints[i].c == c)
+			what = value_hints[i].name;
+	}
+	if (!what)
+		what = option_name(c, "?", name, sizeof(name));
+	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "", what);
+}
+
 static int take_option(struct cli_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
+	uint64_t ns;
 	double v;
 
 	switch (c) {
@@ -379,9 +437,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->sort = arg;
 		return 0;
 	case OPT_WATCH:
-		if (cli__parse_number(arg, 0.1, 86400, &v))
+		if (cli__parse_duration(arg, 0.1, 86400, &ns))
 			break;
-		o->watch_s = v;
+		o->watch_s = (double)ns / 1e9;
 		return 0;
 	case 'o':
 		if (o->noutputs >= CLI_MAX_OUTPUTS)
@@ -462,9 +520,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->freq_hz = (uint32_t)v;
 		return 0;
 	case 'd':
-		if (cli__parse_number(arg, 0.01, 1e7, &v))
+		if (cli__parse_duration(arg, 0.01, 1e7, &ns))
 			break;
-		o->duration_s = v;
+		o->duration_s = (double)ns / 1e9;
 		return 0;
 	case 'n':
 	case OPT_TOP:
@@ -534,40 +592,7 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 			break;
 		return 1; /* format given explicitly */
 	}
-	snprintf(err, errlen, "invalid value '%s' for option %s", arg ? arg : "",
-		 c == 'F' && o->command && (o->command->opts & CO_WATCH)
-		     ? "--rate (an interval from 100us to 1s, like 1ms, or snapshots per second)"
-		 : c == 'F'	       ? "-F/--rate"
-		 : c == 'd'	       ? "-d/--duration"
-		 : c == 'n'	       ? "-n/--limit (1 to 10000, or all)"
-		 : c == OPT_EVENT      ? "--event (cpu-clock or cycles)"
-		 : c == OPT_THREADS    ? "--threads (schedulers or all)"
-		 : c == OPT_ERLANG_PID ? "--erlang-pid (like '<0.123.0>')"
-		 : c == OPT_NODE       ? "--node (like name@host)"
-		 : c == OPT_METHOD     ? "--method (spy or poll)"
-		 : c == OPT_CPU_HZ     ? "--cpu-hz (0, or 1 to 100000)"
-		 : c == OPT_GROUP      ? "--group (name, pid or none)"
-		 : c == OPT_SORT
-		     ? "--sort (heap: total, heap, old, frag, stack, bin, msgq, reds or "
-		       "memory; alloc: carriers, blocks, free, largest or frag)"
-		 : c == 'o'	     ? "-o (given at most 4 times)"
-		 : c == OPT_EVERY    ? "--every (an interval from 1s to 1d, like 60s, 5m or 1h)"
-		 : c == OPT_KEEP     ? "--keep (a number of profiles, 1 or more)"
-		 : c == OPT_PUSH     ? "--push (an http:// URL; for https use a local agent)"
-		 : c == OPT_APP_NAME ? "--app-name (no spaces or any of {}&?#=)"
-		 : c == OPT_LABEL    ? "--label (KEY=VALUE, KEY a Prometheus label name, at most 8)"
-		 : c == OPT_RING     ? "--ring (a duration from 1s to 1h, like 30s or 5m)"
-		 : c == OPT_AFTER    ? "--after (a duration up to 10m, like 2s or 500ms; 0: none)"
-		 : c == OPT_MIN_GAP  ? "--min-gap (a duration, like 10s)"
-		 : c == OPT_MAX_DUMPS ? "--max-dumps (a number of dumps, 1 or more)"
-		 : c == OPT_TRIGGER
-		     ? "--trigger (long-run=DURATION, gc=DURATION, msgq=NAME:N or runq=N, like "
-		       "long-run=200ms)"
-		 : c == OPT_TOP	    ? "--top (1 to 10000)"
-		 : c == OPT_SAMPLE  ? "--sample (1 to 1000000: one process in N)"
-		 : c == OPT_SLOWEST ? "--slowest (1 to 1000)"
-		 : c == OPT_SOURCE  ? "--source (tracer or uprobes)"
-				    : "--format (svg, speedscope, collapsed, pprof or trace)");
+	invalid_value(o, c, arg, err, errlen);
 	return -EINVAL;
 }
 

@@ -33,24 +33,11 @@ int cli__parse_number(const char *s, double lo, double hi, double *out)
 /* record --every: "60s", "5m", "1h", "1d" or plain seconds, from 1 s to 1 day. */
 int cli__parse_seconds(const char *s, double *out)
 {
-	char *end;
-	double v;
+	uint64_t ns;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0)
+	if (cli__parse_duration(s, 1, 86400, &ns))
 		return -EINVAL;
-	if (!strcmp(end, "m"))
-		v *= 60;
-	else if (!strcmp(end, "h"))
-		v *= 3600;
-	else if (!strcmp(end, "d"))
-		v *= 86400;
-	else if (*end && strcmp(end, "s"))
-		return -EINVAL;
-	if (v < 1 || v > 86400)
-		return -EINVAL;
-	*out = v;
+	*out = (double)ns / 1e9;
 	return 0;
 }
 
@@ -127,13 +114,14 @@ enum cli_format cli__format_from_name(const char *path)
 	return CLI_FMT_COLLAPSED;
 }
 
-/* record --ring, --after, --min-gap and --trigger's durations. */
+/* -d, --watch, record --every, --ring, --after, --min-gap and --trigger's durations. */
 int cli__parse_duration(const char *s, double lo_s, double hi_s, uint64_t *ns)
 {
 	static const struct {
 		const char *unit;
 		double s;
-	} units[] = {{"", 1}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}};
+	} units[] = {{"", 1},	{"us", 1e-6}, {"ms", 1e-3}, {"s", 1},
+		     {"m", 60}, {"h", 3600},  {"d", 86400}};
 	char *end;
 	double v;
 	size_t i;

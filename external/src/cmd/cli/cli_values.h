@@ -35,7 +35,8 @@ struct trig_opts {
 	int64_t msgq_len;
 	int64_t runq_len; /* runq=N */
 };
-/* "200ms", "1.5s", "30s", "5m", "1h" (a plain number is seconds) into ns, within [lo_s, hi_s]. */
+/* "200ms", "1.5s", "30s", "5m", "1h", "1d" (a plain number is seconds) into ns, within
+ * [lo_s, hi_s]: -d, --watch, --every, --ring, --after, --min-gap and --trigger's values. */
 int cli__parse_duration(const char *s, double lo_s, double hi_s, uint64_t *ns);
 /* One --trigger: "long-run=200ms", "gc=50ms", "msgq=NAME:N" or "runq=N". 0 or -EINVAL. */
 int cli__parse_trigger(const char *spec, struct trig_opts *o);

@@ -20,7 +20,8 @@
 const char cmd__sampling_usage[] =
     "Sampling options:\n"
     "  -F, --rate HZ         samples per second per scheduler thread (default 997, a prime)\n"
-    "  -d, --duration SECS   stop after SECS seconds (default: until Ctrl-C)\n"
+    "  -d, --duration SECS   stop after SECS seconds, or a duration: 500ms, 30s, 5m, 1h\n"
+    "                        (default: until Ctrl-C)\n"
     "  --event cpu-clock|cycles  the sampling event (default cpu-clock)\n"
     "  --threads schedulers|all  sample scheduler threads (default) or every VM thread\n"
     "  --erlang-pid '<0.123.0>'  keep one Erlang process (OTP 28+ without the agent: once\n"
