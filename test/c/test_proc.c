@@ -1,7 +1,9 @@
 /* Unit tests for the /proc/PID/maps parser and path helpers (proc.c), on fixed text and on this
- * process's own maps. */
+ * process's own maps, and for both /proc readers (proc.c, smaps.c) on a child that remaps. */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,6 +13,7 @@
 
 #include "check.h"
 #include "proc.h"
+#include "smaps.h"
 
 static const char sample[] =
     "55d0c0a00000-55d0c0a4b000 r--p 00000000 fe:01 1835231                    "
@@ -143,52 +146,103 @@ static void test_namespace_ids(void)
 /* A live process's maps change while they are read: a file of many lines takes several reads,
  * and a mapping that grows or merges between two of them is listed twice, overlapping (seen in
  * CI at a VM's start: "cannot read /proc/PID/maps: Protocol error"). A child maps and unmaps
- * next to 400 mappings without pause while its maps are loaded 2 000 times: every load must
- * succeed (a torn read is read again). */
+ * next to 400 mappings without pause while its maps are read: every read must succeed (a torn
+ * read is read again). */
 #define CHURN_MAPS  400
 #define CHURN_LOADS 2000
-static void test_churn(void)
+/* smaps: fewer mappings, read more often. A read is torn at about the same rate per pass
+ * whatever their number (more mappings: more reads a pass, each less likely torn), and a pass
+ * of fewer is faster: without the check, 4 000 passes of 16 tore 1-47 times (6 runs). */
+#define SMAPS_MAPS  16
+#define SMAPS_LOADS 4000
+
+/* A child whose mappings merge and split without pause: once it reads a byte from *go, it
+ * changes the pages between n one-page mappings, one after the other, until killed, so
+ * that each joins its neighbours and parts from them again.
+ * - prot: the mappings are PROT_READ pages of a PROT_NONE region, the pages between them made
+ *   PROT_READ and PROT_NONE again: mappings come and go.
+ * - advise: the region is read-write, every other page MADV_DONTFORK (a flag that keeps a
+ *   mapping apart but shows in no field of smaps), the pages between them made MADV_DOFORK and
+ *   MADV_DONTFORK again: the mappings merge and split, the read-write memory stays the same.
+ * Returns its pid once its mappings are made, or -1. */
+enum churn { CHURN_PROT, CHURN_ADVISE };
+
+static pid_t churn_child(enum churn how, int n, int *go)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	int ready[2], fails = 0, other = 0;
+	int ready[2], start[2];
 	pid_t child;
+	char c;
 
-	if (pipe(ready)) {
-		CHECK("pipe for the churning child", false);
-		return;
+	if (pipe(ready))
+		return -1;
+	if (pipe(start)) {
+		close(ready[0]);
+		close(ready[1]);
+		return -1;
 	}
 	child = fork();
 	if (child == 0) {
 		uint8_t *base;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
-		base = mmap(NULL, (size_t)page * 2 * CHURN_MAPS, PROT_NONE,
+		base = mmap(NULL, (size_t)page * 2 * (size_t)n,
+			    how == CHURN_ADVISE ? PROT_READ | PROT_WRITE : PROT_NONE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (base == MAP_FAILED)
 			_exit(1);
-		/* Every other page readable: CHURN_MAPS lines; the pages between come and go. */
-		for (int i = 0; i < CHURN_MAPS; i++)
-			mprotect(base + (size_t)page * 2 * i, (size_t)page, PROT_READ);
-		if (write(ready[1], "r", 1) != 1)
+		for (int i = 0; i < n; i++) {
+			if (how == CHURN_ADVISE)
+				madvise(base + (size_t)page * (2 * i + 1), (size_t)page,
+					MADV_DONTFORK);
+			else
+				mprotect(base + (size_t)page * 2 * i, (size_t)page, PROT_READ);
+		}
+		if (write(ready[1], "r", 1) != 1 || read(start[0], &c, 1) != 1)
 			_exit(1);
-		for (unsigned i = 0;; i = (i + 1) % CHURN_MAPS) {
+		for (unsigned i = 0;; i = (i + 1) % (unsigned)n) {
 			uint8_t *gap = base + (size_t)page * (2 * i + 1);
 
-			mprotect(gap, (size_t)page, PROT_READ); /* merges with its neighbours */
-			mprotect(gap, (size_t)page, PROT_NONE); /* splits them again */
+			if (how == CHURN_ADVISE) { /* merges with its neighbours, splits again */
+				madvise(gap, (size_t)page, MADV_DOFORK);
+				madvise(gap, (size_t)page, MADV_DONTFORK);
+			} else {
+				mprotect(gap, (size_t)page, PROT_READ);
+				mprotect(gap, (size_t)page, PROT_NONE);
+			}
 		}
 	}
 	close(ready[1]);
-	if (child < 0) {
+	close(start[0]);
+	if (child < 0 || read(ready[0], &c, 1) != 1) {
+		if (child > 0) {
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+		}
 		close(ready[0]);
-		return;
-	}
-	{
-		char c;
-
-		CHECK("churning child ready", read(ready[0], &c, 1) == 1);
+		close(start[1]);
+		return -1;
 	}
 	close(ready[0]);
+	*go = start[1];
+	return child;
+}
+
+static void churn_stop(pid_t child, int go)
+{
+	close(go);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
+static void test_churn(void)
+{
+	int go, fails = 0, other = 0;
+	pid_t child = churn_child(CHURN_PROT, CHURN_MAPS, &go);
+
+	CHECK("churning child ready", child > 0);
+	if (child <= 0 || write(go, "g", 1) != 1)
+		return;
 	for (int i = 0; i < CHURN_LOADS; i++) {
 		struct proc_maps *maps = NULL;
 		int rc = proc_maps__load(child, &maps);
@@ -197,10 +251,45 @@ static void test_churn(void)
 		other += rc != 0 && rc != -EPROTO;
 		proc_maps__free(maps);
 	}
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
+	churn_stop(child, go);
 	CHECK_INT("maps loaded while they change: none torn", 0, fails);
 	CHECK_INT("maps loaded while they change: no other error", 0, other);
+}
+
+/* The same for /proc/PID/smaps, which only sums: a torn read there did not fail but counted a
+ * mapping twice (alloc's anonymous memory). The child's mappings merge and split while its
+ * read-write memory stays the same: every sum taken meanwhile must equal the one taken still. */
+static void test_smaps_churn(void)
+{
+	struct smaps_anon still, a;
+	int go, rc, errs = 0, off = 0;
+	uint64_t worst = 0;
+	pid_t child = churn_child(CHURN_ADVISE, SMAPS_MAPS, &go);
+
+	CHECK("smaps: churning child ready", child > 0);
+	if (child <= 0)
+		return;
+	rc = smaps__anon_rw(child, &still);
+	CHECK_INT("smaps of the still child", 0, rc);
+	CHECK("smaps: its mappings counted apart", still.mappings >= 2 * SMAPS_MAPS);
+	if (rc || write(go, "g", 1) != 1) {
+		churn_stop(child, go);
+		return;
+	}
+	for (int i = 0; i < SMAPS_LOADS; i++) {
+		rc = smaps__anon_rw(child, &a);
+		errs += rc != 0;
+		if (!rc && a.size != still.size) {
+			off++;
+			worst = a.size > worst ? a.size : worst;
+		}
+	}
+	churn_stop(child, go);
+	CHECK_INT("smaps read while they change: no error", 0, errs);
+	CHECK_INT("smaps read while they change: every sum the still one", 0, off);
+	if (off)
+		fprintf(stderr, "  still %llu bytes, worst %llu\n", (unsigned long long)still.size,
+			(unsigned long long)worst);
 }
 
 int main(void)
@@ -210,5 +299,6 @@ int main(void)
 	test_self();
 	test_namespace_ids();
 	test_churn();
+	test_smaps_churn();
 	return check_done();
 }

@@ -10,7 +10,7 @@
 #include "smaps.h"
 
 /* "start-end perms offset dev inode [path]": is it a private rw mapping with no file? */
-static int header(const char *line, bool *want, uint64_t *len)
+static int header(const char *line, bool *want, uint64_t *start_out, uint64_t *end_out)
 {
 	uint64_t start, end, off, inode;
 	char perms[8], dev[16];
@@ -23,23 +23,26 @@ static int header(const char *line, bool *want, uint64_t *len)
 	line += n;
 	*want = strcmp(perms, "rw-p") == 0 && inode == 0 &&
 		(*line == '\0' || *line == '\n' || strncmp(line, "[heap]", 6) == 0);
-	*len = end - start;
+	*start_out = start;
+	*end_out = end;
 	return 0;
 }
 
-int smaps__anon_rw(pid_t pid, struct smaps_anon *out)
+/* The kernel lists a page of text per read(), and smaps' text is long (a score of lines a
+ * mapping): a mapping that grows or merges between two reads of a live process is listed again,
+ * overlapping the one before (proc.c's MAPS_TRIES reads /proc/PID/maps again for the same).
+ * Summed as it came, it would count twice. A listing out of order is read again (SMAPS_TRIES). */
+
+/* One pass over f: -EPROTO for a line it cannot parse, -EAGAIN for a listing out of address
+ * order (torn). */
+static int sum_once(FILE *f, struct smaps_anon *out)
 {
-	char path[64], line[512];
+	char line[512];
 	bool want = false;
-	uint64_t len, kb;
-	FILE *f;
+	uint64_t start, end, prev_end = 0, kb;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
-	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == EACCES || errno == EPERM ? -EACCES : -ENOENT;
 	while (!err && fgets(line, sizeof(line), f)) {
 		/* Field lines start with a capital letter ("Rss:"), mapping lines with hex. */
 		if (line[0] >= 'A' && line[0] <= 'Z' && strchr(line, ':')) {
@@ -49,12 +52,34 @@ int smaps__anon_rw(pid_t pid, struct smaps_anon *out)
 				out->anon += kb * 1024;
 			continue;
 		}
-		err = header(line, &want, &len);
+		err = header(line, &want, &start, &end);
+		if (!err && start < prev_end)
+			err = -EAGAIN; /* torn: listed again after it moved */
+		prev_end = end;
 		if (!err && want) {
-			out->size += len;
+			out->size += end - start;
 			out->mappings++;
 		}
 	}
-	fclose(f);
+	return err;
+}
+
+int smaps__anon_rw(pid_t pid, struct smaps_anon *out)
+{
+	char path[64];
+	FILE *f;
+	int err = -EAGAIN;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	for (int t = 0; t < SMAPS_TRIES && err == -EAGAIN; t++) {
+		f = fopen(path, "re");
+		if (!f)
+			return errno == EACCES || errno == EPERM ? -EACCES : -ENOENT;
+		err = sum_once(f, out);
+		fclose(f);
+	}
+	if (err)
+		memset(out, 0, sizeof(*out));
 	return err;
 }

@@ -13,7 +13,11 @@ struct smaps_anon {
 	uint64_t mappings; /* how many mappings */
 };
 
-/* 0, or -ENOENT (no such process), -EACCES, -EPROTO (a line it cannot parse). */
+/* How often a listing torn by the process mapping memory as it is read is read again. */
+#define SMAPS_TRIES 16
+
+/* 0, or -ENOENT (no such process), -EACCES, -EPROTO (a line it cannot parse), -EAGAIN (torn
+ * by the process mapping memory as it was read, each of SMAPS_TRIES times). */
 int smaps__anon_rw(pid_t pid, struct smaps_anon *out);
 
 #endif /* XP_SMAPS_H */

@@ -1,6 +1,7 @@
 /* `extrospect alloc`'s output: the type rows, the top instances, the totals against smaps, as a
  * table or JSON, and the --sort columns' names. Does not own: reading, summing or sorting
  * (alloc_cmd.c). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "commands.h"
 #include "heap_print.h"
 #include "info.h"
+#include "smaps.h"
 
 static const char *const col_names[ALLOC_COL_COUNT] = {"carriers", "blocks", "free", "largest",
 						       "frag"};
@@ -108,8 +110,14 @@ static void smaps_text(const struct alloc_ctx *c, FILE *f)
 	char a[16], b[16], d[16], e[16];
 
 	if (c->anon_err) {
-		fprintf(f, "anonymous rw memory: /proc/%d/smaps could not be read\n",
-			(int)c->t->pid);
+		if (c->anon_err == -EAGAIN)
+			fprintf(f,
+				"anonymous rw memory: /proc/%d/smaps could not be read: the VM "
+				"mapped memory while it was read, each of %d times\n",
+				(int)c->t->pid, SMAPS_TRIES);
+		else
+			fprintf(f, "anonymous rw memory: /proc/%d/smaps could not be read: %s\n",
+				(int)c->t->pid, strerror(-c->anon_err));
 		return;
 	}
 	fprintf(f,
