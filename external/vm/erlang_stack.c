@@ -24,6 +24,23 @@ const char *erlang_stack__end_name(enum estack_end end)
 	return (unsigned)end < ESTACK_END_COUNT ? end_names[end] : "?";
 }
 
+static const char *const root_labels[ESTACK_END_COUNT] = {
+    [ESTACK_END_MOVED_ON] = "[Erlang callers unknown: stack read too late]",
+    [ESTACK_END_NOT_CAPTURED] = "[Erlang callers unknown: stack read too late, not captured]",
+    [ESTACK_END_COPY_SHORT] = "[Erlang callers unknown: stack copy too small, read too late]",
+    [ESTACK_END_CALL_MISMATCH] = "[Erlang callers unknown: call-site mismatch]",
+    [ESTACK_END_UNVERIFIED] = "[Erlang callers unknown: stack read too late, unverifiable]",
+    /* Stopped short of the stack's bottom (normal_exit as its last word): the frames found
+     * are the stack's, what lies below them is not known. */
+    [ESTACK_END_BAD_CHAIN] = "[Erlang callers unknown: bad frame chain]",
+    [ESTACK_END_NO_BOTTOM] = "[Erlang callers unknown: no stack bottom]",
+};
+
+const char *erlang_stack__root_label(enum estack_end end)
+{
+	return (unsigned)end < ESTACK_END_COUNT ? root_labels[end] : NULL;
+}
+
 /* Both from flags the map set once per range (jitmap.c add_range): these run for every word of
  * every stack walked. */
 bool erlang_stack__is_function(const struct jit_range *r)

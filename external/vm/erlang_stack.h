@@ -150,5 +150,11 @@ bool erlang_stack__is_fragment(const struct jit_range *r);
 /* Is this range an Erlang function body (not a prologue, header or footer)? */
 bool erlang_stack__is_function(const struct jit_range *r);
 const char *erlang_stack__end_name(enum estack_end end);
+/* The label at the root of a stack whose walk ended this way with its Erlang callers unknown
+ * ("[Erlang callers unknown: ...]", one per cause, so that a flame graph never merges such a
+ * stack under a wrong root), or NULL: a whole stack (bottom), one whose walk passed over a word
+ * that named no function and went on (unresolved: every frame kept is the stack's), or a cut
+ * one (truncated: its label says how much was cut, which the caller knows). */
+const char *erlang_stack__root_label(enum estack_end end);
 
 #endif /* XP_ERLANG_STACK_H */

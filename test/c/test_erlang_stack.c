@@ -1,6 +1,7 @@
 /* Unit tests for the Erlang stack walker (erlang_stack.c) on synthetic stacks over a synthetic
  * JIT map: exact frames in order, the RA scan skipping terms and trace-frame payloads, the FP
  * chain, and every way a walk can end short. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,6 +299,36 @@ static void test_fp(struct estack_cfg *c)
 	c->frame_layout = XP_LAYOUT_RA;
 }
 
+/* Every way a walk ends has its root label, a class: a whole stack and an unresolved one (every
+ * frame kept is the stack's) have none, a cut one is labelled by the sampler with its count, and
+ * every other end says the callers are unknown, each in its own words. */
+static void test_root_labels(void)
+{
+	for (int e = 0; e < ESTACK_END_COUNT; e++) {
+		const char *l = erlang_stack__root_label((enum estack_end)e);
+		char what[96];
+
+		snprintf(what, sizeof(what), "root label of a walk ended %s",
+			 erlang_stack__end_name((enum estack_end)e));
+		if (e == ESTACK_END_BOTTOM || e == ESTACK_END_UNRESOLVED ||
+		    e == ESTACK_END_TRUNCATED) {
+			CHECK(what, l == NULL);
+			continue;
+		}
+		CHECK(what, l && strncmp(l, "[Erlang callers unknown: ", 25) == 0 &&
+				l[strlen(l) - 1] == ']');
+		for (int o = 0; l && o < e; o++) {
+			const char *k = erlang_stack__root_label((enum estack_end)o);
+
+			if (k && strcmp(k, l) == 0)
+				CHECK(what, false); /* two causes under one label */
+		}
+	}
+	CHECK_STR("no bottom", "[Erlang callers unknown: no stack bottom]",
+		  erlang_stack__root_label(ESTACK_END_NO_BOTTOM));
+	CHECK("out of range", erlang_stack__root_label(ESTACK_END_COUNT) == NULL);
+}
+
 int main(void)
 {
 	struct jitmap *m = estack_map__new();
@@ -317,6 +348,7 @@ int main(void)
 	test_fragment_top(&c, m);
 	test_memo(&c, m);
 	test_fp(&c);
+	test_root_labels();
 	jitmap__free(m);
 	return check_done();
 }

@@ -335,31 +335,18 @@ void sampler_frames__label(struct sampler *s, struct sample_record *rec,
 	keep(s, rec, group, n, nerlang);
 }
 
-/* The root label of a stack whose Erlang callers are unknown or cut (one per cause, so that a
- * flame graph never merges such a stack under a wrong root), or NULL for a whole stack. */
+/* The root label of a stack whose Erlang callers are unknown or cut (erlang_stack__root_label,
+ * and how much a cut left out), or NULL for a whole stack. */
 static const char *root_label(const struct estack_result *er, char *buf, size_t len)
 {
-	switch (er->end) {
-	case ESTACK_END_MOVED_ON:
-		return "[Erlang callers unknown: stack read too late]";
-	case ESTACK_END_NOT_CAPTURED:
-		return "[Erlang callers unknown: stack read too late, not captured]";
-	case ESTACK_END_COPY_SHORT:
-		return "[Erlang callers unknown: stack copy too small, read too late]";
-	case ESTACK_END_CALL_MISMATCH:
-		return "[Erlang callers unknown: call-site mismatch]";
-	case ESTACK_END_UNVERIFIED:
-		return "[Erlang callers unknown: stack read too late, unverifiable]";
-	case ESTACK_END_TRUNCATED:
-		if (er->more_unknown)
-			snprintf(buf, len, "[truncated: more than %u frames]",
-				 (unsigned)er->nframes + er->more);
-		else
-			snprintf(buf, len, "[truncated: %u frames]", er->more);
-		return buf;
-	default:
-		return NULL;
-	}
+	if (er->end != ESTACK_END_TRUNCATED)
+		return erlang_stack__root_label(er->end);
+	if (er->more_unknown)
+		snprintf(buf, len, "[truncated: more than %u frames]",
+			 (unsigned)er->nframes + er->more);
+	else
+		snprintf(buf, len, "[truncated: %u frames]", er->more);
+	return buf;
 }
 
 /* The ids of the sample's walk's frames, root first, kept for the process's next (NULL: none
