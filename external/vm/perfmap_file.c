@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "perfmap.h"
+#include "path.h"
 
 int perfmap__path(char *buf, size_t len, const char *dir, pid_t pid)
 {
@@ -180,10 +181,9 @@ int perfmap__install(const char *dir, pid_t pid, const struct perfmap *pm, char 
 /* "perf-<digits>.map" as the last path component. */
 static bool pm_is_perf_map_path(const char *p)
 {
-	const char *base = strrchr(p, '/');
+	const char *base = path__base(p);
 	size_t n;
 
-	base = base ? base + 1 : p;
 	if (strncmp(base, "perf-", 5))
 		return false;
 	n = strspn(base + 5, "0123456789");

@@ -6,6 +6,7 @@
 
 #include "agent.h"
 #include "elfsym.h"
+#include "path.h"
 
 #define AGENT_READ_TRIES 5
 
@@ -57,9 +58,8 @@ enum agent_status agent__validate(struct xp_agent_block *b, size_t len)
 
 static int is_agent_nif(const char *path)
 {
-	const char *base = strrchr(path, '/');
+	const char *base = path__base(path);
 
-	base = base ? base + 1 : path;
 	return strncmp(base, "extrospect_nif", 14) == 0 && strstr(base, ".so") != NULL;
 }
 

@@ -14,6 +14,7 @@
 
 #include "privilege.h"
 #include "target.h"
+#include "path.h"
 
 static int fail(struct target *t, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -69,9 +70,8 @@ static int map_errno(struct target *t, int err, const char *what)
 
 static bool is_beam_name(const char *path)
 {
-	const char *base = strrchr(path, '/');
+	const char *base = path__base(path);
 
-	base = base ? base + 1 : path;
 	/* beam.smp (jit, the default), beam.emu.smp, beam.debug.smp, and the old plain "beam". */
 	return strcmp(base, "beam") == 0 || (strncmp(base, "beam.", 5) == 0 && strlen(base) >= 8 &&
 					     strcmp(base + strlen(base) - 4, ".smp") == 0);

@@ -5,6 +5,7 @@
 #include "symindex.h"
 #include "unwind.h"
 #include "unwind_int.h"
+#include "path.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -194,7 +195,6 @@ cleanup:
 static int unwinder__report_file(struct unwinder *u, const struct proc_maps *maps,
 				 const struct proc_map *m)
 {
-	const char *base = strrchr(m->path, '/');
 	char path[PATH_MAX];
 	Dwfl_Module *mod;
 	uint64_t bias = 0;
@@ -217,7 +217,7 @@ static int unwinder__report_file(struct unwinder *u, const struct proc_maps *map
 		return err;
 	}
 	/* add_p_vaddr: base is the bias (libdwfl ignores it for ET_EXEC, whose bias is 0). */
-	mod = dwfl_report_elf(u->dwfl, base ? base + 1 : m->path, path, fd, bias, true);
+	mod = dwfl_report_elf(u->dwfl, path__base(m->path), path, fd, bias, true);
 	if (!mod) {
 		close(fd);
 		return -ENOEXEC;

@@ -18,6 +18,7 @@
 #include "profile.pb-c.h"
 #include "report.h"
 #include "sampler.h"
+#include "path.h"
 
 typedef Perftools__Profiles__Function pb_function;
 typedef Perftools__Profiles__Location pb_location;
@@ -223,9 +224,7 @@ static const struct proc_map *module_range(const struct proc_maps *maps, const c
 
 	for (i = 0; maps && i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
-		const char *base = strrchr(m->path, '/');
-
-		if (strcmp(m->path, module) && (!base || strcmp(base + 1, module)))
+		if (strcmp(m->path, module) && strcmp(path__base(m->path), module))
 			continue;
 		if (!first || m->start < *lo)
 			*lo = m->start;

@@ -7,6 +7,7 @@
 #include "classify.h"
 #include "elfsym.h"
 #include "proc.h"
+#include "path.h"
 
 #define RELOAD_NS   (1000 * 1000000ull) /* re-read the maps at most once a second */
 #define MAX_IMAGES  256			/* executable files looked at, at most */
@@ -49,13 +50,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static const char *base_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
 }
 
 bool classify__is_gc_name(const char *name)
@@ -114,7 +108,7 @@ static void add_images(struct classify *c, const struct proc_maps *maps)
 		c->img[c->nimg].path = strdup(m->path);
 		if (!c->img[c->nimg].path)
 			return;
-		c->img[c->nimg].base = base_of(c->img[c->nimg].path);
+		c->img[c->nimg].base = path__base(c->img[c->nimg].path);
 		if (proc__resolve_path(c->t->pid, m->path, m->inode, host, sizeof(host)) == 0)
 			elf_image__open(host, &c->img[c->nimg].img);
 		c->nimg++;
@@ -129,7 +123,7 @@ int classify__new(struct target *t, const struct agg *a, struct classify **out)
 		return -ENOMEM;
 	c->t = t;
 	c->a = a;
-	c->beam_base = base_of(t->exe);
+	c->beam_base = path__base(t->exe);
 	add_images(c, t->maps);
 	c->reloaded_ns = now_ns();
 	*out = c;

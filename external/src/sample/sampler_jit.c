@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "sampler_int.h"
+#include "path.h"
 
 uint64_t sampler__now_ns(void)
 {
@@ -86,7 +87,6 @@ void sampler__unnamed_where(const struct sampler *s, uint64_t addr, char *buf, s
 {
 	const struct jit_range *r = jitmap__lookup(s->t->jit, addr);
 	const struct proc_map *m = proc_maps__find(s->maps ? s->maps : s->t->maps, addr);
-	const char *base;
 
 	if (r) {
 		snprintf(buf, len, "in %s, no function", r->name);
@@ -97,8 +97,7 @@ void sampler__unnamed_where(const struct sampler *s, uint64_t addr, char *buf, s
 			 m->perms & PROC_PERM_R ? 'r' : '-', m->perms & PROC_PERM_W ? 'w' : '-',
 			 m->perms & PROC_PERM_X ? 'x' : '-');
 	} else {
-		base = strrchr(m->path, '/');
-		snprintf(buf, len, "%s+0x%" PRIx64, base ? base + 1 : m->path,
+		snprintf(buf, len, "%s+0x%" PRIx64, path__base(m->path),
 			 addr - m->start + m->offset);
 	}
 }
