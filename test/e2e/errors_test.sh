@@ -57,7 +57,7 @@ expect_exit "sched -o FILE (sched writes no file)" 2 "sched: unknown option '-o'
 # message that names that option and no other (a value of --watch was once refused as one of
 # --format). The options are read from each command's --help, so a new one is checked too.
 bad_value_checks() {
-	local cmd line opt rc err n=0 bad=0
+	local cmd opt rc err n=0 bad=0
 	for cmd in info top record pstack heap alloc blame sched events perf-map capture watch; do
 		while read -r opt; do
 			rc=0
