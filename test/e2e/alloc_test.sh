@@ -125,7 +125,7 @@ check_text() {
 }
 
 # -o FILE: the document (held against the oracle again) and the table in the file, nothing on
-# stdout, "wrote FILE" on stderr; a missing directory exits 1, -o with --watch 2.
+# stdout, "wrote FILE" on stderr; a missing directory exits 1; with --watch, one line a reading.
 check_output_file() {
 	local out=$XP_VM_DIR/alloc-o.json txt=$XP_VM_DIR/alloc-o.txt
 	xp_expect_to_file alloc "$out" --json -n 10000 "$XP_VM_PID"
@@ -138,7 +138,7 @@ check_output_file() {
 	xp_expect "alloc -o: the table's first type (the planted holes)" binary_alloc \
 		"$(sed -n 3p "$txt" | awk '{ print $1 }')"
 	xp_expect_no_dir alloc "$XP_VM_PID"
-	xp_expect_o_with_watch alloc
+	xp_expect_watch_to_file alloc 3
 }
 
 # Usage errors, found before reading anything: the same in every mode.

@@ -13,7 +13,8 @@
 # the top row of --sort bin, and every --sort must sort its column. --watch: the process whose
 # binaries grow tops the growth of --sort bin and is flagged long-lived; the VM stopping during
 # --watch ends it with exit status 7 after the intervals it read. -o FILE: the same document and
-# table in the file, nothing on stdout; a missing directory exits 1, -o with --watch 2.
+# table in the file, nothing on stdout; a missing directory exits 1; --watch -o FILE, one line
+# an interval, kept as the VM exits.
 # Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -161,7 +162,7 @@ check_watch() {
 }
 
 # -o FILE: the JSON document (-n all) and the table written to the file, nothing to stdout, the
-# oracle holding on the file; a missing directory exits 1, -o with --watch 2.
+# oracle holding on the file; a missing directory exits 1; with --watch, each interval's line.
 check_output_file() {
 	local out=$XP_VM_DIR/heap-o.json txt=$XP_VM_DIR/heap-o.txt
 	xp_expect_to_file heap "$out" --json -n all "$XP_VM_PID"
@@ -176,25 +177,29 @@ check_output_file() {
 	xp_expect "heap -o: the table's first row is the leak" xp_heap_leak \
 		"$(sed -n 3p "$txt" | awk '{ print $(NF - 1) }')"
 	xp_expect_no_dir heap "$XP_VM_PID"
-	xp_expect_o_with_watch heap
+	xp_expect_watch_to_file heap 2
 }
 
-# The VM stops during --watch: the intervals read stand, exit status 7. Stops the VM.
+# The VM stops during --watch -o FILE: the intervals read stand in the file, exit status 7. Stops
+# the VM.
 check_gone() {
 	local out rc=0 hp deadline=$((SECONDS + 30))
 	out=$(mktemp)
-	xp_sampler heap --watch 0.5 -d 60 --json -n 3 "$XP_VM_PID" >"$out" 2>"$out.err" &
+	xp_sampler heap --watch 0.5 -d 60 --json -n 3 -o "$out" "$XP_VM_PID" >"$out.stdout" \
+		2>"$out.err" &
 	hp=$!
 	while [[ ! -s "$out" ]] && ((SECONDS < deadline)); do sleep 0.1; done # first interval
 	xp_stop_vm
 	wait "$hp" || rc=$?
-	xp_expect "exit status of 'heap --watch' when the VM exits" 7 "$rc"
-	if grep -q "the VM exited after [1-9][0-9]* intervals" "$out.err" && [[ -s "$out" ]]; then
-		xp_pass "the intervals read before it exited were printed, and it says so"
+	xp_expect "exit status of 'heap --watch -o FILE' when the VM exits" 7 "$rc"
+	if grep -q "the VM exited after [1-9][0-9]* intervals" "$out.err" &&
+		grep -qx "extrospect: wrote $out" "$out.err" && [[ -s "$out" ]] &&
+		jq -e '.rows | length > 0' "$out" >/dev/null 2>&1; then
+		xp_pass "the intervals read before it exited are in the file, and it says so"
 	else
-		xp_fail "--watch as the VM exited: stdout $(wc -l <"$out") lines, stderr: $(cat "$out.err")"
+		xp_fail "--watch -o as the VM exited: file $(wc -l <"$out") lines, stderr: $(cat "$out.err")"
 	fi
-	rm -f "$out" "$out.err"
+	rm -f "$out" "$out.err" "$out.stdout"
 }
 
 # With the agent, the memory offsets heap uses are its calibrated ones (mbuf_sz: the table's).

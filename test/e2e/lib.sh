@@ -416,16 +416,19 @@ xp_expect_to_file() {
 	xp_expect "$cmd -o: stderr" "extrospect: wrote $out" "$(cat "$out.err")"
 }
 
-# xp_expect_o_with_watch CMD: `extrospect CMD --watch 1 -o FILE PID` (the last VM's) is refused
-# before anything is read: exit 2, saying why.
-xp_expect_o_with_watch() {
-	local cmd=$1 rc=0
-	xp_sampler "$cmd" --watch 1 -o "$XP_VM_DIR/watch-o.txt" "$XP_VM_PID" >/dev/null \
-		2>"$XP_VM_DIR/watch-o.err" || rc=$?
-	xp_expect "$cmd -o with --watch: exit status" 2 "$rc"
-	xp_expect "$cmd -o with --watch: message" \
-		"extrospect: -o goes without --watch (its readings go to stdout)" \
-		"$(head -n 1 "$XP_VM_DIR/watch-o.err")"
+# xp_expect_watch_to_file CMD LINES: `extrospect CMD --watch 1s -d 2500ms --json -o FILE PID`
+# (the last VM's) exits 0, prints nothing on stdout and "wrote FILE" on stderr, and FILE holds
+# LINES readings, each a JSON document on its line.
+xp_expect_watch_to_file() {
+	local cmd=$1 lines=$2 out=$XP_VM_DIR/$1-watch-o.jsonl rc=0
+	xp_sampler "$cmd" --watch 1s -d 2500ms --json -o "$out" "$XP_VM_PID" >"$out.stdout" \
+		2>"$out.err" || rc=$?
+	xp_expect "$cmd --watch -o FILE: exit status" 0 "$rc"
+	xp_expect "$cmd --watch -o FILE: bytes on stdout" 0 "$(stat -c %s "$out.stdout")"
+	xp_expect "$cmd --watch -o FILE: stderr" "extrospect: wrote $out" "$(tail -n 1 "$out.err")"
+	xp_expect "$cmd --watch -o FILE: readings in the file" "$lines" "$(wc -l <"$out")"
+	xp_expect "$cmd --watch -o FILE: each a JSON document" "$lines" \
+		"$(jq -c 'type' "$out" 2>/dev/null | grep -c '^"object"$')"
 }
 
 # xp_expect_no_dir CMD ARGS...: `extrospect CMD -o DIR/no-such-dir/x.txt ARGS...` (DIR:

@@ -5,6 +5,7 @@
  * Owns: the command, its help, summing and sorting; printing and the columns' names are
  * alloc_print.c. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,13 +53,15 @@ const char alloc__usage[] =
     "  -d SECS        with --watch: stop after SECS seconds (or 30s, 5m, 1h)\n"
     "  --json         one JSON document (with --watch: one per interval, one per line)\n"
     "  -o FILE        write the table or document to FILE, whole or not at all (a temporary\n"
-    "                 file renamed when complete), not to stdout; not with --watch\n"
+    "                 file renamed when complete), not to stdout; with --watch each reading\n"
+    "                 is added to FILE as it is taken (the file holds every one so far)\n"
     "  --no-agent     ignore the extrospect agent even when the VM has it loaded\n"
     "\n"
     "Examples:\n"
     "  extrospect alloc 4242                     # where the VM's memory is, per allocator\n"
     "  extrospect alloc --sort frag -n 5 4242    # the most fragmented instances\n"
     "  extrospect alloc --watch 10 4242          # which allocator grows\n"
+    "  extrospect alloc --watch 5m --json -o alloc.jsonl 4242   # kept, a reading every 5 min\n"
     "  extrospect alloc --json 4242 | jq '.types[] | select(.name == \"binary_alloc\")'\n"
     "  extrospect alloc --json -o alloc.json 4242   # to a file, for a ticket or a diff\n";
 
@@ -194,8 +197,9 @@ void alloc__ctx_free(struct alloc_ctx *c)
 	c->types = c->prev_types = NULL;
 }
 
-/* One reading to out (stdout, or -o's file: its errors are outfile__close's to report). */
-static int print(const struct alloc_ctx *c, FILE *out)
+/* One reading to out: stdout or --watch -o's stream, flushed (0, or the negative errno of a
+ * failed write), or -o's file (its errors are outfile__close's to report). */
+static int print(const struct alloc_ctx *c, FILE *out, bool flush)
 {
 	struct json j;
 
@@ -205,11 +209,15 @@ static int print(const struct alloc_ctx *c, FILE *out)
 	} else {
 		alloc__print_text(c, out);
 	}
-	return out == stdout && fflush(stdout) != 0 ? -EIO : 0;
+	errno = 0;
+	if (flush && (fflush(out) != 0 || ferror(out)))
+		return errno ? -errno : -EIO;
+	return 0;
 }
 
-/* Readings every watch_s seconds until *stop or -d; each printed with its type rows' change. */
-static int watch(struct alloc_ctx *c, volatile sig_atomic_t *stop)
+/* Readings every watch_s seconds until *stop or -d; each printed to out with its type rows'
+ * change. A failed write stops it: *out_err says why. */
+static int watch(struct alloc_ctx *c, volatile sig_atomic_t *stop, FILE *out, int *out_err)
 {
 	double t0 = clock_ms(CLOCK_MONOTONIC), last = t0, end = t0 + c->o->duration_s * 1e3;
 	int err = 0;
@@ -229,8 +237,8 @@ static int watch(struct alloc_ctx *c, volatile sig_atomic_t *stop)
 		c->interval_s = (clock_ms(CLOCK_MONOTONIC) - last) / 1e3;
 		last = clock_ms(CLOCK_MONOTONIC);
 		err = alloc__read_all(c);
-		if (!err || err == TARGET_EGONE)
-			err = print(c, stdout) ? -EIO : err;
+		if ((!err || err == TARGET_EGONE) && (*out_err = print(c, out, true)))
+			err = *out_err;
 	}
 	return err;
 }
@@ -244,10 +252,6 @@ int cmd__alloc(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 
 	if (o->duration_s > 0 && o->watch_s <= 0) {
 		snprintf(err, errlen, "-d/--duration goes with --watch");
-		return CMD_EUSAGE;
-	}
-	if (o->output && o->watch_s > 0) {
-		snprintf(err, errlen, "-o goes without --watch (its readings go to stdout)");
 		return CMD_EUSAGE;
 	}
 	if (o->sort && alloc__col_of(o->sort) < 0) {
@@ -264,18 +268,34 @@ int cmd__alloc(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 	rc = alloc__read_all(&c);
 	if (rc && rc != TARGET_EGONE)
 		goto cleanup;
-	if (o->output) { /* whole or not at all: heap's -o */
+	if (o->watch_s > 0) { /* every reading added to stdout or -o's file as it is taken */
+		FILE *out = stdout;
+		int out_err;
+
+		if (o->output && (wrc = cmd__open_stream(o->output, &out, err, errlen))) {
+			rc = wrc;
+			goto cleanup;
+		}
+		out_err = print(&c, out, true);
+		if (!out_err && !rc)
+			rc = watch(&c, stop, out, &out_err);
+		if (out_err) {
+			snprintf(err, errlen, "cannot write %s: %s",
+				 o->output ? o->output : "output", strerror(-out_err));
+			rc = out_err;
+		}
+		if (o->output)
+			rc = cmd__close_stream(out, o->output, rc, err, errlen);
+	} else if (o->output) { /* whole or not at all: heap's -o */
 		if ((wrc = cmd__open_output(&of, o->output, err, errlen))) {
 			rc = wrc;
 			goto cleanup;
 		}
-		print(&c, of.f);
+		print(&c, of.f, false);
 		rc = cmd__finish_output(&of, o->output, rc, err, errlen);
-	} else if (print(&c, stdout)) {
+	} else if (print(&c, stdout, true)) {
 		rc = -EIO;
 	}
-	if (!rc && o->watch_s > 0)
-		rc = watch(&c, stop);
 	if (rc == TARGET_EGONE)
 		fprintf(stderr, "extrospect: the VM exited while it was read\n");
 cleanup:

@@ -59,6 +59,8 @@ struct heap_ctx {
 	const struct cli_opts *o;
 	struct target *t;
 	volatile sig_atomic_t *stop;
+	FILE *out;   /* --watch: where the readings go (stdout, or -o's file) */
+	int out_err; /* --watch: the negative errno of a failed write to out, which stops it */
 	struct process_reader pr;
 	struct ptab ptab;
 	struct ptab_stats st;

@@ -50,7 +50,8 @@ const char heap__usage[] =
     "  --json         with --watch: one JSON document per interval, one per line\n"
     "  --json         one JSON document: sizes in words as process_info gives them\n"
     "  -o FILE        write the table or document to FILE, whole or not at all (a temporary\n"
-    "                 file renamed when complete), not to stdout; not with --watch\n"
+    "                 file renamed when complete), not to stdout; with --watch each reading\n"
+    "                 is added to FILE as it is taken (the file holds every one so far)\n"
     "  --erlang-names print Elixir modules as Erlang does, not in Elixir form\n"
     "  --no-agent     ignore the extrospect agent even when the VM has it loaded\n"
     "\n"
@@ -59,6 +60,7 @@ const char heap__usage[] =
     "  extrospect heap --sort bin -n 5 4242  # who holds the most refc binaries (a leak?)\n"
     "  extrospect heap --sort msgq 4242      # the longest message queues (OTP 27+)\n"
     "  extrospect heap --watch 10 --sort old 4242   # who accumulates long-lived data\n"
+    "  extrospect heap --watch 1m --json -o heap.jsonl 4242   # a reading a minute, kept\n"
     "  extrospect heap --json -n all 4242 | jq '.processes[] | select(.name == \"my_server\")'\n"
     "  extrospect heap --json -n all -o heap.json 4242   # a million rows, to a file\n";
 
@@ -75,10 +77,6 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		snprintf(err, errlen, "-d/--duration goes with --watch");
 		return CMD_EUSAGE;
 	}
-	if (o->output && o->watch_s > 0) {
-		snprintf(err, errlen, "-o goes without --watch (its readings go to stdout)");
-		return CMD_EUSAGE;
-	}
 	if (o->sort && heap__col_of(o->sort) < 0) {
 		snprintf(err, errlen,
 			 "bad --sort (total, heap, old, frag, stack, bin, msgq, reds or memory)");
@@ -89,7 +87,15 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 	if ((rc = heap__setup(&c, err, errlen)))
 		goto cleanup;
 	if (o->watch_s > 0) {
+		c.out = stdout;
+		if (o->output && (rc = cmd__open_stream(o->output, &c.out, err, errlen)))
+			goto cleanup;
 		rc = heap__watch(&c);
+		if (c.out_err)
+			snprintf(err, errlen, "cannot write %s: %s",
+				 o->output ? o->output : "output", strerror(-c.out_err));
+		if (o->output)
+			rc = cmd__close_stream(c.out, o->output, rc, err, errlen);
 		goto cleanup;
 	}
 	/* Only the rows shown are kept and sorted: -n 20 of a million processes sorts 20. */

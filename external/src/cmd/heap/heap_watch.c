@@ -180,14 +180,15 @@ static void json_row(const struct watch *w, const struct seen *s, struct json *j
 	json__end_object(j);
 }
 
-static void report(struct watch *w, const struct seen *v, size_t n, double secs)
+/* One interval's rows to c->out, flushed: 0, or the negative errno of a failed write. */
+static int report(struct watch *w, const struct seen *v, size_t n, double secs)
 {
 	const struct heap_ctx *c = w->c;
 	size_t i, shown = c->o->limit && c->o->limit < n ? c->o->limit : n;
 	struct json j;
 
 	if (c->o->json) {
-		json__init(&j, stdout);
+		json__init(&j, c->out);
 		json__object(&j);
 		json__kv_int(&j, "interval", w->interval);
 		json__kv_int(&j, "elapsed_ms", (int64_t)(secs * 1000 + 0.5));
@@ -202,15 +203,19 @@ static void report(struct watch *w, const struct seen *v, size_t n, double secs)
 		json__end_array(&j);
 		json__end_object(&j); /* ends its line */
 	} else {
-		printf("\ninterval %u (%.1f s since the first reading): %zu processes, %" PRIu64
-		       " new, %" PRIu64 " exited; sorted by the growth of %s\n",
-		       w->interval, secs, c->n, w->fresh, w->exited, heap__col_name(c->sort));
-		printf("%-14s %8s %9s %9s  %-9s %s\n", "PID", "NOW", "INTERVAL", "SINCE", "STATUS",
-		       "NAME");
+		fprintf(c->out,
+			"\ninterval %u (%.1f s since the first reading): %zu processes, %" PRIu64
+			" new, %" PRIu64 " exited; sorted by the growth of %s\n",
+			w->interval, secs, c->n, w->fresh, w->exited, heap__col_name(c->sort));
+		fprintf(c->out, "%-14s %8s %9s %9s  %-9s %s\n", "PID", "NOW", "INTERVAL", "SINCE",
+			"STATUS", "NAME");
 		for (i = 0; i < shown; i++)
-			text_row(w, &v[i], stdout);
+			text_row(w, &v[i], c->out);
 	}
-	fflush(stdout);
+	errno = 0;
+	if (fflush(c->out) != 0 || ferror(c->out))
+		w->c->out_err = errno ? -errno : -EIO;
+	return w->c->out_err;
 }
 
 /* The growth since the last reading, largest first (processes seen before only). */
@@ -218,6 +223,7 @@ static int interval(struct watch *w)
 {
 	struct seen *v = malloc((w->ncur ? w->ncur : 1) * sizeof(*v));
 	size_t i, n = 0;
+	int rc;
 
 	if (!v)
 		return -ENOMEM;
@@ -227,9 +233,9 @@ static int interval(struct watch *w)
 	}
 	qsort(v, n, sizeof(*v), cmp_delta);
 	w->interval++;
-	report(w, v, n, (now_ms() - w->started_ms) / 1000);
+	rc = report(w, v, n, (now_ms() - w->started_ms) / 1000);
 	free(v);
-	return 0;
+	return rc;
 }
 
 /* Wait until the next reading is due; false when asked to stop or past -d. */
@@ -254,9 +260,10 @@ int heap__watch(struct heap_ctx *c)
 	int rc = 0;
 
 	if (!c->o->json)
-		printf(
-		    "extrospect heap --watch: BEAM pid %d, a reading every %.1f s; Ctrl-C stops\n",
-		    (int)c->t->pid, c->o->watch_s);
+		fprintf(c->out,
+			"extrospect heap --watch: BEAM pid %d, a reading every %.1f s; Ctrl-C "
+			"stops\n",
+			(int)c->t->pid, c->o->watch_s);
 	while (!rc) {
 		w.fresh = w.exited = 0;
 		/* A reading cut by Ctrl-C is not compared: its missing processes did not exit. */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -484,4 +485,28 @@ int cmd__finish_output(struct outfile *of, const char *path, int rc, char *err, 
 	if (!wrc)
 		fprintf(stderr, "extrospect: wrote %s\n", path);
 	return rc;
+}
+
+int cmd__open_stream(const char *path, FILE **out, char *err, size_t errlen)
+{
+	int rc = report__open_output(path, out);
+
+	if (rc)
+		snprintf(err, errlen, "cannot write %s: %s", path, report__output_error(rc));
+	return rc;
+}
+
+int cmd__close_stream(FILE *out, const char *path, int rc, char *err, size_t errlen)
+{
+	bool bad = ferror(out) != 0; /* a write failed (errno is long gone) */
+	int cerr = fclose(out) != 0 ? errno : 0;
+
+	if (!bad && !cerr) {
+		fprintf(stderr, "extrospect: wrote %s\n", path);
+		return rc;
+	}
+	if (rc && rc != TARGET_EGONE)
+		return rc;
+	snprintf(err, errlen, "cannot write %s: %s", path, strerror(cerr ? cerr : EIO));
+	return -EIO;
 }

@@ -79,5 +79,12 @@ int cmd__open_output(struct outfile *of, const char *path, char *err, size_t err
  * document, kept. Says "wrote FILE" on stderr when it did; when writing failed, err says why and
  * that error is returned, else rc. */
 int cmd__finish_output(struct outfile *of, const char *path, int rc, char *err, size_t errlen);
+/* --watch -o FILE (heap, alloc): the readings go to path as they are taken, each flushed, so the
+ * file holds every reading so far whenever the command stops. *out opened (created or
+ * truncated), or err says "cannot write PATH: why" and the error is returned. */
+int cmd__open_stream(const char *path, FILE **out, char *err, size_t errlen);
+/* The stream closed after the command's result rc: "wrote FILE" on stderr, or, when writing
+ * failed, err says why and -EIO is returned (else rc). */
+int cmd__close_stream(FILE *out, const char *path, int rc, char *err, size_t errlen);
 
 #endif /* XP_RUN_H */
