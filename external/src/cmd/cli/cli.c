@@ -448,9 +448,9 @@ static int take_option(struct cli_opts *o, int c, const char *arg, char *err, si
 		o->output = o->outputs[0];
 		return 0;
 	case OPT_EVERY:
-		if (cli__parse_seconds(arg, &v))
+		if (cli__parse_duration(arg, 1, 86400, &ns))
 			break;
-		o->every_s = v;
+		o->every_s = (double)ns / 1e9;
 		return 0;
 	case OPT_KEEP:
 		if (cli__parse_number(arg, 1, 1000000, &v))

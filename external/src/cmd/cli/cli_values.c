@@ -30,17 +30,6 @@ int cli__parse_number(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
-/* record --every: "60s", "5m", "1h", "1d" or plain seconds, from 1 s to 1 day. */
-int cli__parse_seconds(const char *s, double *out)
-{
-	uint64_t ns;
-
-	if (cli__parse_duration(s, 1, 86400, &ns))
-		return -EINVAL;
-	*out = (double)ns / 1e9;
-	return 0;
-}
-
 /* --label KEY=VALUE: KEY a Prometheus label name, VALUE without the characters that would
  * break Pyroscope's name{k=v,...} syntax. */
 bool cli__valid_label(const char *s)

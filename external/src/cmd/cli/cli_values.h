@@ -18,8 +18,6 @@ enum cli_format {
 bool cli__valid_erlang_pid(const char *s);
 /* A number in [lo, hi]. */
 int cli__parse_number(const char *s, double lo, double hi, double *out);
-/* record --every: "60s", "5m", "1h", "1d" or plain seconds, from 1 s to 1 day. */
-int cli__parse_seconds(const char *s, double *out);
 /* --label KEY=VALUE as Pyroscope's name{k=v,...} can carry it. */
 bool cli__valid_label(const char *s);
 /* watch --rate: an interval with a unit, or snapshots per second; 100 us to 1 s. */
