@@ -279,13 +279,7 @@ int cmd__alloc(const struct cli_opts *o, struct target *t, volatile sig_atomic_t
 		out_err = print(&c, out, true);
 		if (!out_err && !rc)
 			rc = watch(&c, stop, out, &out_err);
-		if (out_err) {
-			snprintf(err, errlen, "cannot write %s: %s",
-				 o->output ? o->output : "output", strerror(-out_err));
-			rc = out_err;
-		}
-		if (o->output)
-			rc = cmd__close_stream(out, o->output, rc, err, errlen);
+		rc = cmd__close_stream(out, o->output, out_err, rc, err, errlen);
 	} else if (o->output) { /* whole or not at all: heap's -o */
 		if ((wrc = cmd__open_output(&of, o->output, err, errlen))) {
 			rc = wrc;

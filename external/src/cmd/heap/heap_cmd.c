@@ -91,11 +91,7 @@ int cmd__heap(const struct cli_opts *o, struct target *t, volatile sig_atomic_t 
 		if (o->output && (rc = cmd__open_stream(o->output, &c.out, err, errlen)))
 			goto cleanup;
 		rc = heap__watch(&c);
-		if (c.out_err)
-			snprintf(err, errlen, "cannot write %s: %s",
-				 o->output ? o->output : "output", strerror(-c.out_err));
-		if (o->output)
-			rc = cmd__close_stream(c.out, o->output, rc, err, errlen);
+		rc = cmd__close_stream(c.out, o->output, c.out_err, rc, err, errlen);
 		goto cleanup;
 	}
 	/* Only the rows shown are kept and sorted: -n 20 of a million processes sorts 20. */

@@ -496,10 +496,20 @@ int cmd__open_stream(const char *path, FILE **out, char *err, size_t errlen)
 	return rc;
 }
 
-int cmd__close_stream(FILE *out, const char *path, int rc, char *err, size_t errlen)
+int cmd__close_stream(FILE *out, const char *path, int write_err, int rc, char *err, size_t errlen)
 {
-	bool bad = ferror(out) != 0; /* a write failed (errno is long gone) */
-	int cerr = fclose(out) != 0 ? errno : 0;
+	bool bad;
+	int cerr;
+
+	if (write_err) {
+		snprintf(err, errlen, "cannot write %s: %s", path ? path : "output",
+			 strerror(-write_err));
+		rc = write_err;
+	}
+	if (!path)
+		return rc;
+	bad = ferror(out) != 0; /* a write failed (errno is long gone) */
+	cerr = fclose(out) != 0 ? errno : 0;
 
 	if (!bad && !cerr) {
 		fprintf(stderr, "extrospect: wrote %s\n", path);

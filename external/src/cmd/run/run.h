@@ -83,8 +83,10 @@ int cmd__finish_output(struct outfile *of, const char *path, int rc, char *err, 
  * file holds every reading so far whenever the command stops. *out opened (created or
  * truncated), or err says "cannot write PATH: why" and the error is returned. */
 int cmd__open_stream(const char *path, FILE **out, char *err, size_t errlen);
-/* The stream closed after the command's result rc: "wrote FILE" on stderr, or, when writing
- * failed, err says why and -EIO is returned (else rc). */
-int cmd__close_stream(FILE *out, const char *path, int rc, char *err, size_t errlen);
+/* The end of --watch's readings, after the command's result rc: write_err (the negative errno
+ * of a failed write to out, or 0) said in err as "cannot write PATH: why" (path NULL: stdout,
+ * "output") and returned; then out closed when it is path's: "wrote FILE" on stderr, or, when
+ * writing failed, err says why and -EIO is returned (else rc). */
+int cmd__close_stream(FILE *out, const char *path, int write_err, int rc, char *err, size_t errlen);
 
 #endif /* XP_RUN_H */
