@@ -28,13 +28,11 @@ static int header(const char *line, bool *want, uint64_t *start_out, uint64_t *e
 	return 0;
 }
 
-/* The kernel lists a page of text per read(), and smaps' text is long (a score of lines a
- * mapping): a mapping that grows or merges between two reads of a live process is listed again,
- * overlapping the one before (proc.c's MAPS_TRIES reads /proc/PID/maps again for the same).
- * Summed as it came, it would count twice. A listing out of order is read again (SMAPS_TRIES). */
-
 /* One pass over f: -EPROTO for a line it cannot parse, -EAGAIN for a listing out of address
- * order (torn). */
+ * order. The kernel lists a page of text per read(), and smaps' text is long (a score of lines
+ * a mapping): a mapping that grows or merges between two reads of a live process is listed
+ * again, overlapping the one before (torn), and summed as it came it would count twice.
+ * smaps__anon_rw reads a torn listing again (SMAPS_TRIES), as proc.c's MAPS_TRIES does maps. */
 static int sum_once(FILE *f, struct smaps_anon *out)
 {
 	char line[512];
