@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -45,6 +46,10 @@ struct kcapture_bpf;
  * stack that finds the ring full is lost (its sample is then read without one, and says so). */
 #define KCAP_RING_TYPICAL (32u << 10)
 #define KCAP_MATCH_NS	  1000000ull /* perf stamps its sample a microsecond or two before */
+/* How long a drain waits for a capture still being copied into the ring (bpf_ringbuf_output's
+ * copy of up to 130 KiB, a few microseconds) when it may be of the sample being read or hold
+ * that sample's capture behind it. */
+#define KCAP_BUSY_WAIT_NS 100000ull
 #define KCAP_LOG_BYTES	  (64u << 10)
 
 /* A capture read but not yet claimed by its sample. Its bytes stay in the kernel's ring, where
@@ -74,6 +79,7 @@ struct kcapture {
 	 * and here. prod is loaded again once read reaches it; cons is stored when it moved on
 	 * by KCAP_CONS_STEP (the program then has that much less room, 1/16 of the ring). */
 	uint64_t prod_seen, cons_told;
+	uint64_t busy_given_up_at; /* the ring position + 1 of the busy capture last given up on */
 	struct kcap_stats st;
 };
 
@@ -282,6 +288,24 @@ int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why,
 }
 #endif /* __x86_64__ */
 
+int kcapture__adopt_ring(struct kcapture **out, uint8_t *cons, uint8_t *prod, size_t page_size,
+			 uint32_t ring_bytes)
+{
+	struct kcapture *k;
+
+	*out = NULL;
+	if (!cons || !prod || !ring_bytes || (ring_bytes & (ring_bytes - 1)) ||
+	    !(k = calloc(1, sizeof(*k))))
+		return -EINVAL;
+	k->cons = cons;
+	k->prod = prod;
+	k->page_size = page_size;
+	k->ring_bytes = ring_bytes;
+	k->watch_fd = k->ring_fd = k->prog_fd = -1;
+	*out = k;
+	return 0;
+}
+
 int kcapture__prog_fd(const struct kcapture *k)
 {
 	return k ? k->prog_fd : -1;
@@ -392,6 +416,47 @@ static void prefetch_record(const uint8_t *data, uint64_t mask, uint64_t at, uin
 		__builtin_prefetch(data + (a & mask));
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The length word of the record at h, once it is no longer being written: a capture that another
+ * CPU's program is still copying in (reserved before the sample being read was, or at about its
+ * time) is waited for, up to KCAP_BUSY_WAIT_NS. Until it is committed the drain cannot pass it,
+ * and a capture behind it, committed already, would be missed: seen when a 128 KiB capture was
+ * being copied on one CPU while the sampler read a sample of the other. A record whose time, as
+ * copied so far, is later than the sample's is not waited for, nor one given up on already (a
+ * CPU stopped mid-copy: each sample after would wait again). Still busy: the word as it is. */
+static uint32_t committed_len(struct kcapture *k, const uint8_t *h, uint64_t upto)
+{
+	uint32_t len = __atomic_load_n((const uint32_t *)h, __ATOMIC_ACQUIRE);
+	uint64_t time, start;
+
+	if (!(len & BPF_RINGBUF_BUSY_BIT) || k->busy_given_up_at == k->read + 1)
+		return len;
+	memcpy(&time, h + BPF_RINGBUF_HDR_SZ + H_TIME, sizeof(time));
+	if (time > upto + KCAP_MATCH_NS)
+		return len;
+	k->st.busy_waits++;
+	start = mono_ns();
+	while ((len = __atomic_load_n((const uint32_t *)h, __ATOMIC_ACQUIRE)) &
+	       BPF_RINGBUF_BUSY_BIT) {
+		if (mono_ns() - start > KCAP_BUSY_WAIT_NS) {
+			k->st.busy_given_up++;
+			k->busy_given_up_at = k->read + 1;
+			break;
+		}
+#if defined(__x86_64__)
+		__builtin_ia32_pause();
+#endif
+	}
+	return len;
+}
+
 void kcapture__drain(struct kcapture *k, uint64_t upto)
 {
 	uint64_t prod, mask, time;
@@ -407,7 +472,7 @@ void kcapture__drain(struct kcapture *k, uint64_t upto)
 	prod = k->prod_seen;
 	while (k->read < prod) {
 		const uint8_t *h = data + (k->read & mask);
-		uint32_t len = __atomic_load_n((const uint32_t *)h, __ATOMIC_ACQUIRE);
+		uint32_t len = committed_len(k, h, upto);
 		uint64_t next;
 
 		if (len & BPF_RINGBUF_BUSY_BIT)

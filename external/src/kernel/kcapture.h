@@ -73,6 +73,9 @@ struct kcap_stats {
 	uint64_t matched;   /* captures paired with their perf sample */
 	uint64_t unmatched; /* captures no sample claimed (lost perf records, exited threads) */
 	uint64_t malformed; /* captures too short for their header */
+	/* A drain found a capture of the sample's time still being copied into the ring and waited
+	 * for it; it was still being copied after KCAP_BUSY_WAIT_NS (then drained later). */
+	uint64_t busy_waits, busy_given_up;
 };
 
 struct kcapture;
@@ -80,6 +83,11 @@ struct kcapture;
 /* Load the program. 0, or a negative errno with a one-line reason in why (no CAP_BPF, a kernel
  * without ring buffers or bpf_probe_read_user, the verifier refused). */
 int kcapture__open(struct kcapture **out, const struct kcap_cfg *cfg, char *why, size_t whylen);
+/* A kcapture with no program over a ring laid out by the caller (tests): cons, the consumer
+ * position's page (page_size bytes), and prod, the producer position's page followed by the data
+ * (page_size + 2 * ring_bytes bytes), each from mmap; kcapture__free unmaps them. */
+int kcapture__adopt_ring(struct kcapture **out, uint8_t *cons, uint8_t *prod, size_t page_size,
+			 uint32_t ring_bytes);
 /* The program fd to attach to a perf event (PERF_EVENT_IOC_SET_BPF). */
 int kcapture__prog_fd(const struct kcapture *k);
 /* Tell the program where thread tid's scheduler keeps its current process (the address of
