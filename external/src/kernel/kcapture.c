@@ -5,6 +5,7 @@
  * to a BPF ring buffer. This file loads it, and drains the ring before the perf rings, pairing
  * each capture with its sample by thread, ip, sp and time. */
 #include "kcapture.h"
+#include "perf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +17,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -416,14 +416,6 @@ static void prefetch_record(const uint8_t *data, uint64_t mask, uint64_t at, uin
 		__builtin_prefetch(data + (a & mask));
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The length word of the record at h, once it is no longer being written: a capture that another
  * CPU's program is still copying in (reserved before the sample being read was, or at about its
  * time) is waited for, up to KCAP_BUSY_WAIT_NS. Until it is committed the drain cannot pass it,
@@ -442,10 +434,10 @@ static uint32_t committed_len(struct kcapture *k, const uint8_t *h, uint64_t upt
 	if (time > upto + KCAP_MATCH_NS)
 		return len;
 	k->st.busy_waits++;
-	start = mono_ns();
+	start = perf__now_ns();
 	while ((len = __atomic_load_n((const uint32_t *)h, __ATOMIC_ACQUIRE)) &
 	       BPF_RINGBUF_BUSY_BIT) {
-		if (mono_ns() - start > KCAP_BUSY_WAIT_NS) {
+		if (perf__now_ns() - start > KCAP_BUSY_WAIT_NS) {
 			k->st.busy_given_up++;
 			k->busy_given_up_at = k->read + 1;
 			break;

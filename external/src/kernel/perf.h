@@ -148,5 +148,7 @@ void perf_session__free(struct perf_session *s);
 /* Parse one PERF_RECORD_SAMPLE body laid out for the session's sample_type (exposed for tests on
  * captured bytes). 0 or -EPROTO. */
 int perf__parse_sample(const uint8_t *rec, size_t len, struct perf_sample *out);
+/* The time now in the samples' clock (use_clockid CLOCK_MONOTONIC), ns. */
+uint64_t perf__now_ns(void);
 
 #endif /* XP_PERF_H */

@@ -73,7 +73,5 @@ int perf__online_cpus(int **out, size_t *n);
 void perf__check_hangups(struct perf_session *s);
 /* perf.c: drop the threads that hung up (their rings drained first). */
 void perf__drop_hung_up(struct perf_session *s);
-/* perf_ring.c: the time now, CLOCK_MONOTONIC ns. */
-uint64_t perf__now_ns(void);
 
 #endif /* XP_PERF_INT_H */
