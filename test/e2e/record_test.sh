@@ -767,7 +767,7 @@ check_class() {
 	proc=$(awk '{ s += $1 } END { print s + 0 }' "$inner")
 	ctotal=$(($(stat_get "$s1" total_cpu_us) - $(stat_get "$s0" total_cpu_us)))
 	wtotal=$(($(stat_get "$s1" total_ns) - $(stat_get "$s0" total_ns)))
-	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of $CLASS_PROC; the VM measured $((ctotal / 1000)) ms of CPU in $((wtotal / 1000000)) ms"
+	echo "FIGURE: OTP $otp $mode $case $tag: $total samples, $proc of $CLASS_PROC; the VM measured $((ctotal / 1000)) ms of CPU in $((wtotal / 1000000)) ms (clock: $(stat_get "$s1" cpu_clock))"
 	if ((total < 1000 || ctotal <= 0 || wtotal <= 0)); then
 		XP_SKIP_REASON="machine too busy: $total samples in ${XP_CLASS_SECONDS} s ($((ctotal / 1000)) ms of the VM's CPU), fewer than 1000"
 		echo "NOT CHECKED: $tag shares: $XP_SKIP_REASON"
@@ -949,14 +949,18 @@ class_records() {
 # seeded weights and sizes; WHICH: bpf, nobpf or both (class_records).
 case_class() {
 	local which=$1 seed=${XP_CLASS_SEED:-$((RANDOM * 32768 + RANDOM))}
+	local -a nif=()
 	CLASS_PROC=xp_class
+	# The NIF of xp_defer holds the exact clock of the phases' CPU time (xp_class.erl).
+	defer_nif
+	[[ -z "$DEFER_NIF" ]] || nif=(-xp_defer_nif "$DEFER_NIF")
 	# +sbwt none: an idle scheduler does not spin on the CPU time the phases are measured by.
 	# +Mea min: memory is freed by the thread that frees it (malloc), not handed back to the
 	# allocating scheduler and freed later in its loop ("delayed dealloc", scheduler work that
 	# no process owns: 3-8 % of the samples, taken from the phases' measured CPU time).
 	# shellcheck disable=SC2086 # XP_CLASS_ERL_ARGS: extra emulator flags, split on purpose
-	xp_start_vm "$otp" "$mode" xp_class -xp_class_seed "$seed" +sbwt none +sbwtdcpu none \
-		+sbwtdio none +Mea min ${XP_CLASS_ERL_ARGS:-}
+	xp_start_vm "$otp" "$mode" xp_class -xp_class_seed "$seed" "${nif[@]}" +sbwt none \
+		+sbwtdcpu none +sbwtdio none +Mea min ${XP_CLASS_ERL_ARGS:-}
 	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
 	class_records class "$which"
 	xp_stop_vm

@@ -14,10 +14,15 @@
 %%   NAME_frames         the innermost Erlang frame(s) a sample of that phase must show
 %%   NAME_cpu_us         the CPU time, user and system, of the VM's normal and dirty CPU
 %%                       scheduler threads while the phase's calls ran, in microseconds: the
-%%                       sum of their /proc/self/task/TID/schedstat run times (nanoseconds,
-%%                       exact), read by the process xp_class_clock (start_clock/1), from just
-%%                       before the phase's first call to its r_NAME/3's last. System time
-%%                       counts: a page fault of a growing heap is the phase's, and the
+%%                       sum of their thread CPU clocks (xp_defer:thread_cpu_ns/1, the NIF
+%%                       xp_defer_nif.c, loaded from -xp_defer_nif PATH: exact), read by the
+%%                       process xp_class_clock (start_clock/1), from just before the phase's
+%%                       first call to its r_NAME/3's last. Without the NIF, their
+%%                       /proc/self/task/TID/schedstat run times, which for a running thread are
+%%                       as of its last tick or switch (4 ms steps at HZ=250, measured): a phase
+%%                       of 1 ms a round reads 0 or 4 ms, noise a short run does not average
+%%                       out (cpu_clock says which clock: thread_cputime or schedstat). System
+%%                       time counts: a page fault of a growing heap is the phase's, and the
 %%                       sampler samples it (as [kernel]). Not
 %%                       erlang:statistics(runtime): getrusage's user time splits each thread's
 %%                       run time by the ticks that found it in user mode (4 ms apart at
@@ -494,9 +499,11 @@ clock_loop(Owner) ->
     end,
     clock_loop(Owner).
 
-%% The schedstat files of the scheduler threads, named by the VM ("1_scheduler",
-%% "1_dirty_cpu_sch", "1_dirty_io_sche" on OTP 25, comm keeping 15 bytes; "erts_sched_1",
-%% "erts_dcpus_1", "erts_dios_1" since OTP 26), kept open: a pread at 0 reads a fresh copy. phases: the threads a phase runs on; all: every scheduler thread.
+%% The clocks of the scheduler threads, named by the VM ("1_scheduler", "1_dirty_cpu_sch",
+%% "1_dirty_io_sche" on OTP 25, comm keeping 15 bytes; "erts_sched_1", "erts_dcpus_1",
+%% "erts_dios_1" since OTP 26): their tids for the NIF, and their schedstat files, kept open (a
+%% pread at 0 reads a fresh copy), for when it is not loaded. phases: the threads a phase runs
+%% on; all: every scheduler thread.
 open_cpu_clocks() ->
     Task = "/proc/self/task/",
     {ok, Tids} = file:list_dir(Task),
@@ -504,13 +511,18 @@ open_cpu_clocks() ->
                             {ok, Comm} <- [file:read_file(Task ++ Tid ++ "/comm")]],
     Open = fun(Tid) ->
                    {ok, Fd} = file:open(Task ++ Tid ++ "/schedstat", [read, raw, binary]),
-                   Fd
+                   {list_to_integer(Tid), Fd}
            end,
     Has = fun(Comm, Part) -> binary:match(Comm, Part) =/= nomatch end,
     Phases = [Open(T) || {T, C} <- Named, Has(C, [<<"_scheduler">>, <<"_dirty_cpu_sch">>,
                                                   <<"erts_sched_">>, <<"erts_dcpus_">>])],
     All = Phases ++ [Open(T) || {T, C} <- Named, Has(C, [<<"_dirty_io_sch">>, <<"erts_dios_">>])],
     true = length(Phases) >= 2,
+    Clock = case xp_defer:nif_loaded() of
+                true -> thread_cputime;
+                false -> schedstat
+            end,
+    persistent_term:put({?MODULE, cpu_clock}, Clock),
     put(xp_cpu_clocks, #{phases => Phases, all => All}),
     ok.
 
@@ -522,8 +534,11 @@ cpu_us(Which) ->
     end.
 
 read_cpu_us(Which) ->
-    #{Which := Fds} = get(xp_cpu_clocks),
-    lists:sum([run_ns(Fd) || Fd <- Fds]) div 1000.
+    #{Which := Clocks} = get(xp_cpu_clocks),
+    case persistent_term:get({?MODULE, cpu_clock}) of
+        thread_cputime -> xp_defer:thread_cpu_ns([Tid || {Tid, _} <- Clocks]) div 1000;
+        schedstat -> lists:sum([run_ns(Fd) || {_, Fd} <- Clocks]) div 1000
+    end.
 
 run_ns(Fd) ->
     {ok, B} = file:pread(Fd, 0, 128),
@@ -534,6 +549,7 @@ write(Stats, Seed, Phs, {Rounds, Totals}, {Wall0, Cpu0}) ->
     PerPhase = lists:append([phase_kvs(P, T) || {P, T} <- lists:zip(Phs, Totals)]),
     xp_ready:write(Stats, [{pid, pid_to_list(self())},
                            {seed, Seed},
+                           {cpu_clock, persistent_term:get({?MODULE, cpu_clock})},
                            {rounds, Rounds},
                            {phases, lists:flatten(lists:join(",", [atom_to_list(P#ph.name)
                                                                    || P <- Phs]))},

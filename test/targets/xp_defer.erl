@@ -15,12 +15,15 @@
 %%       bif_dirty/2 alone (its collections are all dirty), for `record` to attribute.
 %% Stats go to READYFILE.class as xp_class writes them (NAME_frames, NAME_cpu_us, NAME_ns,
 %% total_cpu_us, total_ns; see xp_class.erl): the CPU time of the normal and dirty CPU scheduler
-%% threads while each phase ran, from /proc/self/task/TID/schedstat. The seed (default: from the
-%% clock) draws each phase's weight (5..25: weight ms per round) and size factor (0.5..2).
-%% Without -xp_defer_nif (the NIF library xp_defer_nif.c), the NIF phase is left out.
+%% threads while each phase ran, from each thread's CPU clock (thread_cpu_ns/1, this module's NIF:
+%% exact), or without the NIF from /proc/self/task/TID/schedstat (as of the thread's last tick
+%% or switch: 4 ms steps); the key cpu_clock says which (thread_cputime or schedstat). The seed
+%% (default: from the clock) draws each phase's weight (5..25: weight ms per round) and size
+%% factor (0.5..2). Without -xp_defer_nif (the NIF library xp_defer_nif.c), the NIF phase is left
+%% out. xp_class loads the same NIF for its clock (nif_loaded/0, thread_cpu_ns/1).
 -module(xp_defer).
 
--export([start/1, make_list/1]).
+-export([start/1, make_list/1, nif_loaded/0, thread_cpu_ns/1]).
 -export([bif_dirty/2, bif_framed/2, nif_dirty/2, trap_gc/2, rev_gc/2, lc_grow/2, lc_nested/2,
          erl_loop/2, erl_rec/2]).
 
@@ -40,13 +43,21 @@ seed() ->
         _ -> erlang:system_time(microsecond) rem 1000000
     end.
 
+%% Loads the NIF named by -xp_defer_nif, once a VM; true when it is loaded.
 nif_loaded() ->
-    case init:get_argument(xp_defer_nif) of
-        {ok, [[So]]} -> ok = erlang:load_nif(filename:rootname(So), 0), true;
+    case {persistent_term:get({?MODULE, nif}, false), init:get_argument(xp_defer_nif)} of
+        {true, _} -> true;
+        {false, {ok, [[So]]}} ->
+            ok = erlang:load_nif(filename:rootname(So), 0),
+            persistent_term:put({?MODULE, nif}, true),
+            true;
         _ -> false
     end.
 
 make_list(_N) -> erlang:nif_error(not_loaded).
+
+%% The summed CPU time of the threads Tids, in nanoseconds (xp_defer_nif.c).
+thread_cpu_ns(_Tids) -> erlang:nif_error(not_loaded).
 
 spawn_opts() ->
     [{min_heap_size, ?HEAP_WORDS}, {fullsweep_after, 0}].
@@ -259,34 +270,30 @@ open_cpu_clocks() ->
     {ok, Tids} = file:list_dir(Task),
     Named = [{Tid, Comm} || Tid <- Tids,
                             {ok, Comm} <- [file:read_file(Task ++ Tid ++ "/comm")]],
-    Open = fun(Tid) ->
-                   {ok, Fd} = file:open(Task ++ Tid ++ "/schedstat", [read, raw, binary]),
-                   Fd
-           end,
     Has = fun(Comm, Part) -> binary:match(Comm, Part) =/= nomatch end,
-    Normal = [Open(T) || {T, C} <- Named, Has(C, [<<"_scheduler">>, <<"erts_sched_">>])],
-    DirtyCpu = [Open(T) || {T, C} <- Named, Has(C, [<<"_dirty_cpu_sch">>, <<"erts_dcpus_">>])],
-    Io = [Open(T) || {T, C} <- Named, Has(C, [<<"_dirty_io_sch">>, <<"erts_dios_">>])],
+    Normal = cpu_clocks([T || {T, C} <- Named, Has(C, [<<"_scheduler">>, <<"erts_sched_">>])]),
+    DirtyCpu = cpu_clocks([T || {T, C} <- Named,
+                                Has(C, [<<"_dirty_cpu_sch">>, <<"erts_dcpus_">>])]),
+    Io = cpu_clocks([T || {T, C} <- Named, Has(C, [<<"_dirty_io_sch">>, <<"erts_dios_">>])]),
     Stat = fun(Tid) ->
                    {ok, Fd} = file:open(Task ++ Tid ++ "/stat", [read, raw, binary]),
                    Fd
            end,
     Dirty = [Stat(T) || {T, C} <- Named, Has(C, [<<"_dirty_cpu_sch">>, <<"erts_dcpus_">>])],
-    true = length(Normal) >= 1 andalso length(DirtyCpu) >= 1,
+    true = length(element(1, Normal)) >= 1 andalso length(element(1, DirtyCpu)) >= 1,
     put(xp_cpu_clocks, #{normal => Normal, dirty_cpu => DirtyCpu, io => Io, dirty => Dirty}),
     ok.
 
 %% The summed run time of the normal and dirty CPU scheduler threads (phases: at a phase's start;
-%% phases_end: at its end), or of every scheduler thread (all), in microseconds. Each file is read
-%% by a dirty I/O scheduler (file:pread/3 is a dirty NIF): the process goes there and back, and the
-%% normal scheduler's part of that trip is counted wherever that scheduler's file is read. So the
-%% normal schedulers' files are read last at a phase's start and first at its end: the trips of
-%% the other reads are left out of the phase, whose samples do not have them either.
-%% A thread's schedstat run time is brought up to date when it stops running (and at each tick),
-%% not when read: a dirty CPU scheduler that has just handed the process back after a collection
-%% and is still on its CPU would not count that collection yet, which the next phase would get.
-%% So at a phase's end, wait (at most 1000 reads) until none runs: the process is back, nothing
-%% else uses them.
+%% phases_end: at its end), or of every scheduler thread (all), in microseconds. Without the NIF,
+%% each file is read by a dirty I/O scheduler (file:pread/3 is a dirty NIF): the process goes there
+%% and back, and the normal scheduler's part of that trip is counted wherever that scheduler's
+%% file is read. So the normal schedulers' clocks are read last at a phase's start and first at
+%% its end: the trips of the other reads are left out of the phase, whose samples do not have them
+%% either. A dirty CPU scheduler that has just handed the process back after a collection may
+%% still be on its CPU, finishing it (and without the NIF its schedstat run time is as of its last
+%% tick or switch): at a phase's end, wait (at most 1000 reads) until none runs, so that the
+%% collection is counted in this phase, not the next.
 cpu_us(phases) ->
     #{normal := Normal, dirty_cpu := DirtyCpu} = get(xp_cpu_clocks),
     D = sum_ns(DirtyCpu),
@@ -298,9 +305,31 @@ cpu_us(phases_end) ->
     (N + sum_ns(DirtyCpu)) div 1000;
 cpu_us(all) ->
     #{normal := Normal, dirty_cpu := DirtyCpu, io := Io} = get(xp_cpu_clocks),
-    sum_ns(Normal ++ DirtyCpu ++ Io) div 1000.
+    (sum_ns(Normal) + sum_ns(DirtyCpu) + sum_ns(Io)) div 1000.
 
-sum_ns(Fds) -> lists:sum([run_ns(Fd) || Fd <- Fds]).
+%% {Tids, SchedstatFds} of the threads named by their /proc/self/task/ entries: the tids for the
+%% NIF's exact clocks, the files for when the NIF is not loaded.
+cpu_clocks(Tids) ->
+    {[list_to_integer(T) || T <- Tids],
+     [begin
+          {ok, Fd} = file:open("/proc/self/task/" ++ T ++ "/schedstat", [read, raw, binary]),
+          Fd
+      end || T <- Tids]}.
+
+%% The summed run time of the threads of cpu_clocks/1, in nanoseconds: exact with the NIF,
+%% otherwise as of each running thread's last tick.
+sum_ns({Tids, Fds}) ->
+    case cpu_clock() of
+        thread_cputime -> thread_cpu_ns(Tids);
+        schedstat -> lists:sum([run_ns(Fd) || Fd <- Fds])
+    end.
+
+%% thread_cputime when this module's NIF is loaded, schedstat otherwise.
+cpu_clock() ->
+    case persistent_term:get({?MODULE, nif}, false) of
+        true -> thread_cputime;
+        false -> schedstat
+    end.
 
 settle(_, 0) -> ok;
 settle(Dirty, N) ->
@@ -324,6 +353,7 @@ write(Stats, Seed, Phs, {Rounds, Totals}, {Wall0, Cpu0}) ->
     PerPhase = lists:append([phase_kvs(P, T) || {P, T} <- lists:zip(Phs, Totals)]),
     xp_ready:write(Stats, [{pid, pid_to_list(self())},
                            {seed, Seed},
+                           {cpu_clock, cpu_clock()},
                            {rounds, Rounds},
                            {phases, lists:flatten(lists:join(",", [atom_to_list(P#ph.name)
                                                                    || P <- Phs]))},
