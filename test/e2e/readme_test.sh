@@ -4,7 +4,8 @@
 # without the agent. The examples are read from the files themselves, from their code blocks:
 # every `$ extrospect ...` line (also `$ VAR=value extrospect ...`), every `extrospect CMD ... PID`
 # line (the command lists) and `extrospect --OPTION` lines. A pid in them becomes the VM's, `-d N`
-# becomes `-d 1` (and `top`, `record`, `blame`, `sched` get one when they have none), output files
+# becomes `-d 0.3` (XP_README_SECONDS; `top`, `record`, `blame`, `sched`, `events` get one when
+# they have none: what is checked is the exit status, and 70 examples at 1 s took 62 s), output files
 # go to the VM's work dir, `[a] [b]` alternatives run once bare and once with each. Each must exit
 # as its line says: 0, or the code its `# exit N` comment names, or 2 where docs/guide.md's blame
 # table says OTP 28+ refuses a runtime name. Not run, each printed with its reason: `inject` (needs
@@ -21,6 +22,7 @@ set -euo pipefail
 usage="usage: readme_test.sh 25|27|29 agent|noagent"
 otp=${1:?$usage}
 mode=${2:?$usage}
+D=${XP_README_SECONDS:-0.3}
 
 xp_require_sampler
 [[ -f "$XP_REPO/README.md" ]] || xp_skip "no README.md at $XP_REPO"
@@ -76,10 +78,10 @@ variants() {
 adapt() {
 	local cmd=$1 sub
 	sub=$(awk '{ print $2 }' <<<"$cmd")
-	cmd=$(sed -E "s/\bPID\b/$XP_VM_PID/; s/ [0-9]{3,7}( |$)/ $XP_VM_PID\1/; s/-d [0-9]+/-d 1/" <<<"$cmd")
+	cmd=$(sed -E "s/\bPID\b/$XP_VM_PID/; s/ [0-9]{3,7}( |$)/ $XP_VM_PID\1/; s/-d [0-9.]+/-d $D/" <<<"$cmd")
 	cmd=$(sed -E "s# -o ([^ /]+)# -o $XP_VM_DIR/\1#g" <<<"$cmd")
 	case $sub in
-	top | record | blame | sched) [[ "$cmd" == *" -d "* ]] || cmd=${cmd/extrospect $sub /extrospect $sub -d 1 } ;;
+	top | record | blame | sched | events) [[ "$cmd" == *" -d "* ]] || cmd=${cmd/extrospect $sub /extrospect $sub -d $D } ;;
 	esac
 	echo "$cmd"
 }
