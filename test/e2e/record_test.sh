@@ -24,11 +24,11 @@
 #           frameless, with seeded weights and sizes (XP_CLASS_SEED); over XP_CLASS_SECONDS (6),
 #           each phase's share of the VM's samples (exact innermost frame, --include-idle, time
 #           in the kernel included) at most XP_CLASS_TOLERANCE (2) points over its share of the
-#           scheduler threads' CPU time (user and system, schedstat, measured around its calls;
-#           the wall-time share printed beside it), and at most 2 points under it once its own
-#           deferred work is charged where it ran (collections its heap fragments made necessary,
-#           run when the process was next scheduled: labelled [scheduler work for the process]
-#           at the phase's repeater r_NAME/3, where it resumed), less the deferred work no
+#           scheduler threads' CPU time (user and system, each thread's CPU clock, measured around
+#           its calls; the wall-time share printed beside it), and at most 2 points under it
+#           once its own deferred work is charged where it ran (collections its heap fragments
+#           made necessary, run when the process was next scheduled: labelled [scheduler work for
+#           the process] at the phase's repeater r_NAME/3, where it resumed), less the deferred work no
 #           phase owns (shared: run_round/5, cpu_us/1), and at least a third of its expected
 #           samples when 30 or more are expected; the phases' net shortfall at most what the
 #           labels hold (+2): that one, no process, process unknown, read too late, dropped; an
