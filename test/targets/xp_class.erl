@@ -16,7 +16,7 @@
 %%                       scheduler threads while the phase's calls ran, in microseconds: the
 %%                       sum of their thread CPU clocks (xp_defer:thread_cpu_ns/1, the NIF
 %%                       xp_defer_nif.c, loaded from -xp_defer_nif PATH: exact), read by the
-%%                       process xp_class itself (start_clock/1), from just before the phase's
+%%                       process xp_class itself (cpu_us/1), from just before the phase's
 %%                       first call to its r_NAME/3's last. Without the NIF, by the process
 %%                       xp_class_clock, their
 %%                       /proc/self/task/TID/schedstat run times, which for a running thread are
