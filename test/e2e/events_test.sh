@@ -56,18 +56,20 @@ check_rate() {
 	fi
 }
 
-# A median pause against the target's own timing of it: at most 25 % over it, at most 35 % under it.
-# The target's timing also holds what lies outside the collection's two trace events (the BIF's
-# call, the trace messages made): on a quiet machine ours is 15-17 % under it (76 against
-# 89-91 us, OTP 25), and under CI's load the target's own timing grows more than the pause
-# (84 against 112 us, 2026-11-29).
+# A median pause against the target's own timing of its collections around
+# erlang:garbage_collect/0: at most 25 % over the median of that timing, at least 75 % of its
+# least. The target's timing also holds what lies outside the collection's two trace events (the
+# BIF's call, the trace messages made), and that part grows under load: on a quiet machine ours
+# is 5-17 % under the median (80-88 against 86-104 us, OTP 25/27/29), and in CI's run at 41a4ca4
+# the median grew to 131 us against our 84 (2 December 2026). The least is the call least
+# disturbed: ours was 1.00-1.23 times it, quiet or with two busy loops beside (75-81 us).
 check_pause() {
-	local what=$1 got=$2 want=$3
-	if [[ "$got" =~ ^[0-9.]+$ ]] &&
-		awk -v g="$got" -v w="$want" 'BEGIN { exit !(w > 0 && g <= w * 1.25 && g >= w * 0.65) }'; then
-		xp_pass "$what $got us, its own timing $want us (from 35 % under to 25 % over)"
+	local what=$1 got=$2 want=$3 least=$4
+	if [[ "$got" =~ ^[0-9.]+$ ]] && awk -v g="$got" -v w="$want" -v l="$least" \
+		'BEGIN { exit !(w > 0 && l > 0 && g <= w * 1.25 && g >= l * 0.75) }'; then
+		xp_pass "$what $got us, its own timing $want us, least $least us (at most 25 % over the median, at least 3/4 of the least)"
 	else
-		xp_fail "$what: $got us, its own timing $want us"
+		xp_fail "$what: $got us, its own timing $want us, least $least us"
 	fi
 }
 
@@ -85,7 +87,8 @@ check_rates() {
 		--argjson s "$(jq .seconds "$json")" "$json")
 	check_rate "major collections of xp_ev_gc" "$got" "$gc"
 	check_pause "median major pause of xp_ev_gc" "$(jq -r '.gc.processes[] |
-		select(.name == "xp_ev_gc") | .major.p50_us' "$json")" "$(ofield "$o2" xp_ev_gc 5)"
+		select(.name == "xp_ev_gc") | .major.p50_us' "$json")" "$(ofield "$o2" xp_ev_gc 5)" \
+		"$(ofield "$o2" xp_ev_gc 6)"
 	# 1 in 4 children exits {shutdown, x}: the shutdown class is a quarter of the spawner's.
 	got=$(jq -r '.exit.classes.shutdown / .seconds' "$json")
 	check_rate "exits of class shutdown" "$got" "$(awk -v r="$sp" 'BEGIN { printf "%.3f", r / 4 }')"
@@ -255,7 +258,8 @@ check_uprobes() {
 	check_rate "exits VM-wide (uprobes; the spawner's children)" \
 		"$(jq -r '.exit.per_second' "$json")" "$(rate xp_ev_spawner)"
 	check_pause "median pause of xp_ev_gc (uprobes)" "$(jq -r '.gc.processes[] |
-		select(.name == "xp_ev_gc") | .p50_us' "$json")" "$(ofield "$XP_VM_DIR/o2" xp_ev_gc 5)"
+		select(.name == "xp_ev_gc") | .p50_us' "$json")" "$(ofield "$XP_VM_DIR/o2" xp_ev_gc 5)" \
+		"$(ofield "$XP_VM_DIR/o2" xp_ev_gc 6)"
 	check_rate "collections of xp_ev_gc (uprobes)" \
 		"$(jq -r '.gc.processes[] | select(.name == "xp_ev_gc") | .per_second' "$json")" \
 		"$(rate xp_ev_gc)"

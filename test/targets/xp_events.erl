@@ -7,7 +7,8 @@
 %%                   timed with erlang:monotonic_time/0
 %% Every 100 ms a writer renames DIR/events_oracle.txt into place with a line per worker: its
 %% name, pid, count (spawns, sends, collections) and the milliseconds since it began, and for
-%% xp_ev_gc the median in microseconds of its last 100 timed collections; then "traced true"
+%% xp_ev_gc the median and the minimum in microseconds of its last 100 timed collections (0 0
+%% for the others); then "traced true"
 %% when any trace flag is set on the sink or on new processes (erlang:trace_info/2 before
 %% OTP 27) or any trace session traces the sink (trace:session_info/1 from 27); whether the
 %% "other tracer" is set (while DIR/other_tracer exists, a tracer process of the target's own
@@ -85,7 +86,7 @@ sender(Name, K, T0, N) ->
 %% A reply is a send too: Sends is 1 for a sender, which counts it.
 answer(T0, N, Sends) ->
     receive
-        {count, From} -> From ! {count, self(), N + Sends, now_ms() - T0, 0}, N + Sends
+        {count, From} -> From ! {count, self(), N + Sends, now_ms() - T0, 0, 0}, N + Sends
     after 0 -> N
     end.
 
@@ -100,7 +101,8 @@ collector(Live, Start, N, Times) ->
     Times2 = lists:sublist([Us | Times], 100),
     tick(xp_ev_gc, N + 1),
     receive
-        {count, From} -> From ! {count, self(), N + 1, now_ms() - Start, median(Times2)}
+        {count, From} ->
+            From ! {count, self(), N + 1, now_ms() - Start, median(Times2), lists:min(Times2)}
     after 50 -> ok
     end,
     collector(Live, Start, N + 1, Times2).
@@ -110,10 +112,10 @@ median(L) -> lists:nth(length(L) div 2 + 1, lists:sort(L)).
 
 ask(Name) ->
     case whereis(Name) of
-        undefined -> {undefined, 0, 0, 0};
+        undefined -> {undefined, 0, 0, 0, 0};
         P ->
             P ! {count, self()},
-            receive {count, P, N, Ms, X} -> {P, N, Ms, X} after 1000 -> {P, 0, 0, 0} end
+            receive {count, P, N, Ms, X, Y} -> {P, N, Ms, X, Y} after 1000 -> {P, 0, 0, 0, 0} end
     end.
 
 traced(Sink) ->
@@ -129,8 +131,8 @@ traced(Sink) ->
 
 writer(Oracle, Other) ->
     Lines = [begin
-                 {P, N, Ms, X} = ask(Name),
-                 io_lib:format("~s ~s ~p ~p ~p~n", [Name, pid_to_list(P), N, Ms, X])
+                 {P, N, Ms, X, Y} = ask(Name),
+                 io_lib:format("~s ~s ~p ~p ~p ~p~n", [Name, pid_to_list(P), N, Ms, X, Y])
              end || Name <- [xp_ev_spawner, xp_ev_fast, xp_ev_slow, xp_ev_gc]],
     Sink = whereis(xp_ev_sink),
     Other2 = other_tracer(filelib:is_regular(filename:join(filename:dirname(Oracle),
