@@ -142,6 +142,9 @@ struct sampler_stats {
 	 * for a normal scheduler): kept as that process's, at its resume point; how many of those
 	 * had the process's state read after the sample (no capture). */
 	uint64_t dirty_task, dirty_task_late;
+	/* Walks of a stack read after the sample that missed its bottom while the process's stop
+	 * or heap, read again, had moved since (sampler.c moved_since): counted as moved on. */
+	uint64_t moved_reread;
 	/* Samples labelled [garbage collection] by the process's state word (ERTS_PSFLG_GC). */
 	uint64_t gc_state;
 	/* Of those, copied while a collection on a delayed heap was ending: the stack already in

@@ -305,6 +305,11 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 				st->estack_end[i]);
 		if (i == ESTACK_END_UNRESOLVED)
 			unresolved_words(st, f);
+		if (i == ESTACK_END_MOVED_ON && st->moved_reread)
+			fprintf(f,
+				"      of them short of the bottom, the process's stack seen moved "
+				"when read again: %" PRIu64 "\n",
+				st->moved_reread);
 	}
 	if (st->exiting)
 		fprintf(f,
