@@ -48,8 +48,11 @@ struct kcapture_bpf;
 #define KCAP_MATCH_NS	  1000000ull /* perf stamps its sample a microsecond or two before */
 /* How long a drain waits for a capture still being copied into the ring (bpf_ringbuf_output's
  * copy of up to 130 KiB, a few microseconds) when it may be of the sample being read or hold
- * that sample's capture behind it. */
-#define KCAP_BUSY_WAIT_NS 100000ull
+ * that sample's capture behind it. 1 ms, not 0.1: on a 2-vCPU guest with both CPUs busy a copy
+ * was still not committed after 0.1 ms in 4 of 12 runs of test_kcapture (up to 4 times a run,
+ * each a sample read late), in 0 of 12 with 1 ms (2 December 2026). A wait given up costs the
+ * sampler its length, rarely: 0-6 waits in about 2 200 captures a run there. */
+#define KCAP_BUSY_WAIT_NS 1000000ull
 #define KCAP_LOG_BYTES	  (64u << 10)
 
 /* A capture read but not yet claimed by its sample. Its bytes stay in the kernel's ring, where
