@@ -117,14 +117,15 @@ def migrated(runs, best, name):
         changed = False
         for r in same:
             rs, re_, su, eu = r[0], r[0] + r[1], r[5], r[6]
-            resumed = r[2] == tid and not others_between(evs, tid, name, min(end, rs), max(end, rs))
-            if re_ > end and (abs(rs - end) <= 1500 + eunc + su or
-                              (resumed and 0 <= rs - end <= RESUMED_GAP_US)):
+
+            def joins(a, b, unc):  # the gap a..b between the run so far and r
+                return abs(b - a) <= 1500 + unc or (
+                    r[2] == tid and 0 <= b - a <= RESUMED_GAP_US and
+                    not others_between(evs, tid, name, a, b))
+            if re_ > end and joins(end, rs, eunc + su):
                 moves += r[2] != tid
                 end, eunc, changed = re_, eu, True
-            elif rs < start and (abs(re_ - start) <= 1500 + sunc + eu or
-                                 (r[2] == tid and 0 <= start - re_ <= RESUMED_GAP_US and
-                                  not others_between(evs, tid, name, re_, start))):
+            elif rs < start and joins(re_, start, sunc + eu):
                 moves += r[2] != tid
                 start, sunc, changed = rs, su, True
     return start, end - start, sunc, eunc, moves
