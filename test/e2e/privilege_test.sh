@@ -70,7 +70,7 @@ start_ns_vm() {
 	d=$(mktemp -d /var/tmp/xp-e2e-priv-XXXXXX)
 	chmod 755 "$d"
 	xp_track_vm 0 "$d" /
-	xp_stage / "$d" agent "$d"
+	xp_stage / "$d" agent
 	chown -R "$USER_NAME:" "$d"
 	(cd "$d" && exec unshare --pid --mount --fork --mount-proc --kill-child sh -c \
 		"mount -t tmpfs -o mode=1777 xptmp /tmp && HOME=$d ${AS_USER[*]} erl -noshell -pa $d/targets -pa $d/lib/extrospect/ebin -run xp_perfmap start $d/ready agent 0 & wait") \

@@ -127,7 +127,7 @@ EOF
 # with ROOTDIR at the unpacked release (as relx does), so $ROOT/lib is the release's lib.
 build_chroot() {
 	local probe=$dir/lib/xp_probe erts bindir
-	xp_stage "$root" "$dir" agent "$inner" # lib/extrospect/{ebin,priv} and targets/
+	xp_stage "$root" "$dir" agent # lib/extrospect/{ebin,priv} and targets/
 	mkdir -p "$probe/src" "$probe/ebin"
 	write_probe "$probe/src"
 	cp "$dir/targets/xp_ready.beam" "$probe/ebin/"
