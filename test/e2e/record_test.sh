@@ -731,9 +731,8 @@ case_capture() {
 # to the dropped) then fails that phase only, and
 # the scheduler's own work is in both totals.
 check_class() {
-	local tag=$1 folded=$2 s0=$3 s1=$4 inner total proc ctotal wtotal phase frames f n sampled
-	local cpu wall verdict ssum=0 csum=0 all_frames='' short=0 late dropped work pool own shared
-	local phase_frames
+	local tag=$1 folded=$2 s0=$3 s1=$4 inner total proc ctotal wtotal
+	local verdict ssum=0 csum=0 all_frames='' short=0 late dropped work pool shared phase_frames spec
 	inner=$XP_VM_DIR/$tag.inner
 	# Deferred work (collections a phase's allocations made necessary, run where the process was
 	# parked, its innermost frame the resume point, not the phase) may make a phase short; the
@@ -743,8 +742,10 @@ check_class() {
 	# the part under its repeater, r_NAME/3 (xp_class), which also ends its interval: "NAME
 	# count" lines in TAG.own, after "- WORK SHARED". The rest (run_round/5, xp_defer's) is
 	# shared: any phase may have caused it.
-	phase_frames=$(for phase in $(stat_get "$s1" phases | tr ',' ' '); do
-		stat_get "$s1" "${phase}_frames"; echo; done | tr '\n' ',')
+	# "phase=frame,frame;..." of the stats' phases, and every phase's frames.
+	spec=$(awk '{ j = index($0, "="); v[substr($0, 1, j - 1)] = substr($0, j + 1) }
+		END { n = split(v["phases"], p, ","); for (i = 1; i <= n; i++) printf "%s=%s;", p[i], v[p[i] "_frames"] }' "$s1")
+	phase_frames=$(sed 's/[^;=]*=//g; s/;/,/g' <<<"$spec")
 	awk -v p=" $CLASS_PROC;" -v ph="$phase_frames" "$AWK_IS_ERL"'
 		BEGIN { k = split(ph, a, ","); for (i = 1; i <= k; i++) if (a[i] != "") f[a[i]] = 1 }
 		index($0, p) && /\[(scheduler work for the process|dirty system task)\]/ {
@@ -760,6 +761,7 @@ check_class() {
 		END { sh = work; for (m in own) sh -= own[m]; print "-", work + 0, sh + 0
 			for (m in own) print m, own[m] }' "$folded" >"$XP_VM_DIR/$tag.own"
 	read -r _ work shared <"$XP_VM_DIR/$tag.own"
+	phases_complete "$folded" "$spec" >"$XP_VM_DIR/$tag.complete"
 	innermost "$folded" "$CLASS_PROC" >"$inner"
 	# Every sample the sampler took: those it dropped count against the phases too.
 	total=$(summary_num "$XP_VM_DIR/$tag.err" 's/^extrospect: \([0-9]*\) samples in .*/\1/p')
@@ -775,48 +777,73 @@ check_class() {
 	fi
 	pool=$(awk -v w="$work" -v t="$total" 'BEGIN { printf "%.2f", 100 * w / t }')
 	echo "FIGURE: OTP $otp $mode $case $tag: $work samples ($pool %) of deferred work outside the phases' code (labelled [scheduler work for the process] or [dirty system task]), $((work - shared)) of them under a phase's repeater, $shared shared"
-	for phase in $(stat_get "$s1" phases | tr ',' ' '); do
-		frames=$(stat_get "$s1" "${phase}_frames")
-		all_frames+=$frames,
-		sampled=0
-		for f in ${frames//,/ }; do
-			n=$(count_of "$inner" "$f")
-			sampled=$((sampled + n))
-		done
-		cpu=$(($(stat_get "$s1" "${phase}_cpu_us") - $(stat_get "$s0" "${phase}_cpu_us")))
-		wall=$(($(stat_get "$s1" "${phase}_ns") - $(stat_get "$s0" "${phase}_ns")))
-		ssum=$((ssum + sampled)) csum=$((csum + cpu))
-		short=$(awk -v s="$sampled" -v t="$total" -v c="$cpu" -v ct="$ctotal" -v sh="$short" \
-			'BEGIN { printf "%.2f", sh + 100 * c / ct - 100 * s / t }')
-		own=$(awk -v p="$phase" '$1 == p { print $2 }' "$XP_VM_DIR/$tag.own")
-		verdict=$(awk -v s="$sampled" -v t="$total" -v c="$cpu" -v ct="$ctotal" -v w="$wall" \
-			-v wt="$wtotal" -v tol="$XP_CLASS_TOLERANCE" -v late_ok="${CLASS_LATE_OK:-}" \
-			-v own="${own:-0}" -v sh="$shared" 'BEGIN {
-			a = 100 * s / t; b = 100 * c / ct; d = a - b; e = t * c / ct
-			# The truth charges a collection run when the process was next scheduled to
-			# where it resumed: deferred work of this phase (own samples, at its
-			# repeater) is in the measure, not in the phase; r = d + its share is the
-			# error from the truth.
-			r = d + 100 * own / t
-			# Never over: no time credited to the wrong phase. Within the tolerance of
-			# the truth, short by up to the shared deferred work too (sh samples, of any
-			# phase); without the capture, by any amount (its late stacks are labelled).
-			# Both totals are checked below.
-			# At least a third of what is expected beyond the deferred work that may be
-			# this phase (a bignum phase whose heap fragments force a collection at each
-			# schedule-in: 9.3 % of one OTP 29 run).
-			f = e - own - sh; if (f < 0) f = 0
-			ok = d <= tol && (late_ok ? 1 : r >= -tol - 100 * sh / t && (f < 30 || s >= f / 3))
-			printf "%s sampled %.1f%% (%d of %d, %.0f expected), measured %.1f%% of CPU (%.1f%% of wall time), diff %+.1f points; %d of its deferred work at its repeater: %+.1f points from the truth",
-				ok ? "ok" : "off", a, s, t, e, b, 100 * w / wt, d, own, r }')
-		echo "FIGURE: OTP $otp $mode $case $tag $phase: ${verdict#* }"
-		if [[ "$verdict" == ok* ]]; then
-			xp_pass "$tag $phase ($frames): ${verdict#ok } (±$XP_CLASS_TOLERANCE)"
-		else
-			xp_fail "$tag $phase ($frames): ${verdict#off } (±$XP_CLASS_TOLERANCE)"
-		fi
-		phase_complete "$tag" "$phase" "$folded" "$frames"
-	done
+	# Each phase in one awk pass (a few processes per phase took 4 s a recording): it prints
+	# "F figure", "P pass", "X fail", and last "R SHORT SSUM CSUM ALL_FRAMES".
+	local kind line rest
+	while IFS= read -r line; do
+		kind=${line%% *} rest=${line#* }
+		case $kind in
+		F) echo "FIGURE: OTP $otp $mode $case $tag $rest" ;;
+		P) xp_pass "$tag $rest" ;;
+		X) xp_fail "$tag $rest" ;;
+		R) read -r short ssum csum all_frames <<<"$rest" ;;
+		esac
+	done < <(awk -v t="$total" -v ct="$ctotal" -v wt="$wtotal" -v tol="$XP_CLASS_TOLERANCE" \
+		-v late_ok="${CLASS_LATE_OK:-}" -v sh="$shared" '
+		function kv(file, arr,   l, j) {
+			while ((getline l < file) > 0) { j = index(l, "="); if (j) arr[substr(l, 1, j - 1)] = substr(l, j + 1) }
+			close(file)
+		}
+		BEGIN {
+			kv(ARGV[1], s0); kv(ARGV[2], s1)
+			while ((getline l < ARGV[3]) > 0) { split(l, x, " "); cnt[x[2]] += x[1] }
+			while ((getline l < ARGV[4]) > 0) { split(l, x, " "); own[x[1]] = x[2] }
+			while ((getline l < ARGV[5]) > 0) { split(l, x, " "); pn[x[1]] = x[2]; pc[x[1]] = x[3] }
+			short = 0; ssum = 0; csum = 0; allf = ""
+			np = split(s1["phases"], phases, ",")
+			for (q = 1; q <= np; q++) {
+				phase = phases[q]; frames = s1[phase "_frames"]; allf = allf frames ","
+				sampled = 0; nf = split(frames, fs, ",")
+				for (i = 1; i <= nf; i++) sampled += cnt[fs[i]]
+				c = s1[phase "_cpu_us"] - s0[phase "_cpu_us"]; w = s1[phase "_ns"] - s0[phase "_ns"]
+				ssum += sampled; csum += c
+				short = sprintf("%.2f", short + 100 * c / ct - 100 * sampled / t)
+				o = own[phase] + 0
+				a = 100 * sampled / t; b = 100 * c / ct; d = a - b; e = t * c / ct
+				# The truth charges a collection run when the process was next scheduled to
+				# where it resumed: deferred work of this phase (own samples, at its
+				# repeater) is in the measure, not in the phase; r = d + its share is the
+				# error from the truth.
+				r = d + 100 * o / t
+				# Never over: no time credited to the wrong phase. Within the tolerance of
+				# the truth, short by up to the shared deferred work too (sh samples, of any
+				# phase); without the capture, by any amount (its late stacks are labelled).
+				# Both totals are checked below.
+				# At least a third of what is expected beyond the deferred work that may be
+				# this phase (a bignum phase whose heap fragments force a collection at each
+				# schedule-in: 9.3 % of one OTP 29 run).
+				f = e - o - sh; if (f < 0) f = 0
+				ok = d <= tol && (late_ok ? 1 : r >= -tol - 100 * sh / t && (f < 30 || sampled >= f / 3))
+				v = sprintf("sampled %.1f%% (%d of %d, %.0f expected), measured %.1f%% of CPU (%.1f%% of wall time), diff %+.1f points; %d of its deferred work at its repeater: %+.1f points from the truth",
+					a, sampled, t, e, b, 100 * w / wt, d, o, r)
+				print "F " phase ": " v
+				print (ok ? "P " : "X ") phase " (" frames "): " v " (±" tol ")"
+				# Stacks complete (phases_complete): >= 99.5 % when the phase has 200
+				# samples or more (below that one stack is more than 0.5 %).
+				n = pn[phase] + 0; cc = pc[phase] + 0
+				print "F " phase ": " cc " of " n " stacks complete"
+				# Without the capture (class-nobpf) stacks read too late are incomplete by
+				# design. A collection'\''s native samples in mremap shrinking the heap in
+				# place (erl_gc.c resize_new_heap) are walked from where the stack moved
+				# (F_REMAP); before that, xp_defer'\''s phases were 98.55-99.86 % complete
+				# (ci17, ci18), "[Erlang callers unknown: stack unreadable in a garbage
+				# collection]"; none in six runs after. What is left: a realloc that moves
+				# the block (a grow).
+				if (n >= 200 && !late_ok)
+					print (100 * cc >= 99.5 * n ? "P " phase ": stacks complete to the stack bottom: " cc " of " n " (>= 99.5%)" : "X " phase ": stacks complete to the stack bottom: " cc " of " n " (< 99.5%)")
+			}
+			print "R " short, ssum, csum, allf
+		}' "$s0" "$s1" "$inner" "$XP_VM_DIR/$tag.own" "$XP_VM_DIR/$tag.complete")
 	# The phases' net shortfall (measured minus sampled, over all phases) must be what the
 	# labels hold (within the tolerance): the scheduler's deferred work; a scheduler with no
 	# process (going to sleep when xp_class left for a dirty scheduler, inside a phase's
@@ -846,48 +873,44 @@ check_class() {
 	} | sort -rn | head -n 8 | sed 's/^/    /'
 }
 
-# phase_complete TAG PHASE FOLDED FRAMES: of the samples of CLASS_PROC whose innermost Erlang frame
-# is one of the phase's, those whose stack reaches the stack bottom (an Erlang frame right under
-# the process's root: no "[Erlang callers unknown: ...]" or "[truncated ...]" label there): >= 99.5 %, checked
-# when the phase has 200 samples or more (below that one stack is more than 0.5 %).
-phase_complete() {
-	local tag=$1 phase=$2 folded=$3 frames=$4 n c
-	read -r n c < <(awk -v ph="$frames" -v proc="$CLASS_PROC" "$AWK_IS_ERL"'
-		BEGIN { k = split(ph, a, ","); for (i = 1; i <= k; i++) p[a[i]] = 1 }
+# phases_complete FOLDED PHASE_FRAMES >OUT: for each phase (PHASE_FRAMES: "phase=frame,frame;..."),
+# "PHASE N C": of the samples of CLASS_PROC whose innermost Erlang frame is one of the phase's, N,
+# and C of them whose stack reaches the stack bottom (an Erlang frame right under the process's
+# root: no "[Erlang callers unknown: ...]" or "[truncated ...]" label there). One pass over the
+# recording for every phase.
+phases_complete() {
+	awk -v ph="$2" -v proc="$CLASS_PROC" "$AWK_IS_ERL"'
+		BEGIN { k = split(ph, a, ";")
+			for (i = 1; i <= k; i++) {
+				j = index(a[i], "="); name = substr(a[i], 1, j - 1); order[i] = name
+				m = split(substr(a[i], j + 1), fs, ",")
+				for (q = 1; q <= m; q++) p[fs[q]] = p[fs[q]] " " name
+			}
+		}
 		{
 			m = $NF; line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";")
 			if (fr[1] != proc && substr(fr[1], length(fr[1]) - length(proc)) != " " proc) next
 			inner = "-"
 			for (i = k; i > 1; i--) if (is_erl(fr[i])) { inner = fr[i]; break }
 			if (!(inner in p)) next
-			n += m; if (fr[2] !~ /^\[/) c += m
+			k = split(p[inner], names, " ") # a frame may be more than one phase'\''s
+			for (i = 1; i <= k; i++) { n[names[i]] += m; if (fr[2] !~ /^\[/) c[names[i]] += m }
 		}
-		END { print n + 0, c + 0 }' "$folded")
-	echo "FIGURE: OTP $otp $mode $case $tag $phase: $c of $n stacks complete"
-	# Without the capture (class-nobpf) stacks read too late are incomplete by design. A
-	# collection's native samples in mremap shrinking the heap in place (erl_gc.c
-	# resize_new_heap) are walked from where the stack moved (F_REMAP); before that, xp_defer's
-	# phases were 98.55-99.86 % complete (ci17, ci18), "[Erlang callers unknown: stack
-	# unreadable in a garbage collection]"; none in six runs after. What is left: a realloc that
-	# moves the block (a grow).
-	if ((n >= 200)) && [[ -z "${CLASS_LATE_OK:-}" ]]; then
-		at_least "$tag $phase: stacks complete to the stack bottom" "$c" "$n" 99.5
-	fi
+		END { for (i = 1; order[i] != ""; i++) print order[i], n[order[i]] + 0, c[order[i]] + 0 }' "$1"
 }
 
 # class_record TAG [--no-bpf]: one recording of the running class VM (xp_class or xp_defer, as
-# CLASS_PROC), its phases checked (check_class) and its stacks' completeness (>= 99.5 %). With
-# --no-bpf (TAG ends in -nobpf) the stacks are read after the sample: a phase may fall short by
-# any amount (never over), and the stacks read too late are left out of the count (>= 99 %).
+# CLASS_PROC) into TAG.folded, its stats before and after in TAG.s0 and TAG.s1, and the counts of
+# its Erlang stacks in TAG.counts (class_counts: "WALKED COMPLETE LATE"). With --no-bpf (TAG ends in
+# -nobpf) the stacks are read after the sample, and below 99 % complete (those read too late left
+# out) it records once more (TAG-again), whose counts are checked.
 class_record() {
 	local tag=$1 stats=$XP_VM_DIR/ready.class w c late=0 nobpf=
 	shift
 	[[ "$tag" == *-nobpf ]] && nobpf=1
-	CLASS_LATE_OK=$nobpf
 	cp "$stats" "$XP_VM_DIR/$tag.s0"
 	XP_RECORD_SECONDS=$XP_CLASS_SECONDS rec_ok "$tag" --include-idle "$@"
 	cp "$stats" "$XP_VM_DIR/$tag.s1"
-	check_class "$tag" "$XP_VM_DIR/$tag.folded" "$XP_VM_DIR/$tag.s0" "$XP_VM_DIR/$tag.s1"
 	# The class process is the only busy one: the summary's walks are (nearly all) its stacks.
 	# Without the capture, stacks read after the process moved on are recognised and shown as
 	# unknown (case capture compares the two); here they are left out of the count.
@@ -908,6 +931,17 @@ class_record() {
 		read -r w c late < <(class_counts "$XP_VM_DIR/$tag-again.err" "$nobpf")
 		echo "FIGURE: OTP $otp $mode $case $tag-again: $c of $w Erlang stacks complete, $late read too late"
 	fi
+	echo "$w $c $late" >"$XP_VM_DIR/$tag.counts"
+}
+
+# class_check TAG: a recording of class_record checked: its phases (check_class) and its stacks'
+# completeness (>= 99.5 %; --no-bpf: >= 99 %, those read too late left out).
+class_check() {
+	local tag=$1 w c late nobpf=
+	[[ "$tag" == *-nobpf ]] && nobpf=1
+	CLASS_LATE_OK=$nobpf
+	check_class "$tag" "$XP_VM_DIR/$tag.folded" "$XP_VM_DIR/$tag.s0" "$XP_VM_DIR/$tag.s1"
+	read -r w c late <"$XP_VM_DIR/$tag.counts"
 	unresolved_words "$tag" "$XP_VM_DIR/$tag.err"
 	at_least "$tag: Erlang stacks complete to the stack bottom${nobpf:+ (those read too late left out)}" "$c" "$((w - late))" "$([[ -n "$nobpf" ]] && echo 99 || echo 99.5)"
 	# With the capture, a sample is dropped only when its process cannot be known: >= 99.8 %
@@ -936,15 +970,18 @@ class_counts() {
 }
 
 # The recordings of a class case, one after the other in the same VM: WHICH bpf (TAG), nobpf
-# (TAG-nobpf) or both.
+# (TAG-nobpf) or both; class_checks checks them.
 class_records() {
 	local tag=$1 which=$2
-	if [[ "$which" != nobpf ]]; then
-		class_record "$tag"
-	fi
-	if [[ "$which" != bpf ]]; then
-		class_record "$tag-nobpf" --no-bpf
-	fi
+	[[ "$which" == nobpf ]] || class_record "$tag"
+	[[ "$which" == bpf ]] || class_record "$tag-nobpf" --no-bpf
+}
+
+# class_checks TAG WHICH: the recordings of class_records checked.
+class_checks() {
+	local tag=$1 which=$2
+	[[ "$which" == nobpf ]] || class_check "$tag"
+	[[ "$which" == bpf ]] || class_check "$tag-nobpf"
 }
 
 # xp_class's phases: bignum arithmetic, trapping and non-trapping BIFs, map, comparison and
@@ -966,6 +1003,7 @@ case_class() {
 		+sbwtdcpu none +sbwtdio none +Mea min ${XP_CLASS_ERL_ARGS:-}
 	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
 	class_records class "$which"
+	class_checks class "$which"
 	xp_stop_vm
 }
 
@@ -1007,6 +1045,7 @@ case_defer() {
 	echo "FIGURE: OTP $otp $mode $case seed $seed (XP_CLASS_SEED=$seed reproduces the weights and sizes)"
 	class_records defer "$which"
 	[[ "$which" == nobpf ]] || check_dirty_gc
+	class_checks defer "$which"
 	xp_stop_vm
 }
 
