@@ -189,7 +189,7 @@ check_gone() {
 		2>"$out.err" &
 	hp=$!
 	while [[ ! -s "$out" ]] && ((SECONDS < deadline)); do sleep 0.1; done # first interval
-	xp_stop_vm
+	xp_stop_vm "$XP_VM_PID" TERM
 	wait "$hp" || rc=$?
 	xp_expect "exit status of 'heap --watch -o FILE' when the VM exits" 7 "$rc"
 	if grep -q "the VM exited after [1-9][0-9]* intervals" "$out.err" &&
