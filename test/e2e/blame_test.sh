@@ -21,7 +21,7 @@ set -euo pipefail
 usage="usage: blame_test.sh 25|27|29 agent|noagent"
 otp=${1:?$usage}
 mode=${2:?$usage}
-XP_BLAME_SECONDS=${XP_BLAME_SECONDS:-3}
+XP_BLAME_SECONDS=${XP_BLAME_SECONDS:-1.5}
 
 xp_require_sampler
 
