@@ -4,8 +4,9 @@
 # without the agent. The examples are read from the files themselves, from their code blocks:
 # every `$ extrospect ...` line (also `$ VAR=value extrospect ...`), every `extrospect CMD ... PID`
 # line (the command lists) and `extrospect --OPTION` lines. A pid in them becomes the VM's, `-d N`
-# becomes `-d 0.3` (XP_README_SECONDS; `top`, `record`, `blame`, `sched`, `events` get one when
-# they have none: what is checked is the exit status, and 70 examples at 1 s took 62 s), output files
+# becomes `-d 0.1` (XP_README_SECONDS; `top`, `record`, `blame`, `sched`, `events` get one when
+# they have none: what is checked is the exit status; 70 examples took 62 s at 1 s, 50 s at 0.3 s
+# and 43 s at 0.1 s on an idle 2-core machine, 73-87 s at 0.3 s in CI), output files
 # go to the VM's work dir, `[a] [b]` alternatives run once bare and once with each. Each must exit
 # as its line says: 0, or the code its `# exit N` comment names, or 2 where docs/guide.md's blame
 # table says OTP 28+ refuses a runtime name. Not run, each printed with its reason: `inject` (needs
@@ -22,7 +23,7 @@ set -euo pipefail
 usage="usage: readme_test.sh 25|27|29 agent|noagent"
 otp=${1:?$usage}
 mode=${2:?$usage}
-D=${XP_README_SECONDS:-0.3}
+D=${XP_README_SECONDS:-0.1}
 
 xp_require_sampler
 [[ -f "$XP_REPO/README.md" ]] || xp_skip "no README.md at $XP_REPO"
