@@ -3,8 +3,9 @@
 # OTP 25|27|29, with the agent (MODE agent) or without (noagent). The workloads in test/targets know
 # their truth by construction; a share is compared with the time the VM measured around its own
 # calls over the same window (xp_truth's stats file, read before and after the recording).
-#   ground  xp_split's work_a/work_b share within ±3 points; xp_deep's exact 22-frame chain;
-#           filters --name, --erlang-pid, --only-erlang, --include-idle; `top`
+#   ground  xp_split's work_a/work_b share within ±3 points; xp_deep's exact 22-frame chain
+#   filters on ground's VM: --name, --erlang-pid, --only-erlang, --include-idle; `top` (no share
+#           compared with the VM's time: ctest runs it beside other tests, ground alone)
 #   bif     time inside a long non-yielding BIF (erts_internal:cmp_term/2) against
 #           reduction-heavy Erlang code, within ±3 points
 #   fp      ground's share and chain on a frame-pointer VM (+JPperf map on 25, +JPperf fp on 27+)
@@ -57,7 +58,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-usage="usage: record_test.sh 25|27|29 agent|noagent ground|bif|fp|robust|dirty|capture|class|class-nobpf|class-both|defer|defer-nobpf|defer-both"
+usage="usage: record_test.sh 25|27|29 agent|noagent ground|filters|bif|fp|robust|dirty|capture|class|class-nobpf|class-both|defer|defer-nobpf|defer-both"
 otp=${1:?$usage}
 mode=${2:?$usage}
 case=${3:?$usage}
@@ -409,8 +410,15 @@ case_ground() {
 	xp_start_vm "$otp" "$mode" xp_ground
 	xp_expect "frame layout of a default VM" ra "$(xp_ready_get frame_layout)"
 	record_ground ra
+	xp_stop_vm
+}
+
+case_filters() {
+	xp_start_vm "$otp" "$mode" xp_ground
+	XP_RECORD_SECONDS=1 rec_ok ra
 	check_filters
 	check_top
+	xp_stop_vm
 }
 
 case_fp() {
@@ -1077,6 +1085,7 @@ xp_require_sampler
 case $case in
 capture) case_capture ;;
 ground) case_ground ;;
+filters) case_filters ;;
 fp) case_fp ;;
 bif) case_bif ;;
 robust) case_robust ;;
