@@ -315,14 +315,14 @@ xp_stop_vm() {
 		dir=${entry#*|}
 		root=${dir#*|}
 		dir=${dir%|*}
-		if [[ "$pid" != 0 && "$how" != TERM ]]; then
-			kill -KILL "$pid" 2>/dev/null || true
-		elif [[ "$pid" != 0 ]] && xp_alive "$pid"; then
-			kill -TERM "$pid" 2>/dev/null || true
-			deadline=$((SECONDS + XP_STOP_TIMEOUT))
-			while xp_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+		if [[ "$pid" != 0 ]] && xp_alive "$pid"; then
+			if [[ "$how" == TERM ]]; then
+				kill -TERM "$pid" 2>/dev/null || true
+				deadline=$((SECONDS + XP_STOP_TIMEOUT))
+				while xp_alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+			fi
 			if xp_alive "$pid"; then
-				xp_log "VM $pid ignored SIGTERM for ${XP_STOP_TIMEOUT}s; SIGKILL"
+				[[ "$how" != TERM ]] || xp_log "VM $pid ignored SIGTERM for ${XP_STOP_TIMEOUT}s; SIGKILL"
 				kill -KILL "$pid" 2>/dev/null || true
 			fi
 		fi
