@@ -253,6 +253,9 @@ case_live() {
 		"^extrospect: [0-9]+ samples in [0-9.]+s: [0-9]+ kept, "
 }
 
+# summary_drawn NAME: the pane's final report ends in the summary line.
+summary_drawn() { final_report "$1" | grep -qE '^extrospect: [0-9]+ samples in '; }
+
 # Stdout a pipe (stderr still the terminal), then -d on the terminal: one table, no live view.
 case_plain() {
 	local out=$XP_VM_DIR/pipe.out rc text
@@ -284,6 +287,10 @@ case_plain() {
 	check_busiest "top PID -d 2 | cat" "$text"
 	rc=$(cat "$XP_VM_DIR/dtty.rc")
 	xp_expect "exit status of 'top -d 2 PID' on a terminal" 0 "$rc"
+	# The pane's shell writes the status once top has exited; tmux may not have drawn all of
+	# top's output by then (once in this session's 18 CI runs of the case, ci82: the heading, blank
+	# rows, "Pane is dead"). Up to 5 s for the summary line; without it the checks below fail.
+	xp_await 5 summary_drawn dtty || true
 	text=$(screen dtty all)
 	xp_expect "top -d 2 PID on a terminal: live headers" 0 "$(grep -c '^extrospect top:' <<<"$text" || true)"
 	xp_expect "top -d 2 PID on a terminal: functions tables" 1 \
