@@ -787,14 +787,14 @@ check_class() {
 	echo "FIGURE: OTP $otp $mode $case $tag: $work samples ($pool %) of deferred work outside the phases' code (labelled [scheduler work for the process] or [dirty system task]), $((work - shared)) of them under a phase's repeater, $shared shared"
 	# Each phase in one awk pass (a few processes per phase took 4 s a recording): it prints
 	# "F figure", "P pass", "X fail", and last "R SHORT SSUM CSUM ALL_FRAMES".
-	local kind line rest
+	local kind line rest ended=
 	while IFS= read -r line; do
 		kind=${line%% *} rest=${line#* }
 		case $kind in
 		F) echo "FIGURE: OTP $otp $mode $case $tag $rest" ;;
 		P) xp_pass "$tag $rest" ;;
 		X) xp_fail "$tag $rest" ;;
-		R) read -r short ssum csum all_frames <<<"$rest" ;;
+		R) read -r short ssum csum all_frames <<<"$rest" && ended=1 ;;
 		esac
 	done < <(awk -v t="$total" -v ct="$ctotal" -v wt="$wtotal" -v tol="$XP_CLASS_TOLERANCE" \
 		-v late_ok="${CLASS_LATE_OK:-}" -v sh="$shared" '
@@ -852,6 +852,7 @@ check_class() {
 			}
 			print "R " short, ssum, csum, allf
 		}' "$s0" "$s1" "$inner" "$XP_VM_DIR/$tag.own" "$XP_VM_DIR/$tag.complete")
+	[[ -n "$ended" ]] || xp_fail "$tag: the phases' check (awk) ended without its result line"
 	# The phases' net shortfall (measured minus sampled, over all phases) must be what the
 	# labels hold (within the tolerance): the scheduler's deferred work; a scheduler with no
 	# process (going to sleep when xp_class left for a dirty scheduler, inside a phase's
