@@ -6,7 +6,8 @@
 # line (the command lists) and `extrospect --OPTION` lines. A pid in them becomes the VM's, `-d N`
 # becomes `-d 0.1` (XP_README_SECONDS; `top`, `record`, `blame`, `sched`, `events` get one when
 # they have none: what is checked is the exit status; 70 examples took 62 s at 1 s, 50 s at 0.3 s
-# and 43 s at 0.1 s on an idle 2-core machine, 73-87 s at 0.3 s in CI), output files
+# and 43 s at 0.1 s on an idle 2-core machine, 73-87 s at 0.3 s in CI; 18 s at 0.1 s once plan()
+# made the examples runnable in one pass, not with a dozen forks each), output files
 # go to the VM's work dir, `[a] [b]` alternatives run once bare and once with each. Each must exit
 # as its line says: 0, or the code its `# exit N` comment names, or 2 where docs/guide.md's blame
 # table says OTP 28+ refuses a runtime name. Not run, each printed with its reason: `inject` (needs
@@ -46,66 +47,89 @@ command_lines() {
 	' "${docs[@]}" | awk -F '\t' '{ c = $3; sub(/[[:space:]]*#.*$/, "", c) } !seen[c]++'
 }
 
-# The exit status a line documents (its `# exit N` comment), else 0.
-documented_exit() {
-	local n
-	n=$(grep -o '# exit [0-9]*' <<<"$1" | head -n 1 | awk '{ print $3 }' || true)
-	echo "${n:-0}"
-}
-
-# Why an example cannot run on the test VMs, or nothing.
-not_run_reason() {
-	case $1 in
-	*" inject "*) echo "needs a distributed node: inject_test.sh" ;;
-	*--perf-data*) echo "needs perf's own recording: perfmap_test.sh" ;;
-	*" watch "*) echo "needs its xp_watch target and spies: watch_test.sh" ;;
-	*" events "*--source\ uprobes*) [[ "$otp" != 29 ]] ||
-		echo "uprobes need beam.smp's symbols, stripped on 29: events_test.sh checks its exit 6" ;;
-	*" events "*) [[ "$mode" == agent ]] || echo "needs the agent: events_test.sh checks its exit 6" ;;
-	*"\$("*) echo "needs the shell's expansion" ;;
-	esac
-}
-
-# Expands `[--all] [--json]` into the bare command and one per alternative.
-variants() {
-	local cmd=$1 opts
-	opts=$(grep -o '\[[^]]*\]' <<<"$cmd" | tr -d '[]' || true)
-	# shellcheck disable=SC2001 # a regular expression, not a glob
-	sed 's/ *\[[^]]*\]//g' <<<"$cmd"
-	for o in $opts; do sed "s/ *\[[^]]*\]//g; s/^extrospect \([a-z-]*\) /extrospect \1 $o /" <<<"$cmd"; done
-}
-
-# Makes an example runnable here: the VM's pid, short durations, outputs in the work dir.
-adapt() {
-	local cmd=$1 sub
-	sub=$(awk '{ print $2 }' <<<"$cmd")
-	cmd=$(sed -E "s/\bPID\b/$XP_VM_PID/; s/ [0-9]{3,7}( |$)/ $XP_VM_PID\1/; s/-d [0-9.]+/-d $D/" <<<"$cmd")
-	cmd=$(sed -E "s# -o ([^ /]+)# -o $XP_VM_DIR/\1#g" <<<"$cmd")
-	case $sub in
-	top | record | blame | sched | events) [[ "$cmd" == *" -d "* ]] || cmd=${cmd/extrospect $sub /extrospect $sub -d $D } ;;
-	esac
-	echo "$cmd"
-}
-
-# Blame names docs/guide.md's table says OTP 28+ refuses (beam.smp names no internal function).
-refused_on_28() {
-	[[ "$otp" -ge 28 && "$1" == *" blame "* ]] &&
-		grep -Eq ' (copy|copy_struct|size_object|send|cmp|erts_garbage_collect[a-z_]*)( |$)' <<<"$1"
+# Every example's plan, in one awk and one sed pass over command_lines (a fork per example took
+# 0.4 s beside the busy VM: 28 of a run's 45 s). Per example either "SKIP<TAB>FILE<TAB>EXAMPLE
+# <TAB>WHY", or per variant "RUN<TAB>FILE<TAB>EXIT<TAB>VARIANT" followed by "CMD<TAB>COMMAND":
+#   - the example is its line without the `#` comment; EXIT is the line's `# exit N`, else 0, or
+#     2 where docs/guide.md's blame table says OTP 28+ refuses a runtime name (beam.smp names no
+#     internal function);
+#   - `[--all] [--json]` gives the bare command and one variant per word in brackets;
+#   - COMMAND is the variant made runnable here: the VM's pid for PID or a 3-7 digit pid, `-d N`
+#     as `-d $D` (added to top, record, blame, sched and events without one), `-o FILE` in the
+#     VM's work dir.
+# Not run (SKIP, with why): inject (needs a distributed node: inject_test.sh), --perf-data (needs
+# perf's own recording: perfmap_test.sh), watch (its xp_watch target and spies: watch_test.sh),
+# events --source uprobes on 29 (beam.smp's symbols stripped: events_test.sh checks its exit 6),
+# events without the agent (events_test.sh checks its exit 6), `$(...)`, and lines of a shell
+# recipe.
+plan() {
+	command_lines | awk -F '\t' -v otp="$otp" -v mode="$mode" '
+		function why(e) {
+			if (e ~ / inject /) return "needs a distributed node: inject_test.sh"
+			if (e ~ /--perf-data/) return "needs perf'"'"'s own recording: perfmap_test.sh"
+			if (e ~ / watch /) return "needs its xp_watch target and spies: watch_test.sh"
+			if (e ~ / events .*--source uprobes/)
+				return otp == 29 ? "uprobes need beam.smp'"'"'s symbols, stripped on 29: events_test.sh checks its exit 6" : ""
+			if (e ~ / events /)
+				return mode == "agent" ? "" : "needs the agent: events_test.sh checks its exit 6"
+			if (index(e, "$(")) return "needs the shell'"'"'s expansion"
+			return ""
+		}
+		function refused_on_28(v) {
+			return otp >= 28 && v ~ / blame / &&
+				v ~ / (copy|copy_struct|size_object|send|cmp|erts_garbage_collect[a-z_]*)( |$)/
+		}
+		function emit(v, w) {
+			print "RUN\t" file "\t" (refused_on_28(v) ? 2 : w) "\t" v
+			print "CMD\t" v
+		}
+		{
+			file = $1; example = $3
+			sub(/[[:space:]]*#.*$/, "", example)
+			w = why(example)
+			if (w == "" && $2 == "shell")
+				w = "a line of a shell recipe: needs a Pyroscope or Parca server, or the shell"
+			if (w != "") { print "SKIP\t" file "\t" example "\t" w; next }
+			want = 0
+			if (match($3, /# exit [0-9]+/)) want = substr($3, RSTART + 7, RLENGTH - 7)
+			bare = example; opts = ""
+			gsub(/ *\[[^]]*\]/, "", bare)
+			rest = example
+			while (match(rest, /\[[^]]*\]/)) {
+				opts = opts " " substr(rest, RSTART + 1, RLENGTH - 2)
+				rest = substr(rest, RSTART + RLENGTH)
+			}
+			emit(bare, want)
+			n = split(opts, o, " ")
+			for (i = 1; i <= n; i++) {
+				v = bare
+				if (match(v, /^extrospect [a-z-]* /))
+					v = substr(v, 1, RLENGTH) o[i] " " substr(v, RLENGTH + 1)
+				emit(v, want)
+			}
+		}' | sed -E "/^CMD\t/{
+		s/\bPID\b/$XP_VM_PID/; s/ [0-9]{3,7}( |\$)/ $XP_VM_PID\1/; s/-d [0-9.]+/-d $D/
+		s# -o ([^ /]+)# -o $XP_VM_DIR/\1#g
+		/ -d /!s/^CMD\textrospect (top|record|blame|sched|events) /CMD\textrospect \1 -d $D /
+	}"
 }
 
 # Runs one variant of an example (`VAR=value` words first become its environment).
 run_example() {
-	local file=$1 v=$2 want=$3 cmd rc=0 argv envs=()
-	cmd=$(adapt "$v")
+	local file=$1 v=$2 want=$3 cmd=$4 rc=0 argv envs=()
 	read -r -a argv <<<"$cmd"
 	while [[ "${argv[0]}" == *=* ]]; do
 		envs+=("${argv[0]}")
 		argv=("${argv[@]:1}")
 	done
-	(
-		((${#envs[@]} == 0)) || export "${envs[@]}"
-		xp_sampler "${argv[@]:1}" >"$XP_VM_DIR/example.out" 2>"$XP_VM_DIR/example.err" </dev/null
-	) || rc=$?
+	if ((${#envs[@]} == 0)); then
+		xp_sampler "${argv[@]:1}" >"$XP_VM_DIR/example.out" 2>"$XP_VM_DIR/example.err" </dev/null || rc=$?
+	else
+		(
+			export "${envs[@]}"
+			xp_sampler "${argv[@]:1}" >"$XP_VM_DIR/example.out" 2>"$XP_VM_DIR/example.err" </dev/null
+		) || rc=$?
+	fi
 	if [[ "$rc" == "$want" ]]; then
 		xp_pass "$file example '$v' -> exit $rc"
 	else
@@ -116,22 +140,14 @@ run_example() {
 
 xp_start_vm "$otp" "$mode" xp_blame
 n=0
-while IFS=$'\t' read -r file kind line; do
-	# shellcheck disable=SC2001 # a regular expression, not a glob
-	example=$(sed 's/[[:space:]]*#.*$//' <<<"$line")
-	why=$(not_run_reason "$example")
-	[[ -z "$why" && "$kind" == shell ]] && why="a line of a shell recipe: needs a Pyroscope or Parca server, or the shell"
-	if [[ -n "$why" ]]; then
-		echo "NOT RUN: $file: $example ($why)"
+while IFS=$'\t' read -r what file want v; do
+	if [[ "$what" == SKIP ]]; then
+		echo "NOT RUN: $file: $want ($v)"
 		continue
 	fi
-	want=$(documented_exit "$line")
-	while IFS= read -r v; do
-		w=$want
-		refused_on_28 "$v" && w=2
-		run_example "$file" "$v" "$w"
-		n=$((n + 1))
-	done < <(variants "$example")
-done < <(command_lines)
+	IFS=$'\t' read -r _ cmd
+	run_example "$file" "$v" "$want" "$cmd"
+	n=$((n + 1))
+done < <(plan)
 ((n >= 40)) || xp_fail "only $n documented examples run (the parser or the docs changed)"
 xp_summary
