@@ -257,12 +257,14 @@ case_live() {
 summary_drawn() { final_report "$1" | grep -qE '^extrospect: [0-9]+ samples in '; }
 
 # Stdout a pipe (stderr still the terminal), then -d on the terminal: one table, no live view.
-case_plain() {
-	local out=$XP_VM_DIR/pipe.out rc text
+plain_start() {
 	pane_start pipe '"$0" top "$1" -d 2 | cat >"$2"; echo "${PIPESTATUS[0]}" >"$3"' \
-		"$XP_SAMPLER" "$XP_VM_PID" "$out" "$XP_VM_DIR/pipe.rc"
+		"$XP_SAMPLER" "$XP_VM_PID" "$XP_VM_DIR/pipe.out" "$XP_VM_DIR/pipe.rc"
 	pane_start dtty '"$0" top -d 2 "$1"; echo $? >"$2"' "$XP_SAMPLER" "$XP_VM_PID" \
 		"$XP_VM_DIR/dtty.rc"
+}
+case_plain() {
+	local out=$XP_VM_DIR/pipe.out rc text
 	if ! xp_await 30 test -s "$XP_VM_DIR/pipe.rc" || ! xp_await 10 test -s "$XP_VM_DIR/dtty.rc"; then
 		xp_fail "top -d 2 still running 30 s later"
 		return 0
@@ -302,15 +304,18 @@ case_plain() {
 # Each refresh is one write(2) that homes the cursor and redraws over the last frame: a clear
 # screen, or a frame spread over several writes, shows a blank or half-drawn screen (flicker).
 # strace traces only write (seccomp filter): the sampler's reads run at full speed.
+frames_start() {
+	command -v strace >/dev/null || return 0
+	pane_start frames 'ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq \
+		--seccomp-bpf -e trace=write -e signal=none -s 40 -o "$3" "$0" top "$1"; echo $? >"$2"' \
+		"$XP_SAMPLER" "$XP_VM_PID" "$XP_VM_DIR/frames.rc" "$XP_VM_DIR/frames.strace"
+}
 case_frames() {
 	local log=$XP_VM_DIR/frames.strace verdict final n f bad
 	command -v strace >/dev/null || {
 		echo "NOT CHECKED: one write per frame: strace not installed"
 		return 0
 	}
-	pane_start frames 'ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq \
-		--seccomp-bpf -e trace=write -e signal=none -s 40 -o "$3" "$0" top "$1"; echo $? >"$2"' \
-		"$XP_SAMPLER" "$XP_VM_PID" "$XP_VM_DIR/frames.rc" "$log"
 	if ! xp_await 30 header_now frames || ! xp_await 10 header_changed frames "$(cut -d' ' -f2 <<<"$HDR")"; then
 		xp_fail "frames: the live view under strace never refreshed"
 		screen frames all
@@ -358,6 +363,9 @@ xp_require_sampler
 command -v tmux >/dev/null || xp_skip "tmux not installed (tools/install-deps.sh)"
 xp_start_vm "$otp" "$mode" xp_split
 case_live
+# frames and plain check no share: their three tops run at once (one after the other, 5 s more).
+frames_start
+plain_start
 case_frames
 case_plain
 case_gone
