@@ -38,9 +38,10 @@
 #           of the samples kept, none dropped but those whose process is unknowable; fewer
 #           than 1000 samples is a skip (machine too busy).
 #           class-nobpf: the same with --no-bpf, except that a phase may fall short by any amount
-#           (never over), and stacks read too late are left out of the count, which must reach
-#           99% (a late read not recognised as late ends unresolved; below it, one more
-#           recording must)
+#           (never over), the net shortfall may also be in stacks labelled unreadable (a
+#           collection moved the heap before the read), and stacks read too late are left out of
+#           the count, which must reach 99% (a late read not recognised as late ends unresolved;
+#           below it, one more recording must)
 #           class-both: class, then class-nobpf, in one VM (what ctest runs)
 #   defer   deferred work (issue 23): xp_defer cycles through 9 self-looping phases whose
 #           collections all run on a dirty CPU scheduler (after a BIF, framed or not; after a
@@ -741,7 +742,7 @@ case_capture() {
 # the scheduler's own work is in both totals.
 check_class() {
 	local tag=$1 folded=$2 s0=$3 s1=$4 inner total proc ctotal wtotal
-	local verdict ssum=0 csum=0 all_frames='' short=0 late dropped work pool shared phase_frames spec
+	local verdict ssum=0 csum=0 all_frames='' short=0 late dropped work pool shared phase_frames spec un
 	inner=$XP_VM_DIR/$tag.inner
 	# Deferred work (collections a phase's allocations made necessary, run where the process was
 	# parked, its innermost frame the resume point, not the phase) may make a phase short; the
@@ -859,14 +860,22 @@ check_class() {
 	# process (going to sleep when xp_class left for a dirty scheduler, inside a phase's
 	# interval); samples whose process is unknown, read too late, or dropped (counted by
 	# reason): time the sampler did not attribute to a phase and said so. Time a defect moved
-	# to the caller (r_NAME/3, unlabelled) is in none of them.
-	late=$(awk '/\[Erlang callers unknown: stack read too late/ || /^\[[^];]*(process unknown|no process)/ { s += $NF }
+	# to the caller (r_NAME/3, unlabelled) is in none of them. Without the capture, also the
+	# stacks labelled unreadable: read after the sample, a collection had moved the heap (ci84:
+	# a seed that gave tuple_setel/1, whose collections copy a large tuple, 56 % of the CPU left
+	# 7 % of the samples so, 10.6 points short against 5.8 in the other labels). With the
+	# capture the stack is copied at the sample, and such a label is a defect: not counted.
+	un=
+	[[ "$tag" != *-nobpf ]] || un=" or unreadable"
+	late=$(awk -v un="$un" '
+		/\[Erlang callers unknown: stack read too late/ || /^\[[^];]*(process unknown|no process)/ ||
+			(un != "" && /\[Erlang callers unknown: stack unreadable/) { s += $NF }
 		END { print s + 0 }' "$folded")
 	dropped=$(summary_num "$XP_VM_DIR/$tag.err" 's/.* \([0-9]*\) dropped$/\1/p')
-	verdict=$(awk -v sh="$short" -v l="$late" -v d="${dropped:-0}" -v t="$total" -v pool="$pool" \
+	verdict=$(awk -v sh="$short" -v l="$late" -v d="${dropped:-0}" -v t="$total" -v pool="$pool" -v un="$un" \
 		-v tol="$XP_CLASS_TOLERANCE" 'BEGIN { p = 100 * l / t; q = 100 * d / t
-			printf "%s phases short by %.1f points net; labelled: %.1f%% scheduler work, %.1f%% no process, process unknown or read too late, %.1f%% dropped (counted by reason)",
-			(sh <= pool + p + q + tol) ? "ok" : "off", sh, pool, p, q }')
+			printf "%s phases short by %.1f points net; labelled: %.1f%% scheduler work, %.1f%% no process, process unknown, read too late%s, %.1f%% dropped (counted by reason)",
+			(sh <= pool + p + q + tol) ? "ok" : "off", sh, pool, p, un, q }')
 	echo "FIGURE: OTP $otp $mode $case $tag: ${verdict#* }"
 	if [[ "$verdict" == ok* ]]; then
 		xp_pass "$tag: ${verdict#ok } (±$XP_CLASS_TOLERANCE)"
