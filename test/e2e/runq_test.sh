@@ -7,8 +7,9 @@
 #   - quiet VM: --trigger runq=50 writes no dump in 3 s; SIGTERM exits 0; its final summary says
 #     it fired 0 times and that the run queues were read, none failing its checks
 #   - a burst: --trigger runq=100 --max-dumps 1 exits 0 by itself with one dump named STAMP-runq
-#     whose summary reads "the run queue of scheduler 1 held N processes (>= 100)", N <= 200,
-#     while the VM itself counted at least 100 there; its section "Longest runs on scheduler 1
+#     whose summary reads "the run queue of scheduler 1 held N processes (>= 100)", N no more
+#     than the VM's process count (the 200 and its own; the poller may wait there too, so 201 is
+#     right), while the VM itself counted at least 100 there; its section "Longest runs on scheduler 1
 #     while its run queue held 100 or more" lists runs there, each saying "while its run queue
 #     held up to M processes" with M >= 100; the trace is valid
 # About 20 s. Exit 0 pass, 1 fail, 77 skip (reason printed).
@@ -83,16 +84,16 @@ sed 's/^/    | /' "$XP_VM_DIR/burst.err"
 xp_expect "burst: exit status after --max-dumps 1" 0 "$rc"
 xp_expect "burst: dumps" 1 "$(dumps "$dir")"
 xp_await 10 logged || xp_die "the VM logged no burst within 10 s"
-read -r _ procs vm_runq <"$log"
-xp_log "the VM counted $vm_runq of its $procs busy processes waiting in scheduler 1's run queue"
+read -r _ procs vm_runq all <"$log"
+xp_log "the VM counted $vm_runq of its $procs busy processes waiting in scheduler 1's run queue, of $all processes in all"
 ((vm_runq >= 100)) || xp_die "the VM's own count ($vm_runq) is under 100: the workload did not build the queue"
 txt=$(find "$dir" -name '*-runq.txt' | head -n 1)
 [[ -z "$txt" ]] || sed -n "1,20p" "$txt" | sed 's/^/    | /'
 n=$([[ -n "$txt" ]] && sed -nE 's/^Trigger: runq at .*: the run queue of scheduler 1 held ([0-9]+) processes \(>= 100\)$/\1/p' "$txt")
-if [[ -n "$n" ]] && ((n >= 100 && n <= procs)); then
-	xp_pass "burst: a dump whose summary says scheduler 1's queue held $n processes (100..$procs)"
+if [[ -n "$n" ]] && ((n >= 100 && n <= all)); then
+	xp_pass "burst: a dump whose summary says scheduler 1's queue held $n processes (100..$all)"
 else
-	xp_fail "burst: no runq dump naming scheduler 1 with 100..$procs processes: $(head -n 3 "${txt:-/dev/null}")"
+	xp_fail "burst: no runq dump naming scheduler 1 with 100..$all processes: $(head -n 3 "${txt:-/dev/null}")"
 fi
 # The section for the trigger's scheduler: its longest runs behind the long queue, each saying
 # how long the queue was (>= 100), whatever ran longer elsewhere in the window.

@@ -3,8 +3,9 @@
 %% (the undocumented spawn_opt {scheduler, 1}, as erts' own tests use it), each looping until
 %% ?BURST_MS from the burst's start: scheduler 1's run queue holds about ?PROCS - 1 of them for
 %% that long, and nothing else runs there. ?SETTLE_MS into the burst it appends what the VM itself
-%% counts to bursts.log: "START_US PROCS RUNQ1" (os:system_time in microseconds, then
-%% erlang:statistics(run_queue_lengths)'s first entry). The file is removed when seen.
+%% counts to bursts.log: "START_US PROCS RUNQ1 ALL" (os:system_time in microseconds, then
+%% erlang:statistics(run_queue_lengths)'s first entry, then erlang:system_info(process_count):
+%% no run queue can hold more). The file is removed when seen.
 %% Started by test/e2e/lib.sh with
 %%   erl -noshell +S 2 ... -run xp_runq start READYFILE agent|noagent HARNESS_OS_PID
 -module(xp_runq).
@@ -43,7 +44,8 @@ burst(Dir) ->
     [spawn_opt(fun() -> spin(Deadline) end, [{scheduler, 1}]) || _ <- lists:seq(1, ?PROCS)],
     receive after ?SETTLE_MS -> ok end,
     [Runq1 | _] = erlang:statistics(run_queue_lengths),
-    Line = io_lib:format("~b ~b ~b~n", [Start, ?PROCS, Runq1]),
+    All = erlang:system_info(process_count),
+    Line = io_lib:format("~b ~b ~b ~b~n", [Start, ?PROCS, Runq1, All]),
     ok = file:write_file(filename:join(Dir, "bursts.log"), Line, [append]),
     receive after ?BURST_MS -> ok end.
 
