@@ -298,6 +298,7 @@ static int parse_module(struct jitmap *map, const uint8_t *b, size_t len, uint64
 	mi->code_size = p.code_size;
 	mi->nranges = nranges;
 	mi->entry_addr = entry;
+	mi->carried = false;
 	mi->files = p.files0;
 	mi->nfiles = (uint32_t)map->nfiles - p.files0;
 	map->nmods++;
@@ -498,11 +499,13 @@ int jitmap__walk(struct mem *m, struct jitmap *map, uint64_t addr, const struct 
 			break;
 		}
 		if (!gen)
-			map->head = (struct jit_head){addr, e.symfile_addr, e.symfile_size};
+			map->head = (struct jit_head){addr, e.symfile_addr, e.symfile_size, 0};
 		map->stats.entries++;
 		err = load_symfile(m, map, &e, addr, gen, &buf, &cap, &budget);
 		if (err)
 			map->stats.bad_entries++;
+		else if (!gen)
+			map->head.base = get(buf + 8, 8);
 		if (err == -E2BIG) {
 			map->stats.chain_broken =
 			    1; /* read JIT_MAX_TOTAL bytes: the rest is garbage */
@@ -549,6 +552,20 @@ cleanup:
 const struct jit_descriptor *jitmap__descriptor(const struct jitmap *m)
 {
 	return &m->desc;
+}
+
+bool jitmap__head_current(struct mem *m, const struct jitmap *map, const struct jit_descriptor *d)
+{
+	struct jit_entry e;
+	uint8_t di[16];
+
+	if (!m || !map || !d || !map->head.addr || d->first_entry != map->head.addr)
+		return false;
+	if (mem__read(m, map->head.addr, &e, sizeof(e)) ||
+	    e.symfile_addr != map->head.symfile_addr || e.symfile_size != map->head.symfile_size)
+		return false;
+	return mem__read(m, e.symfile_addr, di, sizeof(di)) == 0 &&
+	       get(di + 8, 8) == map->head.base;
 }
 
 void jitmap__free(struct jitmap *map)

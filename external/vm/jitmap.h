@@ -45,6 +45,7 @@ struct jit_module_info {
 	uint32_t nranges;
 	uint64_t entry_addr;	/* the jit_code_entry this came from */
 	uint32_t files, nfiles; /* its source file names, private to jitmap */
+	bool carried;		/* kept from the map before by jitmap__carry, not walked */
 };
 
 struct jitmap_stats {
@@ -59,6 +60,7 @@ struct jitmap_stats {
 				* entries or bytes (JIT_MAX_ENTRIES, JIT_MAX_TOTAL) */
 	uint64_t pruned;       /* ranges dropped by jitmap__extend: their module's code memory was
 				* reused by a newer module (purged code) */
+	uint64_t carried;      /* ranges of purged code kept one walk longer (jitmap__carry) */
 	int32_t frame_layout;  /* from the emulator entry, -1 when none */
 	uint64_t normal_exit;  /* from the emulator entry, 0 when none */
 };
@@ -72,6 +74,12 @@ int jitmap__read_descriptor(struct mem *m, uint64_t addr, struct jit_descriptor 
  * (zero for a map built otherwise). A module registered during the walk changes the descriptor
  * after it, so comparing with this one re-walks. */
 const struct jit_descriptor *jitmap__descriptor(const struct jitmap *m);
+/* Whether d's newest entry is still the one map read first: the same entry address holding the
+ * same symfile address and size, whose code address (the symfile's word at 8) is the same. On
+ * 27+ an unregistered entry and its symfile are freed, and the next module's often reuse both
+ * addresses, leaving a descriptor equal to the one the map was read at while the new code lies
+ * elsewhere; two small reads tell them apart. False when unreadable. */
+bool jitmap__head_current(struct mem *m, const struct jitmap *map, const struct jit_descriptor *d);
 
 /* Walk and parse every entry. Entries that fail to read or parse are skipped and counted; the walk
  * itself fails only when the descriptor is unreadable or the chain is broken at the head. */
@@ -86,6 +94,16 @@ int jitmap__extend(struct jitmap *map, struct mem *m, uint64_t desc_addr);
 /* Bring *map up to date: jitmap__extend when append_only, else (or when that fails) a whole walk
  * that replaces *map, unless it broke (-EAGAIN: *map kept, as when reading failed). */
 int jitmap__update(struct mem *m, uint64_t desc_addr, bool append_only, struct jitmap **map);
+/* The modules of old that fresh (a whole walk after it) no longer has, whose code no module of
+ * fresh overlaps, copied into fresh as its oldest generation and marked carried, once: a module
+ * carried before is not carried again. OTP 27+ frees purged code; a walk in the moment between
+ * a purge and the next load would otherwise unname the code of samples taken before it, which
+ * are resolved after it (the sampler reads its rings every few ms; seen in CI under ASAN and
+ * strace: 5.5 % of a 108-loads-a-second workload's walks unresolved). jitmap__update does it
+ * for lists that unlink. Rebuilds fresh's index when it added any; 0 or -ENOMEM (fresh then holds
+ * what was copied). Who looks up a sample taken after fresh's walk must not trust a carried
+ * module's range (jitmap__module(map, r->module)->carried). */
+int jitmap__carry(struct jitmap *fresh, const struct jitmap *old);
 
 /* Parse one symfile blob (the bytes at symfile_addr). Exposed for unit tests on captured bytes:
  * 0 or -EPROTO for malformed or truncated blobs. Adds to map. */

@@ -120,21 +120,24 @@ static void mark_dead(struct mod_span *sp, size_t n, bool *dead)
 	}
 }
 
-/* Copy map's live modules into a fresh map and take its place. */
-static int compact(struct jitmap *map, const bool *dead)
+/* Copy into n the modules of map that skip does not mark, with their ranges, lines and file
+ * names (strings copied: n owns its own). carry: each copy is marked carried and its ranges get
+ * generation gen (older than every entry n walked). n's segments must be rebuilt (finish). */
+static int copy_modules(struct jitmap *n, const struct jitmap *map, const bool *skip, bool carry,
+			uint32_t gen)
 {
 	uint32_t *idx = malloc((map->nmods + 1) * sizeof(*idx));
-	struct jitmap *n = NULL;
-	int err = idx ? jitmap__new(&n) : -ENOMEM;
+	int err = idx ? 0 : -ENOMEM;
 
 	for (size_t i = 0; !err && i < map->nmods; i++) {
 		struct jit_module_info mi = map->mods[i];
 
-		if (dead[i])
+		if (skip[i])
 			continue;
 		idx[i] = (uint32_t)n->nmods;
 		mi.name = jitmap__strdup(n, mi.name, strlen(mi.name));
 		mi.files = (uint32_t)n->nfiles;
+		mi.carried = mi.carried || carry;
 		err = !mi.name ||
 		      jitmap__grow((void **)&n->mods, &n->cap_mods, n->nmods + 1, sizeof(mi)) ||
 		      jitmap__grow((void **)&n->files, &n->cap_files, n->nfiles + mi.nfiles,
@@ -151,7 +154,7 @@ static int compact(struct jitmap *map, const bool *dead)
 	for (size_t i = 0; !err && i < map->nranges; i++) {
 		struct jit_range r = map->ranges[i];
 
-		if (dead[r.module])
+		if (skip[r.module])
 			continue;
 		r.name = jitmap__strdup(n, r.name, strlen(r.name));
 		err =
@@ -166,9 +169,23 @@ static int compact(struct jitmap *map, const bool *dead)
 			       r.nlines * sizeof(*n->lines));
 		r.lines = (uint32_t)n->nlines;
 		r.module = idx[r.module];
+		if (carry)
+			r.generation = gen;
 		n->nlines += r.nlines;
 		n->ranges[n->nranges++] = r;
 	}
+	free(idx);
+	return err ? -ENOMEM : 0;
+}
+
+/* Copy map's live modules into a fresh map and take its place. */
+static int compact(struct jitmap *map, const bool *dead)
+{
+	struct jitmap *n = NULL;
+	int err = jitmap__new(&n);
+
+	if (!err)
+		err = copy_modules(n, map, dead, false, 0);
 	if (!err) {
 		struct jitmap old = *map;
 
@@ -186,8 +203,7 @@ static int compact(struct jitmap *map, const bool *dead)
 		*n = old;  /* map->segs, NULL now, is rebuilt by the caller's finish */
 	}
 	jitmap__free(n);
-	free(idx);
-	return err ? -ENOMEM : 0;
+	return err;
 }
 
 /* Drop the dead modules when they hold more ranges than the live ones (so that the copy is paid
@@ -221,6 +237,76 @@ static void prune(struct jitmap *map)
 cleanup:
 	free(dead);
 	free(sp);
+}
+
+static int span_base_cmp(const void *a, const void *b)
+{
+	const struct mod_span *x = a, *y = b;
+
+	return (x->base > y->base) - (x->base < y->base);
+}
+
+/* Whether [base, end) overlaps one of the n spans, sorted by base and disjoint (a walk's live
+ * modules never share code memory). */
+static bool overlaps(const struct mod_span *sp, size_t n, uint64_t base, uint64_t end)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first span that ends after base */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sp[mid].end <= base)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && sp[lo].base < end;
+}
+
+int jitmap__carry(struct jitmap *fresh, const struct jitmap *old)
+{
+	struct mod_span *sp;
+	bool *skip;
+	size_t n = 0, ncarry = 0, before;
+	int err;
+
+	if (!fresh || !old)
+		return -EINVAL;
+	sp = malloc((fresh->nmods + 1) * sizeof(*sp));
+	skip = malloc(old->nmods + 1);
+	if (!sp || !skip) {
+		free(sp);
+		free(skip);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < fresh->nmods; i++) {
+		const struct jit_module_info *mi = &fresh->mods[i];
+
+		if (mi->code_size)
+			sp[n++] =
+			    (struct mod_span){mi->base, mi->base + mi->code_size, 0, (uint32_t)i};
+	}
+	qsort(sp, n, sizeof(*sp), span_base_cmp);
+	for (size_t i = 0; i < old->nmods; i++) {
+		const struct jit_module_info *mi = &old->mods[i];
+
+		/* Carried once already, the emulator's or empty, or code the walk still has. */
+		skip[i] = mi->carried || !mi->name[0] || !mi->code_size ||
+			  overlaps(sp, n, mi->base, mi->base + mi->code_size);
+		ncarry += !skip[i];
+	}
+	free(sp);
+	if (!ncarry) {
+		free(skip);
+		return 0;
+	}
+	before = fresh->nranges;
+	err = copy_modules(fresh, old, skip, true, fresh->walked);
+	free(skip);
+	fresh->stats.carried += fresh->nranges - before;
+	if (fresh->nranges != before) /* also after a copy that ran out of memory midway */
+		jitmap__finish(fresh);
+	return err;
 }
 
 int jitmap__extend(struct jitmap *map, struct mem *m, uint64_t desc_addr)
@@ -273,6 +359,8 @@ int jitmap__update(struct mem *m, uint64_t desc_addr, bool append_only, struct j
 		jitmap__free(fresh); /* a walk that raced a purge: keep the map in use */
 		return -EAGAIN;
 	}
+	if (*map && !append_only)
+		(void)jitmap__carry(fresh, *map); /* without memory, fresh as walked */
 	jitmap__free(*map);
 	*map = fresh;
 	return 0;

@@ -40,9 +40,10 @@ struct jit_lcache {
 	bool used;
 };
 
-/* The newest entry a walk read: where jitmap__extend's next walk stops. */
+/* The newest entry a walk read: where jitmap__extend's next walk stops, and what
+ * jitmap__head_current compares (base: the symfile's word at 8, a module's code address). */
 struct jit_head {
-	uint64_t addr, symfile_addr, symfile_size;
+	uint64_t addr, symfile_addr, symfile_size, base;
 };
 
 struct jitmap {

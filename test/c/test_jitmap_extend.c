@@ -2,10 +2,14 @@
  * prepended, never unlinked) served by the mem snapshot backend. The map extended entry by entry
  * must answer every lookup as a map walked whole; a list that no longer leads to the map's newest
  * entry, or that breaks among the new entries, leaves the map as it was; modules whose code a
- * newer module reuses are dropped once they outnumber the live ones. */
+ * newer module reuses are dropped once they outnumber the live ones. And for 27+, whose list
+ * unlinks: a newest entry reused at the same addresses is told apart (jitmap__head_current), and
+ * a walk between a purge and the next load keeps the purged code's names one walk longer
+ * (jitmap__carry). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "jitmap.h"
@@ -175,6 +179,98 @@ static void test_stale(void)
 	vm_free(&vm);
 }
 
+/* OTP 27+: the newest module purged (its entry and symfile freed) and the next registered at the
+ * same two addresses with the same size, its code elsewhere. The descriptor reads as when the
+ * map was walked; jitmap__head_current tells them apart by the code address, and a walk then
+ * names the code at its new place. */
+static void test_head_reused(void)
+{
+	struct fake_vm vm = {0};
+	struct jitmap *map = NULL;
+	uint64_t moved = 0x7100000;
+	struct jit_descriptor d;
+	struct mem *m;
+
+	vm_register(&vm, "a", 0x7000000, 0x1000, 4);
+	vm_register(&vm, "dyn", 0x7001000, 0x1000, 3);
+	m = vm_mem(&vm);
+	CHECK_INT("load", 0, jitmap__load(m, DESC_ADDR, &map));
+	CHECK_INT("descriptor", 0, jitmap__read_descriptor(m, DESC_ADDR, &d));
+	CHECK("head current as read", jitmap__head_current(m, map, &d));
+	mem__free(m);
+	memcpy(vm.sym[1] + 8, &moved, sizeof(moved)); /* the same blob but for its code address */
+	m = vm_mem(&vm);
+	CHECK_INT("descriptor again", 0, jitmap__read_descriptor(m, DESC_ADDR, &d));
+	CHECK_U64("the same first entry", jitmap__descriptor(map)->first_entry, d.first_entry);
+	CHECK("head no longer current", !jitmap__head_current(m, map, &d));
+	CHECK_INT("update", 0, jitmap__update(m, DESC_ADDR, false, &map));
+	CHECK_STR("dyn at its new place", "dyn:f0/0", jitmap__lookup(map, moved)->name);
+	CHECK("head current after the walk", jitmap__head_current(m, map, &d));
+	d.first_entry = ENTRY_ADDR(0);
+	CHECK("another first entry", !jitmap__head_current(m, map, &d));
+	CHECK("no memory", !jitmap__head_current(NULL, map, &d));
+	mem__free(m);
+	jitmap__free(map);
+	vm_free(&vm);
+}
+
+static struct jitmap *load_vm(struct fake_vm *vm)
+{
+	struct jitmap *map = NULL;
+	struct mem *m = vm_mem(vm);
+
+	CHECK_INT("load", 0, jitmap__load(m, DESC_ADDR, &map));
+	mem__free(m);
+	return map;
+}
+
+/* OTP 27+: a walk in the gap between a purge and the next load. The purged module's code, which
+ * no module of the new walk overlaps, is kept, marked carried, for one walk; code a module of
+ * the new walk occupies is not. */
+static void test_carry(void)
+{
+	struct fake_vm before = {0}, gap = {0}, reused = {0};
+	struct jitmap *old, *fresh, *again, *other;
+	const char *file = NULL;
+	uint32_t line = 0;
+
+	vm_register(&before, "a", 0x7000000, 0x1000, 4);
+	vm_register(&before, "dyn", 0x7001000, 0x1000, 3);
+	vm_register(&gap, "a", 0x7000000, 0x1000, 4);
+	vm_register(&reused, "a", 0x7000000, 0x1000, 4);
+	vm_register(&reused, "other", 0x7001800, 0x1000, 2);
+	old = load_vm(&before);
+	fresh = load_vm(&gap);
+	CHECK_INT("carry", 0, jitmap__carry(fresh, old));
+	CHECK_U64("dyn's 3 ranges carried", 3, jitmap__stats(fresh)->carried);
+	CHECK_STR("dyn named", "dyn:f1/0", jitmap__lookup(fresh, 0x7001000 + 16)->name);
+	CHECK("dyn marked carried",
+	      jitmap__module(fresh, jitmap__lookup(fresh, 0x7001000)->module)->carried);
+	CHECK("a not carried",
+	      !jitmap__module(fresh, jitmap__lookup(fresh, 0x7000000)->module)->carried);
+	CHECK_INT("dyn the oldest generation", 1, jitmap__lookup(fresh, 0x7001000)->generation);
+	CHECK("dyn's line kept", jitmap__line(fresh, jitmap__lookup(fresh, 0x7001000 + 20),
+					      0x7001000 + 20, &file, &line) &&
+				     line == 101 && !strcmp(file, "dyn.erl"));
+	again = load_vm(&gap);
+	CHECK_INT("carry again", 0, jitmap__carry(again, fresh));
+	CHECK_U64("not carried twice", 0, jitmap__stats(again)->carried);
+	CHECK("dyn gone after a second walk", !jitmap__lookup(again, 0x7001000));
+	other = load_vm(&reused);
+	CHECK_INT("carry into a walk whose module overlaps", 0, jitmap__carry(other, old));
+	CHECK_U64("nothing carried", 0, jitmap__stats(other)->carried);
+	CHECK("dyn's code below other's unnamed", !jitmap__lookup(other, 0x7001000));
+	CHECK_STR("other named", "other:f0/0", jitmap__lookup(other, 0x7001800)->name);
+	CHECK_INT("no map", -EINVAL, jitmap__carry(NULL, old));
+	jitmap__free(other);
+	jitmap__free(again);
+	jitmap__free(fresh);
+	jitmap__free(old);
+	vm_free(&reused);
+	vm_free(&gap);
+	vm_free(&before);
+}
+
 /* Modules that were purged and whose memory a newer module reuses are dropped when they hold
  * more ranges than the live ones: lookups are unchanged, and a pc only the dead module covered
  * is unnamed. */
@@ -255,6 +351,8 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_extend_equals_whole();
 	test_stale();
+	test_head_reused();
+	test_carry();
 	test_prune();
 	test_prune_one_address();
 	return check_done();

@@ -643,7 +643,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		s->st.dropped[DROP_UNKNOWN_THREAD]++;
 		return;
 	}
-	w.leaf = veneer_leaf(s, ps->ip, sampler__lookup_jit(s, ps->ip, &w.unnamed));
+	w.leaf = veneer_leaf(s, ps->ip, sampler__lookup_jit(s, ps->ip, ps->time, &w.unnamed));
 	if (w.leaf || w.unnamed) {
 		/* In JIT code r13 is c_p, exactly; the scheduler's copy can lag. */
 		w.cp = is_scheduler_loop(w.leaf) ? 0 : ps->regs[PERF_R_R13];

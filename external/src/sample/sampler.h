@@ -163,9 +163,10 @@ struct sampler_stats {
 	/* Process identities read, by how their '$initial_call' read went (procdict.h). */
 	uint64_t pdict[PDICT_RESULT_COUNT];
 	uint64_t jit_refreshes;
-	/* The JIT map in use after the last refresh: its entries and ranges, and the ranges of
-	 * purged modules it dropped (OTP 25 never unlinks them: jitmap__extend). */
-	uint64_t jit_entries, jit_ranges, jit_pruned;
+	/* The JIT map in use after the last refresh: its entries and ranges, the ranges of purged
+	 * modules it dropped (OTP 25 never unlinks them: jitmap__extend), and those of code purged
+	 * before its walk that it kept for samples taken before it (27+: jitmap__carry). */
+	uint64_t jit_entries, jit_ranges, jit_pruned, jit_carried;
 	uint64_t maps_refreshes; /* files mapped since attach were found and reported */
 	struct skid_stats skid;	 /* delays always; contradictions with opts.skid */
 	/* In-kernel capture: on when kcapture_why is empty; the Erlang samples whose Process and

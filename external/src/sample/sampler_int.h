@@ -31,6 +31,7 @@
  * VM with a few hundred modules, while samples queue up: keep them rare. */
 #define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
 #define JIT_REFRESH_MISS_NS (100 * 1000000ull)
+#define JIT_RETRY_NS	    (5 * 1000000ull)   /* after a walk that raced a purge */
 #define JIT_CHECK_NS	    (250 * 1000000ull) /* the descriptor read from the polling loop */
 #define MAPS_REFRESH_NS	    (1000 * 1000000ull)
 #define LEARN_ESDP_TRIES    1000 /* JIT samples asked for their scheduler's data, at most */
@@ -104,6 +105,7 @@ struct sampler {
 	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
 	struct jit_descriptor jdesc; /* as of the JIT map in use */
 	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
+	uint64_t jit_walked_ns;	     /* when the map in use was walked (a re-walk's start) */
 	uint64_t jit_checked_ns;     /* last read of its descriptor from the polling loop */
 	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
 	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
@@ -163,7 +165,8 @@ const char *sampler_src__module(struct sampler *s, uint64_t pc);
  * names it; the walker set to check unaligned top return addresses at their call site. */
 uint64_t sampler__now_ns(void);
 void sampler__refresh_jit(struct sampler *s, uint64_t min_ns);
-const struct jit_range *sampler__lookup_jit(struct sampler *s, uint64_t pc, bool *unnamed);
+const struct jit_range *sampler__lookup_jit(struct sampler *s, uint64_t pc, uint64_t time,
+					    bool *unnamed);
 void sampler__verify_returns(struct sampler *s);
 /* Where a word that named no function lies, for the summary: in a JIT range that is no function
  * (its name), in a mapped file (name+offset), in anonymous memory, or unmapped. */

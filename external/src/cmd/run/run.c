@@ -402,12 +402,16 @@ void run__summary(const struct run_ctx *ctx, const char *what, FILE *f)
 			"  memory maps re-read %" PRIu64
 			" times for libraries loaded since attach\n",
 			st->maps_refreshes);
-	if (st->jit_refreshes)
+	if (st->jit_refreshes) {
 		fprintf(f,
 			"  JIT map re-read %" PRIu64 " times as code was loaded or purged (%" PRIu64
-			" entries, %" PRIu64 " ranges; %" PRIu64
-			" ranges of purged code dropped)\n",
+			" entries, %" PRIu64 " ranges; %" PRIu64 " ranges of purged code dropped",
 			st->jit_refreshes, st->jit_entries, st->jit_ranges, st->jit_pruned);
+		if (st->jit_carried)
+			fprintf(f, ", %" PRIu64 " kept for samples taken before the last re-read",
+				st->jit_carried);
+		fputs(")\n", f);
+	}
 	if (ctx->opts.skid)
 		skid__print(&st->skid, f);
 	if (ctx->verbose)
