@@ -258,11 +258,14 @@ static void test_churn(void)
 
 /* The same for /proc/PID/smaps, which only sums: a torn read there did not fail but counted a
  * mapping twice (alloc's anonymous memory). The child's mappings merge and split while its
- * read-write memory stays the same: every sum taken meanwhile must equal the one taken still. */
+ * read-write memory stays the same: every sum taken meanwhile must equal the one taken still.
+ * The child does nothing else, faster than any VM: a load torn SMAPS_TRIES times in a row fails
+ * with -EAGAIN (said, never summed), 0-3 of the 4 000 on an idle 2-core machine (3 December
+ * 2026); more than 1 % would say the retries do not work. */
 static void test_smaps_churn(void)
 {
 	struct smaps_anon still, a;
-	int go, rc, errs = 0, off = 0;
+	int go, rc, torn = 0, errs = 0, off = 0;
 	uint64_t worst = 0;
 	pid_t child = churn_child(CHURN_ADVISE, SMAPS_MAPS, &go);
 
@@ -278,14 +281,18 @@ static void test_smaps_churn(void)
 	}
 	for (int i = 0; i < SMAPS_LOADS; i++) {
 		rc = smaps__anon_rw(child, &a);
-		errs += rc != 0;
+		torn += rc == -EAGAIN;
+		errs += rc != 0 && rc != -EAGAIN;
 		if (!rc && a.size != still.size) {
 			off++;
 			worst = a.size > worst ? a.size : worst;
 		}
 	}
 	churn_stop(child, go);
-	CHECK_INT("smaps read while they change: no error", 0, errs);
+	CHECK_INT("smaps read while they change: no error but torn", 0, errs);
+	printf("smaps read while they change: %d of %d loads torn every try\n", torn, SMAPS_LOADS);
+	CHECK("smaps read while they change: at most 1 % torn every try",
+	      torn <= SMAPS_LOADS / 100);
 	CHECK_INT("smaps read while they change: every sum the still one", 0, off);
 	if (off)
 		fprintf(stderr, "  still %llu bytes, worst %llu\n", (unsigned long long)still.size,
