@@ -76,9 +76,9 @@ int jitmap__read_descriptor(struct mem *m, uint64_t addr, struct jit_descriptor 
 const struct jit_descriptor *jitmap__descriptor(const struct jitmap *m);
 /* Whether d's newest entry is still the one map read first: the same entry address holding the
  * same symfile address and size, whose code address (the symfile's word at 8) is the same. On
- * 27+ an unregistered entry and its symfile are freed, and the next module's often reuse both
+ * 27+ an unregistered entry and its symfile are freed, and the next module's may reuse both
  * addresses, leaving a descriptor equal to the one the map was read at while the new code lies
- * elsewhere; two small reads tell them apart. False when unreadable. */
+ * elsewhere (not seen yet: a guard); two small reads tell them apart. False when unreadable. */
 bool jitmap__head_current(struct mem *m, const struct jitmap *map, const struct jit_descriptor *d);
 
 /* Walk and parse every entry. Entries that fail to read or parse are skipped and counted; the walk

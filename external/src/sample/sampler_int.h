@@ -31,7 +31,7 @@
  * VM with a few hundred modules, while samples queue up: keep them rare. */
 #define JIT_REFRESH_POLL_NS (1000 * 1000000ull)
 #define JIT_REFRESH_MISS_NS (100 * 1000000ull)
-#define JIT_RETRY_NS	    (5 * 1000000ull)   /* after a walk that raced a purge */
+#define JIT_RETRY_NS	    (5 * 1000000ull)   /* a walk that raced a purge; head checks */
 #define JIT_CHECK_NS	    (250 * 1000000ull) /* the descriptor read from the polling loop */
 #define MAPS_REFRESH_NS	    (1000 * 1000000ull)
 #define LEARN_ESDP_TRIES    1000 /* JIT samples asked for their scheduler's data, at most */
@@ -97,18 +97,19 @@ struct sampler {
 		size_t n;
 		uint64_t names_epoch;
 	} memo_ids[MEMO_SLOTS];
-	int memo_slot;		     /* the sample's walk's, -1: none (another start was kept) */
-	uint64_t names_epoch;	     /* new with each aggregate and JIT map: frame ids change */
-	bool live_read;		     /* the last read_stack read memory beyond the copy */
-	bool top_live;		     /* ... and its first words among them */
-	bool heap_moved;	     /* the last sample_stack found the heap moved since */
-	uint8_t lea_disp;	     /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
-	struct jit_descriptor jdesc; /* as of the JIT map in use */
-	uint64_t jit_tried_ns;	     /* last re-walk of the JIT map */
-	uint64_t jit_walked_ns;	     /* when the map in use was walked (a re-walk's start) */
-	uint64_t jit_checked_ns;     /* last read of its descriptor from the polling loop */
-	uint64_t maps_tried_ns;	     /* last re-read of /proc/PID/maps */
-	struct proc_maps *maps;	     /* the newest maps read, when re-read since attach */
+	int memo_slot;		      /* the sample's walk's, -1: none (another start was kept) */
+	uint64_t names_epoch;	      /* new with each aggregate and JIT map: frame ids change */
+	bool live_read;		      /* the last read_stack read memory beyond the copy */
+	bool top_live;		      /* ... and its first words among them */
+	bool heap_moved;	      /* the last sample_stack found the heap moved since */
+	uint8_t lea_disp;	      /* disp8 of `lea rsp,[rbx-X]`: -x_reg_array */
+	struct jit_descriptor jdesc;  /* as of the JIT map in use */
+	uint64_t jit_tried_ns;	      /* last re-walk of the JIT map */
+	uint64_t jit_walked_ns;	      /* when the map in use was walked (a re-walk's start) */
+	uint64_t jit_checked_ns;      /* last read of its descriptor from the polling loop */
+	uint64_t jit_head_checked_ns; /* last check of its newest entry (jitmap__head_current) */
+	uint64_t maps_tried_ns;	      /* last re-read of /proc/PID/maps */
+	struct proc_maps *maps;	      /* the newest maps read, when re-read since attach */
 	char filter_pid[32];
 	struct sampler_hooks hooks; /* capture or replay (sampler_src.c), else all NULL */
 	bool replay;		    /* sampler__new_replay: no perf, unwinder or refresh */

@@ -58,13 +58,21 @@ void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
 	if (s->replay || !a->present || now - s->jit_tried_ns < min_ns)
 		return;
 	/* The descriptor itself is read at most every JIT_CHECK_NS from the polling loop (a
-	 * syscall per wake-up otherwise); a sample in code the map lacks asks at once. */
+	 * syscall per wake-up otherwise); a sample in code the map lacks asks at once. Unchanged,
+	 * its newest entry is checked too (two more reads), at most every JIT_RETRY_NS: code that
+	 * no map names, sample after sample, must not cost three syscalls a sample. */
 	if (min_ns >= JIT_REFRESH_POLL_NS && now - s->jit_checked_ns < JIT_CHECK_NS)
 		return;
 	s->jit_checked_ns = now;
-	if (jitmap__read_descriptor(s->t->mem, (uint64_t)a->value, &d) ||
-	    (same_descriptor(&d, &s->jdesc) && jitmap__head_current(s->t->mem, s->t->jit, &d)))
+	if (jitmap__read_descriptor(s->t->mem, (uint64_t)a->value, &d))
 		return;
+	if (same_descriptor(&d, &s->jdesc)) {
+		if (now - s->jit_head_checked_ns < JIT_RETRY_NS)
+			return;
+		s->jit_head_checked_ns = now;
+		if (jitmap__head_current(s->t->mem, s->t->jit, &d))
+			return;
+	}
 	s->jit_tried_ns = now;
 	err = target__refresh_jit(s->t);
 	if (err == -EAGAIN) /* the walk raced a purge, which says nothing of the next walk */
