@@ -239,13 +239,6 @@ cleanup:
 	free(sp);
 }
 
-static int span_base_cmp(const void *a, const void *b)
-{
-	const struct mod_span *x = a, *y = b;
-
-	return (x->base > y->base) - (x->base < y->base);
-}
-
 /* Whether [base, end) overlaps one of the n spans, sorted by base and disjoint (a walk's live
  * modules never share code memory). */
 static bool overlaps(const struct mod_span *sp, size_t n, uint64_t base, uint64_t end)
@@ -286,7 +279,7 @@ int jitmap__carry(struct jitmap *fresh, const struct jitmap *old)
 			sp[n++] =
 			    (struct mod_span){mi->base, mi->base + mi->code_size, 0, (uint32_t)i};
 	}
-	qsort(sp, n, sizeof(*sp), span_base_cmp);
+	qsort(sp, n, sizeof(*sp), span_cmp); /* by base: all of one generation */
 	for (size_t i = 0; i < old->nmods; i++) {
 		const struct jit_module_info *mi = &old->mods[i];
 
