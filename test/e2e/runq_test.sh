@@ -9,9 +9,9 @@
 #   - a burst: --trigger runq=100 --max-dumps 1 exits 0 by itself with one dump named STAMP-runq
 #     whose summary reads "the run queue of scheduler 1 held N processes (>= 100)", N no more
 #     than the VM's process count (the 200 and its own; the poller may wait there too, so 201 is
-#     right), while the VM itself counted at least 100 there; its section "Longest runs on scheduler 1
-#     while its run queue held 100 or more" lists runs there, each saying "while its run queue
-#     held up to M processes" with M >= 100; the trace is valid
+#     right), while the VM itself counted at least 100 there; its section "Longest runs on
+#     scheduler 1 while its run queue held 100 or more" lists runs there, each saying "while its
+#     run queue held up to M processes" with M >= 100; the trace is valid
 # About 20 s. Exit 0 pass, 1 fail, 77 skip (reason printed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
