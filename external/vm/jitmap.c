@@ -159,6 +159,7 @@ static int add_range(struct parse *p, const uint8_t *r, const char *name, size_t
 	jr->sched_loop = NAME_IS(name, nlen, "global::process_main");
 	jr->exit_code = NAME_IS(name, nlen, "erts_beamasm:normal_exit/0") ||
 			NAME_IS(name, nlen, "erts_beamasm:continue_exit/0");
+	jr->yield_test = NAME_IS(name, nlen, "global::i_test_yield_shared");
 	map->nranges++;
 	map->stats.ranges++;
 	map->stats.functions += jitmap__is_function(name, nlen);

@@ -35,8 +35,10 @@ struct jit_range {
 	bool frame, fragment;
 	/* Also from the name, for the sampler's per-sample tests: the scheduler loop
 	 * (global::process_main), the code a process exits from (erts_beamasm:normal_exit/0,
-	 * erts_beamasm:continue_exit/0). */
-	bool sched_loop, exit_code;
+	 * erts_beamasm:continue_exit/0), the yield test's fragment (global::i_test_yield_shared,
+	 * which a function whose reductions are spent enters with its address in rdx:
+	 * otp-internals.md §2.3 row 9b). */
+	bool sched_loop, exit_code, yield_test;
 };
 
 struct jit_module_info {

@@ -115,9 +115,30 @@ static void runtime_caller(struct sampler *s, const struct perf_sample *ps, stru
 	if (!erlang_stack__is_function(r) || erlang_stack__is_fragment(r) ||
 	    !callsite__returns_from(s->calls, s->t->jit, ra, w->leaf))
 		return;
-	w->via = (struct leaf_via){.frag = w->leaf, .ra = ra};
+	w->via = (struct leaf_via){.frag = w->leaf, .leaf_pc = ra - 1};
 	w->leaf = r;
 	s->st.runtime_fragment++;
+}
+
+/* A JIT sample in the yield test's shared fragment (global::i_test_yield_shared): a function
+ * whose reductions were spent at its entry jumped there to be scheduled out, its own address in
+ * rdx (ARG3), which the fragment never writes (otp-internals.md §2.3 row 9b, verified on 25, 27
+ * and 29). That function is the leaf, the fragment shown under it: its caller, the top of the
+ * stack, would get the sample otherwise. Its frame is on the stack already (FP layout) or has
+ * not been made (RA layout), as at its entry. */
+static void yield_caller(struct sampler *s, const struct perf_sample *ps, struct where *w)
+{
+	const uint64_t at = ps->regs[PERF_R_DX];
+	const struct jit_range *r;
+
+	if (!w->leaf || !w->leaf->yield_test)
+		return;
+	r = jitmap__lookup(s->t->jit, at);
+	if (!erlang_stack__is_function(r) || erlang_stack__is_fragment(r))
+		return;
+	w->via = (struct leaf_via){.frag = w->leaf, .leaf_pc = at};
+	w->leaf = r;
+	s->st.yield_test++;
 }
 
 /* A JIT sample on a veneer in a module's footer (OTP 26+ call shared fragments through one, a
@@ -650,6 +671,7 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 		learn_esdp(s, sch, w.cp);
 		w.e = ps->regs[PERF_R_SP];
 		w.fp = ps->regs[PERF_R_BP];
+		yield_caller(s, ps, &w);
 	} else {
 		w.ur = &ur;
 		if (!from_native(s, sch, ps, k, &w) && !on_dirty(s, sch, k, &w)) {

@@ -130,6 +130,9 @@ struct sampler_stats {
 	/* Native samples under a fragment called on the runtime stack, whose caller was found in
 	 * the fragment's frame there (sampler.c runtime_caller). */
 	uint64_t runtime_fragment;
+	/* JIT samples in the yield test's fragment, named by the function that yields there
+	 * (sampler.c yield_caller). */
+	uint64_t yield_test;
 	/* Native samples unwound through the capture's copy of a C stack deeper than perf's. */
 	uint64_t native_extended;
 	/* Native samples whose process's Erlang stack could not be read (its heap freed under it):

@@ -411,7 +411,7 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 	if (mi)
 		mi->n = j;
 	if (leaf && n < MAX_FRAMES &&
-	    jit_frame(s, leaf, via ? via->ra - 1 : leaf_pc(rec, ur), &id) == 0 &&
+	    jit_frame(s, leaf, via ? via->leaf_pc : leaf_pc(rec, ur), &id) == 0 &&
 	    (!s->opts.only_erlang || agg__frame_kind(s->agg, id) == FRAME_ERLANG))
 		s->frames[n++] = id;
 	if (via && !s->opts.only_erlang && n < MAX_FRAMES &&

@@ -135,10 +135,12 @@ void sampler_frames__label(struct sampler *s, struct sample_record *rec,
 			   const struct jit_range *leaf, const struct unwind_result *ur,
 			   bool known);
 /* A shared fragment the leaf called on the runtime stack (sampler.c runtime_caller): the
- * native frames return into it, and it returns to the leaf at ra. */
+ * native frames return into it, and it returns to the leaf; or the yield test's fragment the
+ * leaf entered to be scheduled out (yield_caller). leaf_pc: where the leaf stands, the call's
+ * return address less one, or the address the leaf resumes at. */
 struct leaf_via {
 	const struct jit_range *frag;
-	uint64_t ra;
+	uint64_t leaf_pc;
 };
 
 /* Erlang frames outermost first, then the leaf JIT frame (and the fragment it called on the

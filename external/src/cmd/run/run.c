@@ -260,6 +260,8 @@ static void verbose_summary(const struct run_ctx *ctx, FILE *f)
 		"  native stacks deeper than perf's copy, unwound through the capture's: %" PRIu64
 		"\n",
 		ctx->final.native_extended);
+	fprintf(f, "  samples in the yield test, named by the function yielding: %" PRIu64 "\n",
+		ctx->final.yield_test);
 }
 
 /* Under "ended unresolved": the first word of those walks that named no function, by word. */
