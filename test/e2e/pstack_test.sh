@@ -144,7 +144,7 @@ check_tickers() {
 }
 
 check_schedulers() {
-	local json n spin
+	local json n spin inner
 	n=$(($(xp_ready_get schedulers) + $(xp_ready_get dirty_cpu) + $(xp_ready_get dirty_io)))
 	# A snapshot is one moment: on a loaded machine it can fall between two of xp_park_spin's
 	# time slices (another process, or none, on its scheduler; the 2,000 tickers share it). Up to
@@ -155,10 +155,13 @@ check_schedulers() {
 	spin=$(jq -r '[.schedulers[] | select(.process.name == "xp_park_spin")] | first //
 		{} | "\(.type) \(.state)"' "$json")
 	xp_expect "xp_park_spin found running on a normal scheduler" "normal running" "$spin"
-	# A sample names the function it spins in; scheduler data gives the stack at its last call.
-	xp_expect "xp_park_spin's innermost Erlang frame" "xp_park:spin/1" \
-		"$(jq -r '[.schedulers[] | select(.process.name == "xp_park_spin") | .frames[] |
-			select(.kind == "erlang")] | first | .function' "$json")"
+	# A sample names the function it spins in, in the yield test's fragment too (ci of stop 52:
+	# null there, 1 sample in 2 000); scheduler data gives the stack at its last call.
+	inner=$(jq -r '[.schedulers[] | select(.process.name == "xp_park_spin") | .frames[] |
+		select(.kind == "erlang")] | first | .function' "$json")
+	xp_expect "xp_park_spin's innermost Erlang frame" "xp_park:spin/1" "$inner"
+	[[ "$inner" == xp_park:spin/1 ]] || jq -c '.schedulers[] |
+		select(.process.name == "xp_park_spin") | [.frames[] | "\(.kind) \(.function)"]' "$json"
 }
 
 check_text() {

@@ -134,6 +134,24 @@ rec_ok() {
 	rec "$@"
 	xp_expect "exit status of 'record $*'" 0 "$REC_RC"
 	[[ -s "$XP_VM_DIR/$1.folded" ]] || xp_fail "record $*: empty output"
+	check_yield_parent "record $*" "$XP_VM_DIR/$1.folded"
+}
+
+# Of any workload: a sample in the yield test's shared fragment (global::i_test_yield_shared) has
+# an Erlang function right above it, the one yielding there (sampler.c yield_caller), never the
+# process's label or a label (check_yield checks that it is the right one).
+check_yield_parent() {
+	local what=$1 folded=$2 bad n
+	bad=$(awk "$AWK_IS_ERL"'{ line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";")
+		for (i = 2; i <= k; i++) if (fr[i] == "global::i_test_yield_shared") {
+			f = fr[i - 1]; sub(/ \([^()]*:[0-9]+\)$/, "", f)
+			if (!is_erl(f)) print line; break } }' "$folded" | head -n 3)
+	n=$(awk '/;global::i_test_yield_shared(;| [0-9]+$)/ { s += $NF } END { print s + 0 }' "$folded")
+	if [[ -z "$bad" ]]; then
+		xp_pass "$what: the $n samples in the yield test each under the function yielding"
+	else
+		xp_fail "$what: samples in the yield test not under an Erlang function: $bad"
+	fi
 }
 
 # ---- assertions ----------------------------------------------------------------------------------
@@ -452,6 +470,41 @@ case_bif() {
 		xp_pass "$mixed of $in_bif in_bif/3 samples are mixed stacks (fragment + native frames)"
 	else
 		xp_fail "only $mixed of $in_bif in_bif/3 samples ($inner with frames below) are mixed stacks"
+	fi
+	xp_stop_vm
+	xp_start_vm "$otp" "$mode" xp_bif -xp_bif_yield
+	check_yield
+}
+
+# yield_counts WANT FOLDED: "N ALL": xp_yield's samples in the yield test's fragment whose stack
+# below the label is WANT ([kernel] on top aside), and all of them.
+yield_counts() {
+	awk -v want="$1" '/^[^;]* xp_yield;/ && /;global::i_test_yield_shared( |;)/ {
+		line = $0; sub(/ [0-9]+$/, "", line); sub(/^[^;]*;/, "", line)
+		sub(/;\[kernel\]$/, "", line); all += $NF; if (line == want) n += $NF }
+		END { print n + 0, all + 0 }' "$2"
+}
+
+# xp_yield (xp_bif.erl, -xp_bif_yield) yields at yield_at/1's entry on every call: about 0.3 % of its samples
+# are in the yield test's fragment (2-9 in 2 s at 20 kHz here), each with this exact stack.
+# Recorded alone in 2 s runs, each reported, until 5 such samples or 5 runs: fewer than 5 fail.
+check_yield() {
+	local want n all try tall=0 tgood=0
+	want="xp_bif:yielder/0;xp_bif:yield_outer/0;xp_bif:yield_at/1;global::i_test_yield_shared"
+	for try in 1 2 3 4 5; do
+		XP_RECORD_SECONDS=2 rec_ok "yield$try" --name xp_yield -F 20000
+		read -r n all < <(yield_counts "$want" "$XP_VM_DIR/yield$try.folded")
+		echo "run $try: $n of $all samples of xp_yield in the yield test have its exact stack"
+		((tgood += n, tall += all))
+		((n == all)) || grep ' xp_yield;.*global::i_test_yield_shared' \
+			"$XP_VM_DIR/yield$try.folded" | grep -vF ";$want " | head -n 5 | cut -c1-400
+		((tall < 5)) || break
+	done
+	echo "FIGURE: OTP $otp $mode bif: $tgood of $tall samples of xp_yield in the yield test have its exact stack ($try runs of 2 s)"
+	if ((tall >= 5 && tgood == tall)); then
+		xp_pass "xp_yield: $tgood samples in the yield test (>= 5), each $want"
+	else
+		xp_fail "xp_yield: $tgood of $tall samples in the yield test (>= 5 expected) are $want"
 	fi
 }
 
