@@ -485,9 +485,9 @@ yield_counts() {
 		END { print n + 0, all + 0 }' "$2"
 }
 
-# xp_yield (xp_bif.erl, -xp_bif_yield) yields at yield_at/1's entry on every call: about 0.3 % of its samples
-# are in the yield test's fragment (2-9 in 2 s at 20 kHz here), each with this exact stack.
-# Recorded alone in 2 s runs, each reported, until 5 such samples or 5 runs: fewer than 5 fail.
+# xp_yield (xp_bif.erl, -xp_bif_yield) yields at yield_at/1's entry on every call: about 0.3 % of
+# its samples are in the yield test's fragment (2-9 in 2 s at 20 kHz here), each with this exact
+# stack. Recorded alone in 2 s runs, each reported, until 5 such samples or 5 runs: fewer fail.
 check_yield() {
 	local want n all try tall=0 tgood=0
 	want="xp_bif:yielder/0;xp_bif:yield_outer/0;xp_bif:yield_at/1;global::i_test_yield_shared"
@@ -495,9 +495,9 @@ check_yield() {
 		XP_RECORD_SECONDS=2 rec_ok "yield$try" --name xp_yield -F 20000
 		read -r n all < <(yield_counts "$want" "$XP_VM_DIR/yield$try.folded")
 		echo "run $try: $n of $all samples of xp_yield in the yield test have its exact stack"
-		((tgood += n, tall += all))
-		((n == all)) || grep ' xp_yield;.*global::i_test_yield_shared' \
-			"$XP_VM_DIR/yield$try.folded" | grep -vF ";$want " | head -n 5 | cut -c1-400
+		tgood=$((tgood + n)) tall=$((tall + all))
+		((n == all)) || { grep ' xp_yield;.*global::i_test_yield_shared' \
+			"$XP_VM_DIR/yield$try.folded" | grep -vF ";$want " | head -n 5 | cut -c1-400 || true; }
 		((tall < 5)) || break
 	done
 	echo "FIGURE: OTP $otp $mode bif: $tgood of $tall samples of xp_yield in the yield test have its exact stack ($try runs of 2 s)"
