@@ -11,7 +11,7 @@
 %%   xp_bif:yielder/0; xp_bif:yield_outer/0; xp_bif:yield_at/1; global::i_test_yield_shared
 -module(xp_bif).
 
--export([start/1, in_bif/1, in_erlang/1, yielder/0]).
+-export([start/1, in_bif/1, in_erlang/1]).
 
 -define(LEN, 200000).
 
