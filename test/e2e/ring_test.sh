@@ -13,9 +13,10 @@
 #   - every stall that began once a recorder sampled, up to its last trigger (long-run) or the
 #     last stall logged before its last SIGUSR2, is in a dump as a run
 #     of xp_stall_server whose length is the stall's within 10 % or 15 ms, starting within 30 ms
-#     of the stall's own timestamp, with xp_stall:rare_slow_path/1 nested in it (a run the VM
-#     moved to the other scheduler is joined with its continuation there; edges the timeline
-#     says are uncertain, the OS having preempted the scheduler's thread there, by that much)
+#     of the stall's own timestamp, with xp_stall:rare_slow_path/1 nested in it (a run is joined
+#     with its continuation, on the other scheduler within 1.5 sampling periods, or on either
+#     within 5 ms when neither ran another process in the gap; edges the timeline says are
+#     uncertain, the OS having preempted the scheduler's thread there, by that much)
 # The VM runs at nice -10 (XP_RING_NICE), as bench/ceiling's: see below.
 # Prints the measured start and duration errors. About 12 s: the three recorders of 2-4 run at
 # once.

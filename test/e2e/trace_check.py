@@ -90,10 +90,13 @@ def validate(path):
     return evs
 
 
-# A run broken on its own scheduler by a gap this short in which no other process ran there (the
-# scheduler's own loop between two time slices, the OS holding its thread off the CPU) is the
-# same stall as the server timed it: ci76 (2 December 2026) split a 150 ms stall into 61.2 ms,
-# a 1 ms sample of the scheduler with no process and 1.6 ms without samples, then 85.7 ms.
+# A run broken by a gap this short in which no other process ran on the scheduler it left or the
+# one it resumed on (the scheduler's own loop between two time slices, the OS holding its thread
+# off the CPU, an asleep scheduler waking to take it) is the same stall as the server timed it:
+# ci76 (2 December 2026) split a 150 ms stall on one scheduler into 61.2 ms, a 1 ms sample of the
+# scheduler with no process and 1.6 ms without samples, then 85.7 ms; stop 52's landing CI split
+# a 450 ms stall into 13.4 ms on scheduler 1, 202.2 ms on scheduler 2, and, 1.8 ms later (scheduler
+# 1 waking from sleep to take it), 232.9 ms on scheduler 1.
 RESUMED_GAP_US = 5000
 
 
@@ -107,27 +110,29 @@ def others_between(evs, tid, name, a, b):
 def migrated(runs, best, name):
     """The run best, joined with the runs of the same process in the same dump that continue it
     on another scheduler (the VM moved the process): each starts within a sampling period and a
-    half of where the last ended, plus what they say their edges are uncertain by; or on the same
-    scheduler within RESUMED_GAP_US, nothing else run there in between (moves counts neither)."""
+    half of where the last ended, plus what they say their edges are uncertain by; or within
+    RESUMED_GAP_US, nothing else run in between on the scheduler it left or the one it resumed on
+    (moves counts the runs joined from another scheduler)."""
     _, ts, rdur, tid, base, evs, sunc, eunc = best
     same = sorted((r for r in runs if r[3] == base), key=lambda r: r[0])
     start, end, moves = ts, ts + rdur, 0
+    start_tid, end_tid = tid, tid  # the schedulers at the joined run's two edges
     changed = True
     while changed:
         changed = False
         for r in same:
             rs, re_, su, eu = r[0], r[0] + r[1], r[5], r[6]
 
-            def joins(a, b, unc):  # the gap a..b between the run so far and r
+            def joins(a, b, unc, edge_tid):  # the gap a..b between the run so far and r
                 return abs(b - a) <= 1500 + unc or (
-                    r[2] == tid and 0 <= b - a <= RESUMED_GAP_US and
-                    not others_between(evs, tid, name, a, b))
-            if re_ > end and joins(end, rs, eunc + su):
-                moves += r[2] != tid
-                end, eunc, changed = re_, eu, True
-            elif rs < start and joins(re_, start, sunc + eu):
-                moves += r[2] != tid
-                start, sunc, changed = rs, su, True
+                    0 <= b - a <= RESUMED_GAP_US and
+                    not any(others_between(evs, t, name, a, b) for t in {edge_tid, r[2]}))
+            if re_ > end and joins(end, rs, eunc + su, end_tid):
+                moves += r[2] != end_tid
+                end, eunc, end_tid, changed = re_, eu, r[2], True
+            elif rs < start and joins(re_, start, sunc + eu, start_tid):
+                moves += r[2] != start_tid
+                start, sunc, start_tid, changed = rs, su, r[2], True
     return start, end - start, sunc, eunc, moves
 
 
