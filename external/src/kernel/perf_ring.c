@@ -226,18 +226,22 @@ static void ring__release(struct perf_ring *r)
 	__atomic_store_n(&meta->data_tail, r->tail, __ATOMIC_RELEASE);
 }
 
-/* The lines of the sample at ring offset off (size bytes) that parsing it reads besides its
- * first: the registers after the header, and the stack copy's dyn_size at its end. The kernel
- * wrote them on another CPU, so each is a cache miss (a sixth of the sampler's time at 997 Hz);
- * asked for while another ring's sample is resolved, they arrive meanwhile. */
+/* The lines of the sample at ring offset off (len bytes) that parsing it reads besides its
+ * first: the registers after the header, and the stack copy's dyn_size at its end; and the
+ * stack copy's first line, the words at the stack pointer that a native unwind reads first.
+ * The kernel wrote them on another CPU, so each is a cache miss (a sixth of the sampler's time
+ * at 997 Hz); asked for while another ring's sample is resolved, they arrive meanwhile. */
 static void ring__prefetch(const uint8_t *data, uint64_t size, uint64_t off, uint32_t len)
 {
 	__builtin_prefetch(data + ((off + 64) & (size - 1)));
 	__builtin_prefetch(data + ((off + 128) & (size - 1)));
+	__builtin_prefetch(data + ((off + 192) & (size - 1)));
 	__builtin_prefetch(data + ((off + len - 8) & (size - 1)));
-	/* The next record's header: samples follow one another, and it is read as soon as this
-	 * one is delivered. */
+	/* The next record's header and registers, at the same offsets in it: samples follow one
+	 * another, and it is read as soon as this one is delivered. */
 	__builtin_prefetch(data + ((off + len) & (size - 1)));
+	__builtin_prefetch(data + ((off + len + 64) & (size - 1)));
+	__builtin_prefetch(data + ((off + len + 128) & (size - 1)));
 }
 
 /* Step r's read position to its next sample, handling the records before it (lost, throttle,
