@@ -249,6 +249,8 @@ static void verbose_summary(const struct run_ctx *ctx, FILE *f)
 		"\n  native stack words: %" PRIu64 " from the sample's copy, %" PRIu64
 		" read live, %" PRIu64 " unreadable\n",
 		u->read_stack, u->read_live, u->read_failed);
+	fprintf(f, "  native frame rules: %" PRIu64 " looked up, %" PRIu64 " of them cached\n",
+		u->fde_lookups, u->fde_hits);
 	if (k->records)
 		fprintf(f,
 			"  in-kernel capture records: %" PRIu64 " (%" PRIu64 " paired, %" PRIu64
