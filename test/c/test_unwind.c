@@ -433,7 +433,7 @@ static void chain_report(struct chain_run *c)
 struct stripped_run {
 	struct unwinder *u;
 	const struct target *t;
-	uint64_t middle_vaddr, samples, in_middle, named_ok;
+	uint64_t middle_vaddr, samples, in_middle, named_ok, keyed_ok;
 	char example[128];
 };
 
@@ -455,6 +455,13 @@ static void on_stripped_sample(const struct perf_sample *s, void *ctx)
 		 f->pc - c->t->middle_lo);
 	c->named_ok +=
 	    !strcmp(name, want) && !strncmp(plain, want, strlen(plain)) && !strchr(plain, '+');
+	{ /* no symbol: the key is the function's start from CFI, its kind apart */
+		uint64_t size = 1;
+
+		c->keyed_ok +=
+		    unwinder__name_key(c->u, f, &size) == (c->t->middle_lo | (1ull << 63)) &&
+		    size == 0;
+	}
 	if (!c->example[0])
 		snprintf(c->example, sizeof(c->example), "%s", name);
 }
@@ -483,6 +490,7 @@ static int test_stripped(const char *exe, const char *ready, const struct elf_im
 	       " named as expected, e.g. %s\n",
 	       c.samples, c.in_middle, c.named_ok, c.example);
 	CHECK("stripped.middle_named_from_cfi", c.in_middle > 100 && c.named_ok == c.in_middle);
+	CHECK("stripped.middle_keyed_by_cfi_start", c.in_middle > 100 && c.keyed_ok == c.in_middle);
 cleanup:
 	CHECK_INT("stripped.setup", 0, err);
 	attach_close(&a);
@@ -547,6 +555,24 @@ static void test_names(struct unwinder *u, const struct proc_maps *maps, const s
 	unwinder__name_frame(u, &f, false, buf, sizeof(buf));
 	CHECK("name.return_address_at_start_is_previous", strcmp(buf, "middle_fn") != 0);
 	CHECK_STR("module.main", "unwind_target", unwinder__module(u, t->leaf_lo));
+	{ /* the name key: one per function, by its symbol's start and size */
+		struct unwind_frame a = {.pc = t->middle_lo + 1, .activation = true};
+		struct unwind_frame b = {.pc = t->middle_hi - 1, .activation = true};
+		struct unwind_frame c = {.pc = t->leaf_lo + 1, .activation = true};
+		struct unwind_frame back = {.pc = t->middle_lo, .activation = false};
+		struct unwind_frame none = {.pc = 16, .activation = true};
+		uint64_t sa = 0, sb = 0, sc = 0, sn = 1;
+		uint64_t ka = unwinder__name_key(u, &a, &sa), kb = unwinder__name_key(u, &b, &sb);
+		uint64_t kc = unwinder__name_key(u, &c, &sc);
+
+		CHECK("name_key.symbol_start", ka == t->middle_lo);
+		CHECK("name_key.symbol_size", sa == t->middle_hi - t->middle_lo);
+		CHECK("name_key.same_function", ka == kb && sa == sb);
+		CHECK("name_key.other_function", kc == t->leaf_lo && kc != ka);
+		CHECK("name_key.return_address_looks_back",
+		      unwinder__name_key(u, &back, &sb) != ka);
+		CHECK("name_key.nowhere", unwinder__name_key(u, &none, &sn) == 0 && sn == 0);
+	}
 	for (size_t i = 0; i < maps->n; i++) {
 		if (!strcmp(maps->v[i].path, "[vdso]"))
 			CHECK_STR("module.vdso", "[vdso]", unwinder__module(u, maps->v[i].start));

@@ -84,6 +84,11 @@ int unwinder__name(struct unwinder *u, uint64_t pc, bool with_offset, char *buf,
 /* The same for a frame: a return address is looked up at pc - 1 (the call), printed at pc. */
 int unwinder__name_frame(struct unwinder *u, const struct unwind_frame *f, bool with_offset,
 			 char *buf, size_t len);
+/* A key for the frame's name without offset: frames with equal nonzero keys and equal sizes
+ * have equal names (the start of the symbol naming it and its size, or the start of its
+ * function from CFI and size 0, as runtime addresses, the two kinds apart). 0 when its name
+ * depends on the address itself (no module, no function). */
+uint64_t unwinder__name_key(struct unwinder *u, const struct unwind_frame *f, uint64_t *size);
 const struct unwind_stats *unwinder__stats(const struct unwinder *u);
 /* The fast path (on by default); tests compare it with libdwfl alone. */
 void unwinder__set_fast(struct unwinder *u, bool on);

@@ -378,6 +378,28 @@ static int unwinder__name_at(struct unwinder *u, uint64_t look, uint64_t pc, boo
 	return 0;
 }
 
+/* As unwinder__name_at decides which name look gets, without making it. */
+uint64_t unwinder__name_key(struct unwinder *u, const struct unwind_frame *f, uint64_t *size)
+{
+	uint64_t look = f->activation ? f->pc : f->pc - 1;
+	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, look);
+	struct fde_slot fde;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *sname;
+
+	*size = 0;
+	if (!mod)
+		return 0;
+	sname = unwinder__symbol(mod, look, &off, &sym);
+	fde = unwinder__fde(u, look);
+	if (sname && *sname && unwinder__sym_covers(&sym, off, &fde, look)) {
+		*size = sym.st_size;		     /* two symbols may start at one address */
+		return (look - off) & ~(1ull << 63); /* user space: the top bit is free */
+	}
+	return fde.start ? fde.start | (1ull << 63) : 0;
+}
+
 int unwinder__name(struct unwinder *u, uint64_t pc, bool with_offset, char *buf, size_t len)
 {
 	return unwinder__name_at(u, pc, pc, with_offset, buf, len);

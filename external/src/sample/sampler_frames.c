@@ -191,7 +191,10 @@ static uint64_t leaf_pc(const struct sample_record *rec, const struct unwind_res
 static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_t *id,
 			bool *dirty_main)
 {
+	const struct sampler_hooks *h = &s->hooks;
 	struct native_name *slot = &s->names[(f->pc ^ (f->pc >> 13)) % NAME_SLOTS];
+	struct fn_name *fn = NULL;
+	uint64_t key = 0, size = 0;
 	char name[512];
 
 	if (slot->used && slot->pc == f->pc && slot->activation == f->activation) {
@@ -199,12 +202,29 @@ static int native_frame(struct sampler *s, const struct unwind_frame *f, uint32_
 		*dirty_main = slot->dirty_main;
 		return 0;
 	}
+	/* A pc not seen before (most often a sampled leaf) in a function named before: its name
+	 * is that one's, found by the function's start without being made and interned again.
+	 * Not with hooks: a replay names by pc, and a capture keeps every pc's name and module. */
+	if (s->unw && !h->name && !h->saw_name && !h->module && !h->saw_module)
+		key = unwinder__name_key(s->unw, f, &size);
+	if (key) {
+		fn = &s->fn_names[(key ^ (key >> 13)) % NAME_SLOTS];
+		if (fn->used && fn->key == key && fn->size == size) {
+			*id = fn->id;
+			*dirty_main = fn->dirty_main;
+			goto keep;
+		}
+	}
 	if (sampler_src__name(s, f, name, sizeof(name)))
 		snprintf(name, sizeof(name), "[unknown]");
 	if (agg__frame(s->agg, name, FRAME_NATIVE, id))
 		return -ENOMEM;
 	agg__frame_set_module(s->agg, *id, sampler_src__module(s, f->pc));
 	*dirty_main = strcmp(name, "erts_dirty_process_main") == 0;
+	if (fn)
+		*fn = (struct fn_name){
+		    .key = key, .size = size, .id = *id, .used = true, .dirty_main = *dirty_main};
+keep:
 	*slot = (struct native_name){.pc = f->pc,
 				     .id = *id,
 				     .activation = f->activation,

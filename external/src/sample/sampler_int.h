@@ -52,6 +52,13 @@ struct site {
 	enum site_kind kind;
 };
 
+/* A native function's frame id by unwinder__name_key's key and size. */
+struct fn_name {
+	uint64_t key, size;
+	uint32_t id;
+	bool used, dirty_main;
+};
+
 struct native_name {
 	uint64_t pc;
 	uint32_t id;
@@ -82,6 +89,7 @@ struct sampler {
 	uint32_t learn_tries;	    /* learn_esdp() attempts so far */
 	uint64_t learn_until;	    /* CLOCK_MONOTONIC ns: poll often until then while learning */
 	struct native_name names[NAME_SLOTS];
+	struct fn_name fn_names[NAME_SLOTS]; /* by unwinder__name_key */
 	struct jit_name jit_names[JIT_SLOTS];
 	uint64_t *words; /* STACK_CAP_BYTES scratch */
 	uint32_t frames[MAX_FRAMES];
