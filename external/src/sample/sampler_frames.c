@@ -498,5 +498,6 @@ void sampler__swap_agg(struct sampler *s, struct agg *new_agg)
 	s->names_epoch++;
 	memset(s->ident, 0, sizeof(s->ident));
 	memset(s->names, 0, sizeof(s->names));
+	memset(s->fn_names, 0, sizeof(s->fn_names));
 	memset(s->jit_names, 0, sizeof(s->jit_names));
 }
