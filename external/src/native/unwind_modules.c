@@ -340,64 +340,84 @@ static const char *unwinder__symbol(Dwfl_Module *mod, uint64_t look, GElf_Off *o
 	return hit.name;
 }
 
+/* What names look: its module, and the symbol covering it (sym NULL when none does) or, failing
+ * that, its function's start from CFI (fde.start, 0 when unknown). false: in no module. */
+struct name_site {
+	Dwfl_Module *mod;
+	const char *sym;
+	uint64_t sym_start, sym_size;
+	struct fde_slot fde;
+};
+
+static bool unwinder__name_site(struct unwinder *u, uint64_t look, struct name_site *n)
+{
+	GElf_Off off = 0;
+	GElf_Sym sym = {0};
+
+	n->mod = dwfl_addrmodule(u->dwfl, look);
+	if (!n->mod)
+		return false;
+	n->sym = unwinder__symbol(n->mod, look, &off, &sym);
+	n->fde = unwinder__fde(u, look);
+	if (!n->sym || !*n->sym || !unwinder__sym_covers(&sym, off, &n->fde, look))
+		n->sym = NULL;
+	n->sym_start = look - off;
+	n->sym_size = sym.st_size;
+	return true;
+}
+
 static int unwinder__name_at(struct unwinder *u, uint64_t look, uint64_t pc, bool with_offset,
 			     char *buf, size_t len)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, look);
-	const char *mname, *sname;
+	struct name_site n;
+	const char *mname;
 	Dwarf_Addr bias = 0;
-	struct fde_slot f;
-	GElf_Off off = 0;
-	GElf_Sym sym;
 
-	if (!mod) {
+	if (!unwinder__name_site(u, look, &n)) {
 		snprintf(buf, len, "0x%" PRIx64, pc);
 		return -ENOENT;
 	}
-	mname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-	sname = unwinder__symbol(mod, look, &off, &sym);
-	f = unwinder__fde(u, look);
-	if (sname && *sname && unwinder__sym_covers(&sym, off, &f, look)) {
+	if (n.sym) {
 		/* .dynsym names come versioned ("__libc_start_main@@GLIBC_2.34"): drop it. */
-		int n = (int)strcspn(sname, "@");
+		int k = (int)strcspn(n.sym, "@");
 
 		if (with_offset)
-			snprintf(buf, len, "%.*s+0x%" PRIx64, n, sname, pc - (look - off));
+			snprintf(buf, len, "%.*s+0x%" PRIx64, k, n.sym, pc - n.sym_start);
 		else
-			snprintf(buf, len, "%.*s", n, sname);
+			snprintf(buf, len, "%.*s", k, n.sym);
 		return 0;
 	}
-	dwfl_module_getelf(mod, &bias);
-	if (!f.start)
+	mname = dwfl_module_info(n.mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	dwfl_module_getelf(n.mod, &bias);
+	if (!n.fde.start)
 		snprintf(buf, len, "%s+0x%" PRIx64, mname, pc - bias);
 	else if (with_offset)
-		snprintf(buf, len, "%s!0x%" PRIx64 "+0x%" PRIx64, mname, f.start - bias,
-			 pc - f.start);
+		snprintf(buf, len, "%s!0x%" PRIx64 "+0x%" PRIx64, mname, n.fde.start - bias,
+			 pc - n.fde.start);
 	else
-		snprintf(buf, len, "%s!0x%" PRIx64, mname, f.start - bias);
+		snprintf(buf, len, "%s!0x%" PRIx64, mname, n.fde.start - bias);
 	return 0;
+}
+
+/* A return address is looked up at pc - 1 (the call). */
+static uint64_t unwinder__frame_look(const struct unwind_frame *f)
+{
+	return f->activation ? f->pc : f->pc - 1;
 }
 
 /* As unwinder__name_at decides which name look gets, without making it. */
 uint64_t unwinder__name_key(struct unwinder *u, const struct unwind_frame *f, uint64_t *size)
 {
-	uint64_t look = f->activation ? f->pc : f->pc - 1;
-	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, look);
-	struct fde_slot fde;
-	GElf_Off off = 0;
-	GElf_Sym sym;
-	const char *sname;
+	struct name_site n;
 
 	*size = 0;
-	if (!mod)
+	if (!unwinder__name_site(u, unwinder__frame_look(f), &n))
 		return 0;
-	sname = unwinder__symbol(mod, look, &off, &sym);
-	fde = unwinder__fde(u, look);
-	if (sname && *sname && unwinder__sym_covers(&sym, off, &fde, look)) {
-		*size = sym.st_size;		     /* two symbols may start at one address */
-		return (look - off) & ~(1ull << 63); /* user space: the top bit is free */
+	if (n.sym) {
+		*size = n.sym_size;		    /* two symbols may start at one address */
+		return n.sym_start & ~(1ull << 63); /* user space: the top bit is free */
 	}
-	return fde.start ? fde.start | (1ull << 63) : 0;
+	return n.fde.start ? n.fde.start | (1ull << 63) : 0;
 }
 
 int unwinder__name(struct unwinder *u, uint64_t pc, bool with_offset, char *buf, size_t len)
@@ -408,8 +428,7 @@ int unwinder__name(struct unwinder *u, uint64_t pc, bool with_offset, char *buf,
 int unwinder__name_frame(struct unwinder *u, const struct unwind_frame *f, bool with_offset,
 			 char *buf, size_t len)
 {
-	return unwinder__name_at(u, f->activation ? f->pc : f->pc - 1, f->pc, with_offset, buf,
-				 len);
+	return unwinder__name_at(u, unwinder__frame_look(f), f->pc, with_offset, buf, len);
 }
 
 const char *unwinder__module(struct unwinder *u, uint64_t pc)
