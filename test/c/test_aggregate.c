@@ -203,6 +203,45 @@ static void test_large(void)
 	agg__free(ag);
 }
 
+/* Tables past 2 MiB move from the heap to mappings of their own (aggregate.c, big_grow): every
+ * stack's frames read back as added, across the move and the mremaps after it, and agg__bytes
+ * counts what is written, not the mappings' size. */
+static void test_big_tables(void)
+{
+	enum { DEPTH = 600, STACKS = 3000 };
+	struct agg *ag = NULL;
+	struct agg_stack st;
+	uint32_t g, f[DEPTH], ids[8], i, d, bad = 0;
+	char name[32];
+
+	agg__new(&ag);
+	agg__group(ag, "<0.1.0>", &g);
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "m:f%u/0", i);
+		agg__frame(ag, name, FRAME_ERLANG, &ids[i]);
+	}
+	CHECK("an empty aggregate is small", agg__bytes(ag) < 4096);
+	for (i = 0; i < STACKS; i++) {
+		for (d = 0; d < DEPTH; d++)
+			f[d] = ids[(i >> (d % 12)) % 8 ^ (d & 7)];
+		if (agg__add(ag, g, f, DEPTH, 1 + i % 3))
+			bad++;
+	}
+	CHECK_INT("adds of 1.8 M frame ids succeed", 0, bad);
+	for (i = 0, bad = 0; i < agg__nstacks(ag); i++) {
+		agg__stack_by_id(ag, i, &st);
+		for (d = 0; d < st.nframes; d++)
+			if (st.frames[d] != ids[(i >> (d % 12)) % 8 ^ (d & 7)])
+				bad++;
+		bad += st.nframes != DEPTH;
+	}
+	CHECK_INT("every frame reads back as added", 0, bad);
+	CHECK("agg__bytes: what is written, within 1 MiB",
+	      agg__bytes(ag) >= (size_t)agg__nstacks(ag) * DEPTH * 4 &&
+		  agg__bytes(ag) < (size_t)agg__nstacks(ag) * DEPTH * 4 + (1u << 20));
+	agg__free(ag);
+}
+
 /* pprof's labels: stacks with other tags stay apart, in a stable order (tag last); label sets
  * intern like names. */
 static void test_tags(void)
@@ -385,6 +424,7 @@ int main(void)
 	test_order();
 	test_resort();
 	test_large();
+	test_big_tables();
 	test_sort_random();
 	return check_done();
 }

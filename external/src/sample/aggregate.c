@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "aggregate.h"
 #include "hash.h"
@@ -45,7 +46,7 @@ struct stk {
 struct agg {
 	struct itab frames, groups, labels; /* labels: agg__labelset */
 	struct stk *stk;
-	size_t nstk, capstk;
+	size_t nstk, capstk, caporder, capsep, capkeys; /* each table's own: sizes differ */
 	uint32_t *pool;
 	size_t npool, cappool;
 	struct idtab idx;    /* of stack indexes */
@@ -76,6 +77,61 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 	*p = q;
 	*cap = n;
 	return 0;
+}
+
+/* The stack tables and the frame-id pool, which grow with every new stack. Past BIG_MIN_BYTES a
+ * table moves to anonymous memory of its own, grown by mremap (the pages move, none is copied)
+ * and asked for in huge pages (MADV_HUGEPAGE; advice only: where the kernel declines, 4 KiB pages
+ * as before). A compiler's record adds ~700 stacks and ~350 KiB of frame ids a second; in 4 KiB
+ * pages from realloc that was ~110 page faults a second and a copy of the pool at every doubling:
+ * a seventh of the whole record's CPU (issue 27). Smaller tables (most aggregates, a flight
+ * recorder's generations) stay on the heap, so that an aggregate is not 2 MiB a table.
+ * Whether a table is mapped follows from its capacity alone. */
+#define BIG_MIN_BYTES ((size_t)2 << 20)
+
+static bool big_mapped(size_t cap, size_t size)
+{
+	return cap * size >= BIG_MIN_BYTES;
+}
+
+static int big_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / size)
+			return -ENOMEM;
+		n *= 2;
+	}
+	if (!big_mapped(n, size))
+		return grow(p, cap, need, size);
+	if (big_mapped(*cap, size)) {
+		q = mremap(*p, *cap * size, n * size, MREMAP_MAYMOVE);
+	} else {
+		q = mmap(NULL, n * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
+		if (q != MAP_FAILED && *cap) /* from the heap: once */
+			memcpy(q, *p, *cap * size);
+	}
+	if (q == MAP_FAILED)
+		return -ENOMEM;
+	(void)madvise(q, n * size, MADV_HUGEPAGE);
+	if (!big_mapped(*cap, size))
+		free(*p);
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static void big_free(void *p, size_t cap, size_t size)
+{
+	if (big_mapped(cap, size))
+		munmap(p, cap * size);
+	else
+		free(p);
 }
 
 /* ---- interning ----------------------------------------------------------------------------- */
@@ -257,25 +313,17 @@ struct stack_key {
 
 static int stacks_append(struct agg *a, size_t slot, const struct stack_key *k)
 {
-	size_t cap = a->capstk;
 	struct stk *s;
 	int err;
 
 	if (a->nstk >= AGG_MAX_IDS)
 		return -E2BIG;
-	if ((err = grow((void **)&a->stk, &cap, a->nstk + 1, sizeof(*a->stk))))
-		return err;
-	cap = a->capstk;
-	if ((err = grow((void **)&a->order, &cap, a->nstk + 1, sizeof(*a->order))))
-		return err;
-	cap = a->capstk;
-	if ((err = grow((void **)&a->sep, &cap, a->nstk + 1, sizeof(*a->sep))))
-		return err;
-	cap = a->capstk;
-	if ((err = grow((void **)&a->keys, &cap, a->nstk + 1, sizeof(*a->keys))))
-		return err;
-	a->capstk = cap;
-	if ((err = grow((void **)&a->pool, &a->cappool, a->npool + k->nframes, sizeof(*a->pool))))
+	if ((err = big_grow((void **)&a->stk, &a->capstk, a->nstk + 1, sizeof(*a->stk))) ||
+	    (err = big_grow((void **)&a->order, &a->caporder, a->nstk + 1, sizeof(*a->order))) ||
+	    (err = big_grow((void **)&a->sep, &a->capsep, a->nstk + 1, sizeof(*a->sep))) ||
+	    (err = big_grow((void **)&a->keys, &a->capkeys, a->nstk + 1, sizeof(*a->keys))) ||
+	    (err =
+		 big_grow((void **)&a->pool, &a->cappool, a->npool + k->nframes, sizeof(*a->pool))))
 		return err;
 	s = &a->stk[a->nstk];
 	s->group = k->group;
@@ -367,13 +415,23 @@ void agg__stack_by_id(const struct agg *a, uint32_t id, struct agg_stack *out)
 	out->count = s->count;
 }
 
+/* A table's bytes: its capacity on the heap (realloc has copied into all of it), what is written
+ * in a mapping (the pages past it are address space only). */
+static size_t table_bytes(size_t n, size_t cap, size_t size)
+{
+	return (big_mapped(cap, size) ? n : cap) * size;
+}
+
 size_t agg__bytes(const struct agg *a)
 {
 	if (!a)
 		return 0;
-	return a->capstk *
-		   (sizeof(*a->stk) + sizeof(*a->order) + sizeof(*a->sep) + sizeof(*a->keys)) +
-	       a->cappool * sizeof(*a->pool) + a->idx.nslots * sizeof(uint32_t) +
+	return table_bytes(a->nstk, a->capstk, sizeof(*a->stk)) +
+	       table_bytes(a->nstk, a->caporder, sizeof(*a->order)) +
+	       table_bytes(a->nstk, a->capsep, sizeof(*a->sep)) +
+	       table_bytes(a->nstk, a->capkeys, sizeof(*a->keys)) +
+	       table_bytes(a->npool, a->cappool, sizeof(*a->pool)) +
+	       a->idx.nslots * sizeof(uint32_t) +
 	       (a->frames.cap + a->groups.cap) * (sizeof(char *) + 2 * sizeof(uint32_t) + 1) +
 	       a->frames.names_bytes + a->groups.names_bytes;
 }
@@ -810,12 +868,12 @@ void agg__free(struct agg *a)
 	itab_free(&a->frames);
 	itab_free(&a->groups);
 	itab_free(&a->labels);
-	free(a->stk);
-	free(a->pool);
+	big_free(a->stk, a->capstk, sizeof(*a->stk));
+	big_free(a->pool, a->cappool, sizeof(*a->pool));
 	idtab__free(&a->idx);
-	free(a->order);
-	free(a->sep);
-	free(a->keys);
+	big_free(a->order, a->caporder, sizeof(*a->order));
+	big_free(a->sep, a->capsep, sizeof(*a->sep));
+	big_free(a->keys, a->capkeys, sizeof(*a->keys));
 	free(a->frame_mod);
 	for (size_t i = 0; i < a->nmods; i++)
 		free(a->mods[i]);
