@@ -208,15 +208,16 @@ static bool saved_fp(const uint64_t *w, size_t i, size_t n, uint64_t e)
 	return w[i] == 0 || (w[i] >= e && w[i] - e < 8 * (uint64_t)n);
 }
 
-/* A walk kept for the next (erlang_stack__walk_memo): the last one's, and this one's record. */
+/* A walk kept for the next (erlang_stack__walk_memo): the last one, and this one's own records. */
 struct memo_run {
 	const struct estack_memo_side *prev; /* NULL: nothing to take from */
-	struct estack_memo_side *rec;
-	size_t from;  /* words[from, n) are alike the end of prev's */
+	uint32_t *to_end, *unres_from;	     /* this walk's own frames' records, from its first */
+	size_t top_to_end, stop_to_end;	     /* this walk's */
+	size_t from;			     /* words[from, n) are alike the end of prev's */
 	size_t k;     /* prev's frames before k were taken from words farther from the end */
 	bool invalid; /* this walk skipped words (a trace frame) or was cut: not kept */
 	size_t fresh; /* frames this walk named itself: the first ones */
-	size_t taken; /* frames taken from prev: the rest */
+	size_t taken; /* frames taken from prev: the rest, which stay where they are in prev */
 };
 
 /* The rest of the walk from word i, taken from prev's: its frames from the one as far from the
@@ -226,32 +227,31 @@ struct memo_run {
 static bool take_memo(struct memo_run *m, size_t i, size_t n, struct estack_result *out)
 {
 	const struct estack_memo_side *p = m->prev;
+	const size_t base = ESTACK_MAX_FRAMES - p->nframes;
+	const uint32_t *to_end = p->to_end + base;
 	size_t d = n - i, at = out->nframes, cnt;
 
 	if (d > p->top_to_end || d < p->stop_to_end)
 		return false;
-	while (m->k < p->nframes && p->to_end[m->k] > d)
+	while (m->k < p->nframes && to_end[m->k] > d)
 		m->k++;
-	if (m->k == p->nframes || p->to_end[m->k] != d)
+	if (m->k == p->nframes || to_end[m->k] != d)
 		return false;
 	cnt = p->nframes - m->k;
 	if (at + cnt > ESTACK_MAX_FRAMES) {
 		m->prev = NULL;
 		return false;
 	}
-	memcpy(out->frames + at, p->frames + m->k, cnt * sizeof(*out->frames));
-	memcpy(m->rec->frames + at, p->frames + m->k, cnt * sizeof(*out->frames));
-	memcpy(m->rec->to_end + at, p->to_end + m->k, cnt * sizeof(*p->to_end));
-	memcpy(m->rec->unres_from + at, p->unres_from + m->k, cnt * sizeof(*p->unres_from));
+	memcpy(out->frames + at, p->frames + base + m->k, cnt * sizeof(*out->frames));
 	out->nframes = at + cnt;
-	out->unresolved += p->unres_from[m->k];
+	out->unresolved += p->unres_from[base + m->k];
 	/* The bottom reached: whole, unless a word on the way named no function (take_ra). */
 	if (p->end == ESTACK_END_BOTTOM || p->end == ESTACK_END_UNRESOLVED)
 		out->end = out->unresolved ? ESTACK_END_UNRESOLVED : ESTACK_END_BOTTOM;
 	else
 		out->end = p->end;
 	out->more_unknown = p->more_unknown;
-	m->rec->stop_to_end = p->stop_to_end;
+	m->stop_to_end = p->stop_to_end;
 	m->fresh = at;
 	m->taken = cnt;
 	return true;
@@ -271,10 +271,10 @@ static void walk_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 	i = take_top(c, w, n, i, leaf, out);
 	if (m) {
 		for (size_t k = 0; k < out->nframes; k++) {
-			m->rec->to_end[k] = (uint32_t)(n + 1); /* before any the scan takes */
-			m->rec->unres_from[k] = 0;
+			m->to_end[k] = (uint32_t)(n + 1); /* before any the scan takes */
+			m->unres_from[k] = 0;
 		}
-		m->rec->top_to_end = n - i;
+		m->top_to_end = n - i;
 	}
 	for (; i < n; i++) {
 		size_t nf = out->nframes;
@@ -287,8 +287,8 @@ static void walk_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 			continue;
 		skip = take_ra(c, w[i], complete && i == n - 1, out);
 		if (m && out->nframes > nf) {
-			m->rec->to_end[nf] = (uint32_t)(n - i);
-			m->rec->unres_from[nf] = unres; /* before it, for now: walk_memo turns it */
+			m->to_end[nf] = (uint32_t)(n - i);
+			m->unres_from[nf] = unres; /* before it, for now: walk_memo turns it */
 		}
 		if (skip < 0) {
 			if (out->end == ESTACK_END_TRUNCATED) {
@@ -297,7 +297,7 @@ static void walk_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 					m->invalid = true;
 			}
 			if (m)
-				m->rec->stop_to_end = n - i;
+				m->stop_to_end = n - i;
 			return;
 		}
 		if (skip && m)
@@ -305,7 +305,7 @@ static void walk_ra(const struct estack_cfg *c, const uint64_t *w, size_t n, uin
 		i += (size_t)skip;
 	}
 	if (m)
-		m->rec->stop_to_end = 0;
+		m->stop_to_end = 0;
 	out->end = complete ? ESTACK_END_NO_BOTTOM : ESTACK_END_TRUNCATED;
 	out->more_unknown = !complete;
 }
@@ -395,9 +395,12 @@ void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_
 	walk_fp(c, words, nwords, e, fp, complete, leaf, out);
 }
 
-/* Room in a side for a walk of n words; -1 when there is none. */
-static int side_reserve(struct estack_memo_side *d, size_t n)
+/* Room in memo for a walk of n words; -1 when there is none. The words kept stay at the end of
+ * a larger buffer. */
+static int memo_reserve(struct estack_memo *memo, size_t n)
 {
+	struct estack_memo_side *d = &memo->last;
+
 	if (n > d->cap_words || !d->words) {
 		size_t cap = d->cap_words ? d->cap_words : 1024;
 		uint64_t *w;
@@ -406,6 +409,9 @@ static int side_reserve(struct estack_memo_side *d, size_t n)
 			cap *= 2;
 		if (!(w = realloc(d->words, cap * sizeof(*w))))
 			return -1;
+		if (d->nwords)
+			memmove(w + cap - d->nwords, w + d->cap_words - d->nwords,
+				d->nwords * sizeof(*w));
 		d->words = w;
 		d->cap_words = cap;
 	}
@@ -413,10 +419,15 @@ static int side_reserve(struct estack_memo_side *d, size_t n)
 		d->frames = malloc(ESTACK_MAX_FRAMES * sizeof(*d->frames));
 		d->to_end = malloc(ESTACK_MAX_FRAMES * sizeof(*d->to_end));
 		d->unres_from = malloc(ESTACK_MAX_FRAMES * sizeof(*d->unres_from));
-		if (!d->frames || !d->to_end || !d->unres_from) {
+		memo->fresh_to_end = malloc(ESTACK_MAX_FRAMES * sizeof(*memo->fresh_to_end));
+		memo->fresh_unres = malloc(ESTACK_MAX_FRAMES * sizeof(*memo->fresh_unres));
+		if (!d->frames || !d->to_end || !d->unres_from || !memo->fresh_to_end ||
+		    !memo->fresh_unres) {
 			free(d->frames);
 			free(d->to_end);
 			free(d->unres_from);
+			free(memo->fresh_to_end);
+			free(memo->fresh_unres);
 			d->frames = NULL;
 			return -1;
 		}
@@ -452,27 +463,26 @@ void erlang_stack__walk_memo(const struct estack_cfg *c, struct estack_memo *mem
 			     const uint64_t *words, size_t nwords, uint64_t e, uint64_t fp,
 			     bool complete, const struct jit_range *leaf, struct estack_result *out)
 {
-	struct estack_memo_side *prev, *rec;
+	struct estack_memo_side *p;
 	struct memo_run m = {0};
-	size_t l, k;
+	size_t l = 0, k, base;
 
 	if (!memo || c->frame_layout == XP_LAYOUT_FP) {
 		erlang_stack__walk(c, words, nwords, e, fp, complete, leaf, out);
 		return;
 	}
+	p = &memo->last;
 	memo->last_taken = 0;
-	prev = &memo->side[memo->last];
-	rec = &memo->side[!memo->last];
-	rec->epoch = 0;
-	if (side_reserve(rec, nwords)) {
-		prev->epoch = 0;
+	if (memo_reserve(memo, nwords)) {
+		p->epoch = 0;
 		erlang_stack__walk(c, words, nwords, e, fp, complete, leaf, out);
 		return;
 	}
-	m.rec = rec;
-	if (prev->epoch && prev->epoch == c->epoch && prev->complete == complete &&
-	    (l = alike_end(words, nwords, prev->words, prev->nwords)) > 0) {
-		m.prev = prev;
+	m.to_end = memo->fresh_to_end;
+	m.unres_from = memo->fresh_unres;
+	if (p->epoch && p->epoch == c->epoch && p->complete == complete &&
+	    (l = alike_end(words, nwords, p->words + p->cap_words - p->nwords, p->nwords)) > 0) {
+		m.prev = p;
 		m.from = nwords - l;
 	}
 	reset(out);
@@ -481,32 +491,40 @@ void erlang_stack__walk_memo(const struct estack_cfg *c, struct estack_memo *mem
 		m.fresh = out->nframes;
 	/* The frames this walk named: unresolved words before each, turned into from each on. */
 	for (k = 0; k < m.fresh; k++)
-		rec->unres_from[k] = out->unresolved - rec->unres_from[k];
+		m.unres_from[k] = out->unresolved - m.unres_from[k];
 	memo->walks++;
 	memo->last_taken = m.taken;
 	if (m.taken) {
 		memo->reused++;
 		memo->frames_reused += m.taken;
 	}
-	memcpy(rec->words, words, nwords * sizeof(*words));
-	rec->nwords = nwords;
-	memcpy(rec->frames, out->frames, m.fresh * sizeof(*out->frames));
-	rec->nframes = out->nframes;
-	rec->end = out->end;
-	rec->more_unknown = out->more_unknown;
-	rec->complete = complete;
-	rec->epoch = m.invalid ? 0 : c->epoch;
-	memo->last = !memo->last;
+	/* Kept in place: the frames taken are the last ones already, this walk's own go before
+	 * them; the words alike the end of the last walk's stay (alike is an equivalence: the same
+	 * word, or any two terms), the rest go before them. */
+	base = ESTACK_MAX_FRAMES - out->nframes;
+	memcpy(p->frames + base, out->frames, m.fresh * sizeof(*out->frames));
+	memcpy(p->to_end + base, m.to_end, m.fresh * sizeof(*m.to_end));
+	memcpy(p->unres_from + base, m.unres_from, m.fresh * sizeof(*m.unres_from));
+	memcpy(p->words + p->cap_words - nwords, words, (nwords - l) * sizeof(*words));
+	p->nwords = nwords;
+	p->nframes = out->nframes;
+	p->top_to_end = m.top_to_end;
+	p->stop_to_end = m.stop_to_end;
+	p->end = out->end;
+	p->more_unknown = out->more_unknown;
+	p->complete = complete;
+	p->epoch = m.invalid ? 0 : c->epoch;
 }
 
 void erlang_stack__memo_free(struct estack_memo *memo)
 {
-	for (int i = 0; memo && i < 2; i++) {
-		free(memo->side[i].words);
-		free(memo->side[i].frames);
-		free(memo->side[i].to_end);
-		free(memo->side[i].unres_from);
-	}
-	if (memo)
-		memset(memo, 0, sizeof(*memo));
+	if (!memo)
+		return;
+	free(memo->last.words);
+	free(memo->last.frames);
+	free(memo->last.to_end);
+	free(memo->last.unres_from);
+	free(memo->fresh_to_end);
+	free(memo->fresh_unres);
+	memset(memo, 0, sizeof(*memo));
 }

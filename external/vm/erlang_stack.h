@@ -102,13 +102,16 @@ void erlang_stack__walk(const struct estack_cfg *c, const uint64_t *words, size_
 			uint64_t e, uint64_t fp, bool complete, const struct jit_range *leaf,
 			struct estack_result *out);
 
-/* One RA-layout walk's words and what each of its frames was taken from. */
+/* The last RA-layout walk: its words and what each of its frames was taken from, kept
+ * right-aligned (the words end at words + cap_words, the frames' records at ESTACK_MAX_FRAMES),
+ * so that the part of it the next walk takes stays where it is: only what that walk found anew
+ * is written. */
 struct estack_memo_side {
-	uint64_t *words;
+	uint64_t *words; /* [cap_words - nwords, cap_words) */
 	size_t nwords, cap_words;
-	/* Per frame, counted from the stack's end, so that a walk taking them from another copies
-	 * them as they are: how far from the end its word is (nwords - index), and the unresolved
-	 * words from there to the end. */
+	/* Per frame, innermost first, in [ESTACK_MAX_FRAMES - nframes, ESTACK_MAX_FRAMES); counted
+	 * from the stack's end, so that a walk taking them uses them as they are: how far from the
+	 * end its word is (nwords - index), and the unresolved words from there to the end. */
 	struct estack_frame *frames;
 	uint32_t *to_end, *unres_from;
 	size_t nframes;
@@ -124,8 +127,9 @@ struct estack_memo_side {
  * consecutive samples of a deep stack share most of it, and naming every word again (a JIT map
  * lookup a word) was most of a deep sample's cost. Owned by one walker; zero-initialised. */
 struct estack_memo {
-	struct estack_memo_side side[2];
-	int last;	   /* side[last] is the last walk's */
+	struct estack_memo_side last;
+	/* A walk's own frames' records (to_end, unres_from), until it is kept in last. */
+	uint32_t *fresh_to_end, *fresh_unres;
 	size_t last_taken; /* the last walk's frames taken from the one before: its last ones */
 	uint64_t walks, reused, frames_reused;
 };
