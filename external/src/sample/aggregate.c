@@ -82,7 +82,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 /* The stack tables and the frame-id pool, which grow with every new stack. Past BIG_MIN_BYTES a
  * table moves to anonymous memory of its own, grown by mremap (the pages move, none is copied)
  * and asked for in huge pages (MADV_HUGEPAGE; advice only: where the kernel declines, 4 KiB pages
- * as before). A compiler's record adds ~700 stacks and ~350 KiB of frame ids a second; in 4 KiB
+ * as before). A compiler's record adds ~700 stacks and ~500 KiB of frame ids a second; in 4 KiB
  * pages from realloc that was ~110 page faults a second and a copy of the pool at every doubling:
  * a seventh of the whole record's CPU (issue 27). Smaller tables (most aggregates, a flight
  * recorder's generations) stay on the heap, so that an aggregate is not 2 MiB a table.
