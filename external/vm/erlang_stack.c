@@ -428,7 +428,10 @@ static int memo_reserve(struct estack_memo *memo, size_t n)
 			free(d->unres_from);
 			free(memo->fresh_to_end);
 			free(memo->fresh_unres);
+			/* All of them: erlang_stack__memo_free frees them again. */
 			d->frames = NULL;
+			d->to_end = d->unres_from = NULL;
+			memo->fresh_to_end = memo->fresh_unres = NULL;
 			return -1;
 		}
 	}
