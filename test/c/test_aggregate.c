@@ -206,6 +206,12 @@ static void test_large(void)
 /* Tables past 2 MiB move from the heap to mappings of their own (aggregate.c, big_grow): every
  * stack's frames read back as added, across the move and the mremaps after it, and agg__bytes
  * counts what is written, not the mappings' size. */
+/* Stack i's frame d: each stack other from the next, all of them 8 ids. */
+static uint32_t big_frame(const uint32_t *ids, uint32_t i, uint32_t d)
+{
+	return ids[(i >> (d % 12)) % 8 ^ (d & 7)];
+}
+
 static void test_big_tables(void)
 {
 	enum { DEPTH = 600, STACKS = 3000 };
@@ -223,7 +229,7 @@ static void test_big_tables(void)
 	CHECK("an empty aggregate is small", agg__bytes(ag) < 4096);
 	for (i = 0; i < STACKS; i++) {
 		for (d = 0; d < DEPTH; d++)
-			f[d] = ids[(i >> (d % 12)) % 8 ^ (d & 7)];
+			f[d] = big_frame(ids, i, d);
 		if (agg__add(ag, g, f, DEPTH, 1 + i % 3))
 			bad++;
 	}
@@ -231,7 +237,7 @@ static void test_big_tables(void)
 	for (i = 0, bad = 0; i < agg__nstacks(ag); i++) {
 		agg__stack_by_id(ag, i, &st);
 		for (d = 0; d < st.nframes; d++)
-			if (st.frames[d] != ids[(i >> (d % 12)) % 8 ^ (d & 7)])
+			if (st.frames[d] != big_frame(ids, i, d))
 				bad++;
 		bad += st.nframes != DEPTH;
 	}

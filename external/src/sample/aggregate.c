@@ -46,7 +46,9 @@ struct stk {
 struct agg {
 	struct itab frames, groups, labels; /* labels: agg__labelset */
 	struct stk *stk;
-	size_t nstk, capstk, caporder, capsep, capkeys; /* each table's own: sizes differ */
+	/* Each table's capacity: equal but after a grow that failed part way, and whether a table
+	 * is mapped (big_mapped) follows from it, so each is kept. */
+	size_t nstk, capstk, caporder, capsep, capkeys;
 	uint32_t *pool;
 	size_t npool, cappool;
 	struct idtab idx;    /* of stack indexes */
@@ -62,21 +64,39 @@ struct agg {
 	uint32_t last; /* the stack the last agg__add_tagged counted */
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
+/* The capacity a table of cap entries grows to for need: doubled from 16. false when n * size
+ * would overflow. */
+static bool grown_cap(size_t cap, size_t need, size_t size, size_t *n)
 {
-	size_t n = *cap ? *cap : 16;
-	void *q;
+	*n = cap ? cap : 16;
+	while (*n < need) {
+		if (*n > SIZE_MAX / 2 / size)
+			return false;
+		*n *= 2;
+	}
+	return true;
+}
 
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
+static int heap_resize(void **p, size_t *cap, size_t n, size_t size)
+{
+	void *q = realloc(*p, n * size);
+
 	if (!q)
 		return -ENOMEM;
 	*p = q;
 	*cap = n;
 	return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n;
+
+	if (need <= *cap)
+		return 0;
+	if (!grown_cap(*cap, need, size, &n))
+		return -ENOMEM;
+	return heap_resize(p, cap, n, size);
 }
 
 /* The stack tables and the frame-id pool, which grow with every new stack. Past BIG_MIN_BYTES a
@@ -96,18 +116,15 @@ static bool big_mapped(size_t cap, size_t size)
 
 static int big_grow(void **p, size_t *cap, size_t need, size_t size)
 {
-	size_t n = *cap ? *cap : 16;
+	size_t n;
 	void *q;
 
 	if (need <= *cap)
 		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / size)
-			return -ENOMEM;
-		n *= 2;
-	}
+	if (!grown_cap(*cap, need, size, &n))
+		return -ENOMEM;
 	if (!big_mapped(n, size))
-		return grow(p, cap, need, size);
+		return heap_resize(p, cap, n, size);
 	if (big_mapped(*cap, size)) {
 		q = mremap(*p, *cap * size, n * size, MREMAP_MAYMOVE);
 	} else {
