@@ -7,7 +7,8 @@
 #   filters on ground's VM: --name, --erlang-pid, --only-erlang, --include-idle; `top` (no share
 #           compared with the VM's time: ctest runs it beside other tests, ground alone)
 #   bif     time inside a long non-yielding BIF (erts_internal:cmp_term/2) against
-#           reduction-heavy Erlang code, within ±3 points
+#           reduction-heavy Erlang code, within ±3 points; --verbose's "own CPU" lines add up
+#           and agree with the user and system time the shell measured
 #   fp      ground's share and chain on a frame-pointer VM (+JPperf map on 25, +JPperf fp on 27+)
 #   dirty   a BIF on a dirty CPU scheduler: the process and its stack from c_p->stop;
 #           --threads all; --skid-summary
@@ -471,9 +472,40 @@ case_bif() {
 	else
 		xp_fail "only $mixed of $in_bif in_bif/3 samples ($inner with frames below) are mixed stacks"
 	fi
+	check_own_cpu
 	xp_stop_vm
 	xp_start_vm "$otp" "$mode" xp_bif -xp_bif_yield
 	check_yield
+}
+
+# --verbose's "own CPU" lines: attach and sampling in the summary, the report and the whole
+# after "wrote", each part positive, the parts adding up to the whole (each rounded to the ms),
+# and the whole at most 15 ms under, 1 over, the user and system time the shell measured for the
+# process, which adds its exit (3-5 ms here; run without timeout(1), whose own start is 8-10).
+check_own_cpu() {
+	local err=$XP_VM_DIR/cpu.err ut st a s pct r all
+	local TIMEFORMAT='%3U %3S'
+	{ time "$XP_SAMPLER" record -d 2 --verbose -o "$XP_VM_DIR/cpu.folded" --format collapsed \
+		"$XP_VM_PID" 2>"$err"; } 2>"$XP_VM_DIR/cpu.time" || xp_fail "record --verbose failed"
+	read -r ut st <"$XP_VM_DIR/cpu.time"
+	read -r a s pct < <(sed -En 's/^  own CPU: ([0-9]+) ms to start and attach, ([0-9]+) ms sampling for [0-9.]+ s \(([0-9.]+)% of a core\), [0-9.]+ us a sample$/\1 \2 \3/p' "$err")
+	read -r r all < <(sed -En 's/^  own CPU: ([0-9]+) ms for the report and after; ([0-9]+) ms in all$/\1 \2/p' "$err")
+	grep '^  own CPU' "$err" | sed 's/^/    | /'
+	echo "    | shell: user ${ut}s system ${st}s"
+	if [[ -z "$a" || -z "$r" ]]; then
+		xp_fail "record --verbose: no 'own CPU' lines, or not as documented"
+		return
+	fi
+	[[ $(sed -n '/^extrospect: wrote /,$p' "$err" | grep -c '^  own CPU: .* ms in all$') == 1 ]] ||
+		xp_fail "the 'in all' line is not after 'wrote'"
+	if ((a > 0 && s > 0 && r >= 0 && all > 0 && a + s + r - all <= 2 && all - a - s - r <= 2)) &&
+		awk -v all="$all" -v u="$ut" -v y="$st" -v s="$s" -v p="$pct" 'BEGIN {
+			t = 1000 * (u + y); q = s / 20  # sampling for 2.0 s: ms / 20 is its % of a core
+			exit !(all <= t + 1 && all >= t - 15 && p >= q - 0.06 && p <= q + 0.06) }'; then
+		xp_pass "own CPU: $a + $s + $r = $all ms, against the shell's ${ut}s + ${st}s"
+	else
+		xp_fail "own CPU: $a + $s + $r ms, $all in all, $pct %, against the shell's ${ut}s + ${st}s"
+	fi
 }
 
 # yield_counts WANT FOLDED: "N ALL": xp_yield's samples in the yield test's fragment whose stack

@@ -58,7 +58,8 @@ const char cmd__sampling_usage[] =
     "                        sampled anyway, and the summary says so\n"
     "  -v, --verbose         add the sampler's own counters to the summary: memory reads that\n"
     "                        failed (by reason), the in-kernel capture's records, native\n"
-    "                        unwinds by how they ended, stacks walked from another start\n"
+    "                        unwinds by how they ended, stacks walked from another start,\n"
+    "                        and the CPU it used itself: to attach, sampling, the report\n"
     "  --no-agent            ignore the agent\n";
 
 const char record__usage[] =
@@ -298,6 +299,8 @@ cleanup:
 	ring.gen[0].agg = NULL; /* ctx.agg, freed here */
 	ring__free(&ring);
 	agg__free(a);
+	if (o->verbose && ctx.cpu_ended_s > 0)
+		run__cpu_report(&ctx, stderr);
 	return rc;
 }
 

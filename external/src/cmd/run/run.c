@@ -118,6 +118,7 @@ static void report_so_far(struct run_ctx *ctx, struct sampler *s)
 	memcpy(&ctx->final, sampler__stats(s), sizeof(ctx->final));
 	memcpy(&ctx->final_perf, sampler__perf_stats(s), sizeof(ctx->final_perf));
 	sampler__more_stats(s, &ctx->final_unwind, &ctx->final_kcap);
+	ctx->cpu_ended_s = run__cpu_s(); /* so far: --verbose's sampling CPU until now */
 	fprintf(stderr,
 		"extrospect: so far (SIGUSR1): %zu distinct stacks in %zu groups, %zu frame "
 		"names\n",
@@ -174,6 +175,7 @@ int run__sample(struct run_ctx *ctx)
 		return rc;
 	if (ctx->hooks)
 		sampler__set_hooks(s, ctx->hooks);
+	ctx->cpu_began_s = run__cpu_s();
 	fprintf(stderr, "extrospect: sampling %zu %s of pid %d at %u Hz%s\n", sampler__nthreads(s),
 		ctx->opts.all_threads ? "threads" : "scheduler threads", (int)ctx->t->pid,
 		ctx->opts.freq_hz,
@@ -224,8 +226,34 @@ int run__sample(struct run_ctx *ctx)
 	memcpy(&ctx->final, sampler__stats(s), sizeof(ctx->final));
 	memcpy(&ctx->final_perf, sampler__perf_stats(s), sizeof(ctx->final_perf));
 	sampler__more_stats(s, &ctx->final_unwind, &ctx->final_kcap);
+	ctx->cpu_ended_s = run__cpu_s();
 	sampler__free(s);
 	return rc < 0 && rc != -ESRCH ? rc : 0;
+}
+
+/* What the sampler itself cost, from this process's CPU clock (every thread, user and system):
+ * starting up and attaching, then sampling, per sample and as a share of one core. */
+static void own_cpu(const struct run_ctx *ctx, FILE *f)
+{
+	const struct sampler_stats *st = &ctx->final;
+	double run = ctx->cpu_ended_s - ctx->cpu_began_s;
+
+	fprintf(f, "  own CPU: %.0f ms to start and attach, %.0f ms sampling",
+		1e3 * ctx->cpu_began_s, 1e3 * run);
+	if (st->elapsed_s > 0)
+		fprintf(f, " for %.1f s (%.2f%% of a core)", st->elapsed_s,
+			100 * run / st->elapsed_s);
+	if (st->samples)
+		fprintf(f, ", %.1f us a sample", 1e6 * run / (double)st->samples);
+	fputc('\n', f);
+}
+
+void run__cpu_report(const struct run_ctx *ctx, FILE *f)
+{
+	double now = run__cpu_s();
+
+	fprintf(f, "  own CPU: %.0f ms for the report and after; %.0f ms in all\n",
+		1e3 * (now - ctx->cpu_ended_s), 1e3 * now);
 }
 
 /* --verbose: the sampler's own counters, for judging a profile or reporting a problem. */
@@ -264,6 +292,7 @@ static void verbose_summary(const struct run_ctx *ctx, FILE *f)
 		ctx->final.native_extended);
 	fprintf(f, "  samples in the yield test, named by the function yielding: %" PRIu64 "\n",
 		ctx->final.yield_test);
+	own_cpu(ctx, f);
 }
 
 /* Under "ended unresolved": the first word of those walks that named no function, by word. */
@@ -459,6 +488,15 @@ void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pp
 				 .lines = o->lines,
 				 .pid = t->pid,
 				 .comment = comment};
+}
+
+double run__cpu_s(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int64_t cmd__wall_ns(void)

@@ -46,14 +46,14 @@ struct run_ctx {
 	struct perf_stats final_perf;
 	struct unwind_stats final_unwind;
 	struct kcap_stats final_kcap; /* zero without the in-kernel capture */
+	/* This process's CPU (all its threads, run__cpu_s) when sampling began (attach done) and
+	 * when it ended: --verbose says what attaching, sampling and the report each cost. */
+	double cpu_began_s, cpu_ended_s;
 	char err[256];
 };
 
 /* 0 (also when the VM exited: see target_exited), or a negative errno with err set. */
 int run__sample(struct run_ctx *ctx);
-/* Rank this process RUN_NICE_AHEAD nice levels above the VM (when permitted): samples are read
- * as they arrive, not when a busy scheduler thread's time slice ends. */
-void run__raise_priority(pid_t vm);
 /* Take the request what (RUN_ROTATE, RUN_REPORT) from *stop: true when it was there, and *stop is
  * 0 again. With the signals blocked, so that a stop asked in between is not lost. */
 bool run__take(volatile sig_atomic_t *stop, sig_atomic_t what);
@@ -70,6 +70,11 @@ void cmd__sampler_opts(const struct cli_opts *o, struct sampler_opts *so);
 void cmd__pprof_meta(const struct cli_opts *o, const struct target *t, struct pprof_meta *m,
 		     char *comment, size_t commentlen);
 int64_t cmd__wall_ns(void);
+/* The CPU this process has used, all its threads, user and system, in seconds. */
+double run__cpu_s(void);
+/* --verbose's last line, after the report is written and the sampling freed: the CPU since
+ * sampling ended, and in all. */
+void run__cpu_report(const struct run_ctx *ctx, FILE *f);
 struct outfile;
 /* The start of a command's output to path (its -o FILE): of opened (outfile__open: written whole
  * or not at all), or err says "cannot write PATH: why" and the error is returned. */
