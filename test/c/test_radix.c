@@ -1,6 +1,7 @@
 /* Unit tests for the radix sort (radix.c): against a plain stable sort, for keys that differ in
  * one digit, in every digit, or not at all; stable (equal keys keep their order); sizes 16 and
- * 24 as ptab.c and pstack use them; items in a few ascending runs (merged); bad sizes refused
+ * 24 as ptab.c and pstack use them; fewer items than SMALL_N (a byte a digit) and more; items
+ * in a few ascending runs (merged), disjoint or touching; bad sizes refused
  * with the items untouched. radix__sort_cmp: ties broken by the comparator (here against the
  * items' order, so that a tie left as radix__sort leaves it fails). And
  * ptab__by_address (ptab.c), packed into 8-byte keys or not, against the same stable sort. */
@@ -77,6 +78,39 @@ static void expect_runs(const char *name, size_t n, size_t k)
 		at += next() % 3;
 		v[i] = (struct item){.key = at, .seq = i};
 	}
+	check_as_stable(name, v, w, n);
+}
+
+/* n items (a multiple of k) in k ascending blocks that do not overlap (a JIT map's modules: each
+ * its own range of keys), the blocks in descending order of their keys (each a run of its own)
+ * or shuffled (neighbours in ascending order join into runs that overlap); touch: every other
+ * block begins with the key the block below it ends with (equal keys across runs, the later
+ * run's first in key order): merged. */
+static void expect_disjoint_runs(const char *name, size_t n, size_t k, bool shuffle, bool touch)
+{
+	struct item *v = malloc(n * sizeof(*v)), *w = malloc(n * sizeof(*w));
+	size_t *slot = malloc(k * sizeof(*slot)), per = n / k, i, r, j;
+
+	for (r = 0; slot && r < k; r++)
+		slot[r] = k - 1 - r;
+	for (r = k; shuffle && slot && r > 1; r--) {
+		j = next() % r;
+		i = slot[r - 1];
+		slot[r - 1] = slot[j];
+		slot[j] = i;
+	}
+	for (r = 0, i = 0; v && slot && r < k; r++) {
+		size_t m = r + 1 < k ? per : n - i;
+
+		for (j = 0; j < m; j++, i++) {
+			uint64_t at = slot[r] * 1000000ull + 10 * j + 1;
+
+			if (touch && slot[r] % 2 && j == 0) /* where the block below ends */
+				at = (slot[r] - 1) * 1000000ull + 10 * (per - 1) + 1;
+			v[i] = (struct item){.key = at, .seq = i};
+		}
+	}
+	free(slot);
 	check_as_stable(name, v, w, n);
 }
 
@@ -175,6 +209,16 @@ int main(void)
 	expect_runs("a hundred runs, keys shared between them", 100000, 100);
 	expect_runs("about the most runs merged", 100000, 240);
 	expect_runs("more runs than merged: by digits", 100000, 2000);
+	expect_runs("more runs than merged, fewer items: by bytes", 30000, 2000);
+	expect_disjoint_runs("runs that do not overlap", 24800, 124, false, false);
+	expect_disjoint_runs("runs that touch: the later run's equal keys first", 24800, 124, false,
+			     true);
+	expect_disjoint_runs("blocks shuffled: runs that overlap", 25000, 124, true, false);
+	expect_disjoint_runs("blocks shuffled, touching", 25000, 124, true, true);
+	expect_disjoint_runs("one run per item", 200, 200, false, false);
+	expect_sorted("pids, fewer items: by bytes", 30000, 0xfffffff, 0);
+	expect_sorted("addresses, fewer items: by bytes", 30000, 0x7ffff0000ull, 0x7f0000000000ull);
+	expect_sorted("full 64-bit keys, fewer items: by bytes", 30000, ~0ull, 0);
 	expect_refused();
 	expect_sorted_cmp("with cmp: no ties", 20000, ~0ull);
 	expect_sorted_cmp("with cmp: runs of ties reversed", 20000, 0x3ff);
