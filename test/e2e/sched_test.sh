@@ -2,8 +2,8 @@
 # ctest e2e.sched.OTP.MODE: `extrospect sched` on xp_slownif (test/targets/xp_slownif.erl), a
 # workload with a deliberately slow NIF (test/targets/xp_slownif_nif.c, built here with the host's
 # compiler against host OTP 25's erl_nif.h, which 27 and 29 load too):
-#   - burn/1 (5 ms per call, from xp_slownif:call_burn/2 in xp_slow_caller) is flagged as NIF
-#     runs longer than 1 ms on a normal scheduler, each no longer than one call;
+#   - burn/1 (5 ms of CPU per call, from xp_slownif:call_burn/2 in xp_slow_caller) is flagged as
+#     NIF runs longer than 1 ms on a normal scheduler, each no longer than one call;
 #   - quick/1 (20 us, then a 2 ms sleep) is never flagged, and neither is dirty_burn/1, which
 #     runs on a dirty CPU scheduler and shows up there;
 #   - the scheduler running xp_slow_caller spends most of its samples in NIFs;

@@ -1,13 +1,16 @@
 %% Ground truth for `extrospect sched`: a deliberately slow NIF (xp_slownif_nif.c) next to
 %% well-behaved work. The NIF library's path is the erl argument -xp_slownif_so PATH (no NIF: the
 %% VM fails to boot, loudly).
-%%   xp_slow_caller   call_burn/2 calls burn/1, a 5 ms NIF on a normal scheduler, then runs
-%%                    3 ms of CPU in Erlang code (between/2, iterations calibrated at start: a
-%%                    fixed amount of work, not of wall time, so a CPU-clock sampler always
-%%                    samples it at least once between two calls), in a loop
-%%   xp_quick_caller  call_quick/1 calls quick/1, a 20 us NIF, then sleeps 2 ms, in a loop: no
-%%                    run of it can ever last 1 ms
-%%   xp_dirty_caller  call_dirty/1 calls dirty_burn/1, 5 ms on a dirty CPU scheduler, in a loop
+%%   xp_slow_caller   call_burn/2 calls burn/1, a NIF spinning 5 ms of CPU time on a normal
+%%                    scheduler, then runs 3 ms of CPU in Erlang code (between/2), in a loop.
+%%                    Both are fixed amounts of work, not of wall time (iterations calibrated
+%%                    at start, the NIF's when its library loads), so a CPU-clock sampler
+%%                    samples each call alike however busy the machine, and samples the
+%%                    Erlang code at least once between two calls
+%%   xp_quick_caller  call_quick/1 calls quick/1, a NIF spinning 20 us of CPU, then sleeps
+%%                    2 ms, in a loop: no run of it can ever last 1 ms
+%%   xp_dirty_caller  call_dirty/1 calls dirty_burn/1, 5 ms of CPU on a dirty CPU scheduler,
+%%                    in a loop
 %%   xp_spinner       spin/2, pure Erlang arithmetic
 %% Does not own: what the sampler checks (test/e2e/sched_test.sh).
 -module(xp_slownif).
