@@ -61,11 +61,14 @@ else
 	((runs >= 10)) && xp_pass "xp_burn flagged $runs times" || xp_fail "xp_burn flagged only $runs times"
 	((longest > 1000)) && xp_pass "longest xp_burn run $longest us > 1 ms" ||
 		xp_fail "longest xp_burn run $longest us <= 1 ms"
-	# One call burns 5 ms of CPU, then 3 ms of Erlang code: a CPU clock at 997 Hz samples a
-	# single call at most 6 times; more means two calls were merged into one run. (The wall
-	# span can be longer than 5 ms: the OS may preempt the scheduler thread mid-NIF.)
-	((most >= 2 && most <= 6)) && xp_pass "at most $most samples in one xp_burn run (2..6)" ||
-		xp_fail "$most samples in one xp_burn run: expected 2..6 (one call)"
+	# One call burns 5 ms of CPU (turns calibrated when the library loaded), then 3 ms of Erlang
+	# code: a CPU clock at 997 Hz samples a quiet call 5 or 6 times, and two calls merged into
+	# one run 10 times or more. A busy machine stretches a call: a core shared with another
+	# vCPU runs the spin slower, and the sampler's cpu-clock also counts time the hypervisor
+	# takes from the vCPU (CI, OTP 29: 7 samples in 6.4 ms). Up to 9 is one call. (The wall
+	# span can be longer still: the OS may preempt the scheduler thread mid-NIF.)
+	((most >= 2 && most <= 9)) && xp_pass "at most $most samples in one xp_burn run (2..9)" ||
+		xp_fail "$most samples in one xp_burn run: expected 2..9 (one call)"
 fi
 others=$(jq -r --arg nif "$lib xp_burn" '[.long_nif_runs[] | select(.nif != $nif or
 	(.process | endswith(" xp_slow_caller") | not))] | length' "$J")
