@@ -23,10 +23,11 @@ static uint64_t cpu_ns(void)
 }
 
 /* Spins TURNS turns in this function's own code: a fixed amount of CPU work, not of wall time, so
- * a thread the OS preempts mid-call still burns the same CPU time and a CPU-clock sampler takes
- * the same number of samples of a call however busy the machine (with a wall clock, a loaded
- * CI machine left a 5 ms call one sample or none). No clock is read while spinning: samples land
- * here, not in the kernel or the vDSO. noinline: the frame must be named xp_spin in every build. */
+ * a thread the OS preempts mid-call still burns its CPU time and a CPU-clock sampler takes about
+ * as many samples of a call however busy the machine (with a wall clock, a loaded CI machine left
+ * a 5 ms call one sample or none; a core shared with another vCPU still runs the turns somewhat
+ * slower). No clock is read while spinning: samples land here, not in the kernel or the vDSO.
+ * noinline: the frame must be named xp_spin in every build. */
 static __attribute__((noinline)) uint64_t xp_spin(uint64_t turns)
 {
 	uint64_t acc = 1;
