@@ -1,13 +1,16 @@
 /* uprobe.c tests: a forked child calls a known function exactly NCALLS times once told to (a
- * pipe); a uprobe on its entry and a uretprobe on its return, opened on this very executable,
- * must each see exactly NCALLS hits of the child: its pid, the first argument in rdi, the return
- * value in rax, times in order. Exits 77 when uprobes are refused (not root) or absent. Does not
- * own: what the events source makes of hits (events_uprobes.c). */
+ * pipe), the first half on its last CPU and the second on its first; a uprobe on its entry and a
+ * uretprobe on its return, opened on this very executable, must each see exactly NCALLS hits of
+ * the child, in time order across the CPUs' rings: its pid, the first argument in rdi, the return
+ * value in rax. (Drained ring by ring, the second half comes first: all 1,000 arguments wrong.)
+ * Exits 77 when uprobes are refused (not root) or absent. Does not own: what the events source
+ * makes of hits (events_uprobes.c). */
 #include "check.h"
 #include "proc.h"
 #include "uprobe.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,47 @@ static int offset_of(const void *fn, uint64_t *off, char *path, size_t len)
 	return m ? 0 : -ENOENT;
 }
 
+/* The lowest and highest CPUs this process may run on (-1: none known). */
+static int first_cpu(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (CPU_ISSET(c, &set))
+			return c;
+	}
+	return -1;
+}
+
+static int last_cpu(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (int c = CPU_SETSIZE - 1; c >= 0; c--) {
+		if (CPU_ISSET(c, &set))
+			return c;
+	}
+	return -1;
+}
+
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* The child makes its first half of the calls on the last CPU it may use and the second half on
+ * the first (when it may use two): its hits are in two rings, the later ones in the ring a drain
+ * reads first, so only a drain merged by time gives them in order. */
 static pid_t child_start(int *go)
 {
 	int fds[2];
@@ -74,9 +118,14 @@ static pid_t child_start(int *go)
 	pid = fork();
 	if (pid == 0) {
 		close(fds[1]);
+		int lo = first_cpu(), hi = last_cpu();
+
 		if (read(fds[0], &c, 1) == 1)
-			for (uint64_t i = 0; i < NCALLS; i++)
+			for (uint64_t i = 0; i < NCALLS; i++) {
+				if (lo != hi && (i == 0 || i == NCALLS / 2))
+					pin_to(i ? lo : hi);
 				(void)xp_uprobe_target(i + 7, 2);
+			}
 		_exit(0);
 	}
 	close(fds[0]);

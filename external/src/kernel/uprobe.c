@@ -24,6 +24,11 @@ struct uprobe_ring {
 	int fd; /* the first event on this CPU, whose ring the others write into */
 	void *map;
 	size_t map_len, data_len;
+	/* Where a drain is: from tail to the head it read when it began, and the next hit there,
+	 * parsed (have). */
+	uint64_t head, tail;
+	bool have;
+	struct uprobe_hit next;
 };
 
 struct uprobe_set {
@@ -165,53 +170,63 @@ static int probe_of(const struct uprobe_set *u, unsigned cpu, uint64_t id)
 }
 
 /* One PERF_RECORD_SAMPLE: id, pid/tid, time, abi, ax, si, di (ascending register bits). */
-static void parse(struct uprobe_set *u, unsigned cpu, const uint8_t *b, size_t len, uprobe_fn fn,
-		  void *ctx)
+static bool parse(struct uprobe_set *u, unsigned cpu, const uint8_t *b, size_t len,
+		  struct uprobe_hit *h)
 {
 	uint64_t v[7]; /* id, pid|tid, time, abi, ax, si, di */
-	struct uprobe_hit h = {.cpu = cpu};
 	int probe;
 
 	if (len < sizeof(v)) {
 		u->bad++;
-		return;
+		return false;
 	}
 	memcpy(v, b, sizeof(v));
 	probe = probe_of(u, cpu, v[0]);
 	if (probe < 0 || v[3] == PERF_SAMPLE_REGS_ABI_NONE) {
 		u->bad++;
-		return;
+		return false;
 	}
-	h.probe = (unsigned)probe;
-	h.pid = (pid_t)(uint32_t)v[1];
-	h.tid = (pid_t)(uint32_t)(v[1] >> 32);
-	h.time_ns = v[2];
-	h.ax = v[4];
-	h.si = v[5];
-	h.di = v[6];
-	fn(&h, ctx);
+	*h = (struct uprobe_hit){.probe = (unsigned)probe,
+				 .pid = (pid_t)(uint32_t)v[1],
+				 .tid = (pid_t)(uint32_t)(v[1] >> 32),
+				 .time_ns = v[2],
+				 .ax = v[4],
+				 .si = v[5],
+				 .di = v[6],
+				 .cpu = cpu};
+	return true;
 }
 
-static void drain_ring(struct uprobe_set *u, unsigned cpu, uprobe_fn fn, void *ctx)
+static void cursor_start(struct uprobe_ring *r)
+{
+	struct perf_event_mmap_page *m = r->map;
+
+	r->head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+	r->tail = m->data_tail;
+	r->have = false;
+	if (r->head - r->tail > r->data_len) /* the kernel says more than the ring holds: resync */
+		r->tail = r->head - r->data_len;
+}
+
+/* To the ring's next hit (r->have) or its head, counting lost and bad records on the way. */
+static void cursor_next(struct uprobe_set *u, unsigned cpu)
 {
 	struct uprobe_ring *r = &u->rings[cpu];
-	struct perf_event_mmap_page *m = r->map;
+	const struct perf_event_mmap_page *m = r->map;
 	const uint8_t *data = (const uint8_t *)r->map + m->data_offset;
-	uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE), tail = m->data_tail;
 	uint8_t rec[REC_MAX];
 
-	if (head - tail > r->data_len) /* the kernel says more than the ring holds: resync */
-		tail = head - r->data_len;
-	while (tail + sizeof(struct perf_event_header) <= head) {
+	r->have = false;
+	while (!r->have && r->tail + sizeof(struct perf_event_header) <= r->head) {
 		struct perf_event_header hd;
-		size_t off = tail % r->data_len, first;
+		size_t off = r->tail % r->data_len, first;
 
 		first = r->data_len - off < sizeof(hd) ? r->data_len - off : sizeof(hd);
 		memcpy(&hd, data + off, first);
 		memcpy((uint8_t *)&hd + first, data, sizeof(hd) - first);
-		if (hd.size < sizeof(hd) || tail + hd.size > head) {
+		if (hd.size < sizeof(hd) || r->tail + hd.size > r->head) {
 			u->bad++;
-			tail = head;
+			r->tail = r->head;
 			break;
 		}
 		if (hd.size <= REC_MAX) {
@@ -219,22 +234,48 @@ static void drain_ring(struct uprobe_set *u, unsigned cpu, uprobe_fn fn, void *c
 			memcpy(rec, data + off, first);
 			memcpy(rec + first, data, hd.size - first);
 			if (hd.type == PERF_RECORD_SAMPLE)
-				parse(u, cpu, rec + sizeof(hd), hd.size - sizeof(hd), fn, ctx);
+				r->have =
+				    parse(u, cpu, rec + sizeof(hd), hd.size - sizeof(hd), &r->next);
 			else if (hd.type == PERF_RECORD_LOST && hd.size >= sizeof(hd) + 16)
 				u->lost += *(const uint64_t *)(rec + sizeof(hd) + 8);
 		} else {
 			u->bad++;
 		}
-		tail += hd.size;
+		r->tail += hd.size;
 	}
-	__atomic_store_n(&m->data_tail, tail, __ATOMIC_RELEASE);
 }
 
+/* The CPUs' rings merged by time: each ring is in time order, but a thread the OS moves to another
+ * CPU between a call's entry and its return leaves them in two rings, and a reader pairing them
+ * must see the entry first. */
 void uprobe_set__drain(struct uprobe_set *u, uprobe_fn fn, void *ctx)
 {
 	for (unsigned c = 0; c < u->ncpus; c++) {
-		if (u->rings[c].map)
-			drain_ring(u, c, fn, ctx);
+		u->rings[c].have = false;
+		if (u->rings[c].map) {
+			cursor_start(&u->rings[c]);
+			cursor_next(u, c);
+		}
+	}
+	for (;;) {
+		unsigned first = u->ncpus;
+
+		for (unsigned c = 0; c < u->ncpus; c++) {
+			if (u->rings[c].have &&
+			    (first == u->ncpus ||
+			     u->rings[c].next.time_ns < u->rings[first].next.time_ns))
+				first = c;
+		}
+		if (first == u->ncpus)
+			break;
+		fn(&u->rings[first].next, ctx);
+		cursor_next(u, first);
+	}
+	for (unsigned c = 0; c < u->ncpus; c++) {
+		struct perf_event_mmap_page *m = u->rings[c].map;
+
+		if (m) /* the records read go back to the kernel */
+			__atomic_store_n(&m->data_tail, u->rings[c].tail, __ATOMIC_RELEASE);
 	}
 }
 

@@ -36,7 +36,9 @@ int uprobe_set__open(struct uprobe_set **out, const char *path, const struct upr
 		     unsigned n, unsigned ring_pages);
 /* Enable every event (they open disabled). */
 int uprobe_set__enable(struct uprobe_set *u);
-/* Read every ring to its head, calling fn per hit in each ring's order. */
+/* Read every ring to the head it had when the drain began, calling fn per hit in time order across
+ * the CPUs' rings (merged: a thread moved to another CPU mid-call has its entry in one ring and its
+ * return in another). */
 void uprobe_set__drain(struct uprobe_set *u, uprobe_fn fn, void *ctx);
 /* Hits the kernel dropped (PERF_RECORD_LOST), and records not understood. */
 uint64_t uprobe_set__lost(const struct uprobe_set *u);
