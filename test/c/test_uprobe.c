@@ -66,31 +66,21 @@ static int offset_of(const void *fn, uint64_t *off, char *path, size_t len)
 	return m ? 0 : -ENOENT;
 }
 
-/* The lowest and highest CPUs this process may run on (-1: none known). */
-static int first_cpu(void)
+/* The lowest and highest CPUs this process may run on (both -1: none known). */
+static void allowed_cpus(int *lo, int *hi)
 {
 	cpu_set_t set;
 
+	*lo = *hi = -1;
 	if (sched_getaffinity(0, sizeof(set), &set))
-		return -1;
+		return;
 	for (int c = 0; c < CPU_SETSIZE; c++) {
-		if (CPU_ISSET(c, &set))
-			return c;
+		if (CPU_ISSET(c, &set)) {
+			if (*lo < 0)
+				*lo = c;
+			*hi = c;
+		}
 	}
-	return -1;
-}
-
-static int last_cpu(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return -1;
-	for (int c = CPU_SETSIZE - 1; c >= 0; c--) {
-		if (CPU_ISSET(c, &set))
-			return c;
-	}
-	return -1;
 }
 
 static void pin_to(int cpu)
@@ -117,9 +107,10 @@ static pid_t child_start(int *go)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		close(fds[1]);
-		int lo = first_cpu(), hi = last_cpu();
+		int lo, hi;
 
+		close(fds[1]);
+		allowed_cpus(&lo, &hi);
 		if (read(fds[0], &c, 1) == 1)
 			for (uint64_t i = 0; i < NCALLS; i++) {
 				if (lo != hi && (i == 0 || i == NCALLS / 2))

@@ -203,7 +203,6 @@ static void cursor_start(struct uprobe_ring *r)
 
 	r->head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
 	r->tail = m->data_tail;
-	r->have = false;
 	if (r->head - r->tail > r->data_len) /* the kernel says more than the ring holds: resync */
 		r->tail = r->head - r->data_len;
 }
