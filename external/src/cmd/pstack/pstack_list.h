@@ -43,8 +43,8 @@ struct listing {
 };
 
 /* pstack_index.c: every Process once, in address order, for its pid and its stack's bounds:
- * *out those to list, in pid order, *firsts what each said (malloc'd, *kept of each), those
- * skipped counted in l. 0 or -ENOMEM. */
+ * *out those to list (*kept), in pid order, *firsts what each said (malloc'd, at each ref's fi),
+ * those skipped counted in l. 0 or -ENOMEM. */
 int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t n, struct ref **out,
 		      struct process_marks **firsts, size_t *kept);
 /* Count a process skipped by why (rc: NOT_IN_SLOT, -EINVAL, a read error; -ESRCH: l->gone). */
