@@ -1,7 +1,7 @@
 /* What the parts of pstack --all share: the listing's counters and caches, and the index.
  * pstack_index.c reads every Process once for the index, pstack_procs.c reads the processes in
- * batches, pstack_rows.c writes each one's row and the summary. Private to those three files;
- * see pstack.h for the rest of pstack. */
+ * batches, pstack_rows.c writes each one's row and the summary. Private to those three files
+ * (and test/c/test_pstack_index.c); see pstack.h for the rest of pstack. */
 #ifndef XP_PSTACK_LIST_H
 #define XP_PSTACK_LIST_H
 
