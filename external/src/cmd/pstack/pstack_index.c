@@ -92,10 +92,12 @@ static void *index_part(void *arg)
 					rc = index_one(&p->l->c->pr, buf, p->len, v[c].addr,
 						       v[c].ix, &v[c], &p->f[c]);
 			}
-			if (rc)
+			if (rc) {
 				pstack_index__skip(p->l, rc);
-			else
+			} else {
+				v[c].fi = (uint32_t)c; /* its marks stay there */
 				c++;
+			}
 		}
 	}
 	p->kept = c - p->lo;
@@ -163,10 +165,6 @@ int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t 
 	/* Each ref names its marks where its half wrote them (f keeps the lower half's gap), and
 	 * the refs close that gap only when the lower half skipped some: a million processes'
 	 * marks and refs moved onto themselves were 44 MB copied, 4 % of a listing's CPU. */
-	for (c = 0; c < lower.kept; c++)
-		v[c].fi = (uint32_t)c;
-	for (c = upper.lo; c < upper.lo + upper.kept; c++)
-		v[c].fi = (uint32_t)c;
 	if (lower.kept != upper.lo)
 		memmove(v + lower.kept, v + upper.lo, upper.kept * sizeof(*v));
 	c = lower.kept + upper.kept;
