@@ -1,13 +1,14 @@
 /* Unit tests for events: the distributions (percentiles within their stated error, the maximum
  * exact), the state machine on a hand-made stream of records (a send to a waiting receiver is
  * timed to its next schedule-in, a preempted process's wait from its schedule-out, a collection
- * from start to end, a migration, exits per parent, records out of the window ignored), and the
- * checks evring applies to the region an agent publishes. */
+ * from start to end, a migration, exits per parent, records out of the window ignored), the
+ * checks evring applies to the region an agent publishes, and the text's microseconds. */
 #include <math.h>
 #include <string.h>
 
 #include "check.h"
 #include "evring.h"
+#include "events_print.h"
 #include "events_stats.h"
 
 #define PID(n) (((uint64_t)(n) << 4) | 0x3)
@@ -124,10 +125,30 @@ static void test_region(void)
 	CHECK_INT("unknown version", EVRING_BAD_VERSION, evring__check_region(&g));
 }
 
+/* One decimal below 10 us, whole from 10 on, by the value as printed: a column never holds both
+ * "10.0" and "10". */
+static void test_us_text(void)
+{
+	static const struct {
+		uint64_t ns;
+		const char *text;
+	} cases[] = {{0, "0.0"},   {940, "0.9"},  {9940, "9.9"}, {9949, "9.9"}, {9950, "10"},
+		     {9960, "10"}, {10000, "10"}, {10400, "10"}, {10600, "11"}, {3841000, "3841"}};
+	char t[32], name[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		events__us_text(cases[i].ns, t, sizeof(t));
+		snprintf(name, sizeof(name), "%llu ns as microseconds",
+			 (unsigned long long)cases[i].ns);
+		CHECK_STR(name, cases[i].text, t);
+	}
+}
+
 int main(void)
 {
 	test_dist();
 	test_machine();
 	test_region();
+	test_us_text();
 	return check_done();
 }

@@ -322,12 +322,17 @@ void events__print_json(const struct evstats *s, const struct events_out *o, FIL
 
 /* ---- text ---- */
 
+void events__us_text(uint64_t ns, char *buf, size_t len)
+{
+	snprintf(buf, len, ns < 9950 ? "%.1f" : "%.0f", (double)ns / 1e3);
+}
+
 static void text_us(FILE *f, uint64_t ns)
 {
-	if (ns < 10000)
-		fprintf(f, " %9.1f", (double)ns / 1e3);
-	else
-		fprintf(f, " %9.0f", (double)ns / 1e3);
+	char t[32];
+
+	events__us_text(ns, t, sizeof(t));
+	fprintf(f, " %9s", t);
 }
 
 static void text_dist(FILE *f, const struct dist *d)

@@ -4,6 +4,7 @@
 #define XP_EVENTS_PRINT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -25,6 +26,9 @@ struct events_out {
 	struct evstacks *stacks; /* --slowest's stacks, NULL: none */
 };
 void events__print_text(const struct evstats *s, const struct events_out *o, FILE *f);
+/* A duration in the text's columns: microseconds with one decimal below 10, whole from 10 on,
+ * chosen by the value as printed (9,960 ns is "10", not "10.0" beside another row's "10"). */
+void events__us_text(uint64_t ns, char *buf, size_t len);
 void events__print_json(const struct evstats *s, const struct events_out *o, FILE *f);
 
 #endif /* XP_EVENTS_PRINT_H */
