@@ -48,6 +48,11 @@ expect_exit "info without a pid" 2 "." xp_sampler info || true
 expect_exit "info abc" 2 "." xp_sampler info abc || true
 expect_exit "info 12abc" 2 "." xp_sampler info 12abc || true
 expect_exit "unknown command frobnicate" 2 "." xp_sampler frobnicate || true
+expect_exit "inject 4242 (a pid, not a node)" 2 \
+	"^extrospect: inject: takes the node's name, not a pid: --node NAME@HOST" \
+	xp_sampler inject 4242 || true
+expect_exit "inject extra (another argument)" 2 "inject: unexpected argument 'extra'" \
+	xp_sampler inject --node a@b extra || true
 # -o is taken by the commands that write it (record, pstack, heap, alloc, ...), refused by the
 # others.
 expect_exit "sched -o FILE (sched writes no file)" 2 "sched: unknown option '-o'" \

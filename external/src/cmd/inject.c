@@ -59,6 +59,8 @@ const char inject__usage[] =
     "Examples:\n"
     "  extrospect inject --node myapp@$(hostname -s)       # erl -sname myapp, ~/.erlang.cookie\n"
     "  extrospect inject --node myapp@db1.example.com --cookie-file /etc/myapp/cookie\n"
+    "  extrospect inject --node rabbit@$(hostname -s) \\\n"
+    "      --cookie-file /var/lib/rabbitmq/.erlang.cookie  # RabbitMQ; epmd -names lists nodes\n"
     "  EXTROSPECT_COOKIE=\"$(cat /run/secrets/cookie)\" extrospect inject --node myapp@db1\n"
     "  extrospect inject --node myapp@db1 --code-path /opt/myapp/lib/extrospect-0.1.0\n"
     "  extrospect info 4242      # the OS pid inject printed: the agent is there\n";

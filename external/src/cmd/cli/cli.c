@@ -649,10 +649,19 @@ static enum cli_result continuous_args(struct cli_opts *o, const char *cmd, bool
 	return CLI_RUN;
 }
 
-/* inject takes a node, not a pid. */
+/* inject takes a node, not a pid: a user who gives the pid every other command takes is told
+ * so, and where to find the name (a node such as RabbitMQ's names itself once running, so its
+ * command line need not hold it). */
 static enum cli_result inject_args(int argc, char **argv, struct cli_opts *o, char *err,
 				   size_t errlen)
 {
+	if (optind < argc && argv[optind][0] && !argv[optind][strspn(argv[optind], "0123456789")]) {
+		snprintf(
+		    err, errlen,
+		    "inject: takes the node's name, not a pid: --node NAME@HOST (`epmd -names` "
+		    "lists this host's nodes; RabbitMQ's is rabbit@HOSTNAME)");
+		return CLI_USAGE_ERROR;
+	}
 	if (optind < argc) {
 		snprintf(err, errlen, "inject: unexpected argument '%s'", argv[optind]);
 		return CLI_USAGE_ERROR;
