@@ -331,8 +331,8 @@ static const struct {
     {OPT_AFTER, "--after (a duration up to 10m, like 2s or 500ms; 0: none)"},
     {OPT_MIN_GAP, "--min-gap (a duration, like 10s)"},
     {OPT_MAX_DUMPS, "--max-dumps (a number of dumps, 1 or more)"},
-    {OPT_TRIGGER, "--trigger (long-run=DURATION, gc=DURATION, msgq=NAME:N or runq=N, like "
-		  "long-run=200ms)"},
+    {OPT_TRIGGER, "--trigger (long-run=DURATION or gc=DURATION from 5ms to 1h, msgq=NAME:N or "
+		  "runq=N, like long-run=200ms)"},
     {OPT_TOP, "--top (1 to 10000)"},
     {OPT_SAMPLE, "--sample (1 to 1000000: one process in N)"},
     {OPT_SLOWEST, "--slowest (1 to 1000)"},
