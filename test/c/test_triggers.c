@@ -3,7 +3,8 @@
  * sampled every period fires at the threshold; a gap of 4 periods with no switch record of its
  * thread (the sampling timer late) does not break it once switch records are known to come; the
  * same gap with the thread blocked in it, or with the scheduler sampled without a process, or
- * with no switch record ever seen, does; time preempted does not. */
+ * with no switch record ever seen, does; time preempted does not, and the event says how long
+ * the OS preempted the thread within the run (or within the collection, for the gc trigger). */
 #include <string.h>
 
 #include "check.h"
@@ -17,10 +18,11 @@ enum gap_kind { GAP_LATE, GAP_BLOCKED, GAP_IDLE, GAP_PREEMPTED };
 
 /* SRV on scheduler 0 every ms from 0, with one 4 ms gap of kind k at 40 ms; scheduler 1 had one
  * switch record (switch records come) unless no_switches. The time of the long-run trigger
- * (100 ms), or 0 when it did not fire by 200 ms. */
-static uint64_t fired_at(enum gap_kind k, bool no_switches)
+ * (100 ms), or 0 when it did not fire by 200 ms; with gc, every sample is in a collection and
+ * the gc trigger (100 ms) is asked instead. The event's text in detail (when not NULL). */
+static uint64_t fired_at_gc(enum gap_kind k, bool no_switches, bool gc, char *detail)
 {
-	struct trig_opts o = {.long_run_ns = 100 * MS};
+	struct trig_opts o = {.long_run_ns = gc ? 0 : 100 * MS, .gc_ns = gc ? 100 * MS : 0};
 	struct triggers tr;
 	struct trig_event ev;
 	uint64_t t, at = 0;
@@ -44,17 +46,26 @@ static uint64_t fired_at(enum gap_kind k, bool no_switches)
 					     "[normal scheduler: no process]", false, false, &ev);
 			continue;
 		}
-		if (trig__sample(&tr, 0, "scheduler 1", t, SRV, true, false, &ev)) {
+		if (trig__sample(&tr, 0, "scheduler 1", t, SRV, true, gc, &ev)) {
 			at = t;
-			CHECK_INT("the event is long-run's", TRIG_LONG_RUN, ev.kind);
+			CHECK_INT("the event's kind", gc ? TRIG_GC : TRIG_LONG_RUN, ev.kind);
+			if (detail)
+				strcpy(detail, ev.detail);
 		}
 	}
 	trig__free(&tr);
 	return at;
 }
 
+static uint64_t fired_at(enum gap_kind k, bool no_switches)
+{
+	return fired_at_gc(k, no_switches, false, NULL);
+}
+
 int main(void)
 {
+	char detail[sizeof(((struct trig_event *)0)->detail)];
+
 	/* The run's length counts half a period each side: 99 ms of samples make 100 ms. */
 	CHECK_U64("a late timer (no switch record in the gap): one run, fires at 99 ms", 99 * MS,
 		  fired_at(GAP_LATE, false));
@@ -65,5 +76,19 @@ int main(void)
 		  fired_at(GAP_IDLE, false));
 	CHECK_U64("no switch record ever seen: the gap breaks the run", 143 * MS,
 		  fired_at(GAP_LATE, true));
+	fired_at_gc(GAP_PREEMPTED, false, false, detail);
+	CHECK_STR("preempted 2 ms in the run: the event says so",
+		  "scheduler 1 ran " SRV " for 100 ms without a break (2 ms of it its thread was "
+		  "preempted by the OS)",
+		  detail);
+	fired_at_gc(GAP_LATE, false, false, detail);
+	CHECK_STR("a late timer: nothing preempted to say",
+		  "scheduler 1 ran " SRV " for 100 ms without a break", detail);
+	CHECK_U64("gc, preempted in the gap: one collection", 99 * MS,
+		  fired_at_gc(GAP_PREEMPTED, false, true, detail));
+	CHECK_STR("gc, preempted 2 ms in the collection: the event says so",
+		  "scheduler 1 ran one garbage collection of " SRV " for 100 ms (2 ms of it its "
+		  "thread was preempted by the OS)",
+		  detail);
 	return check_done();
 }

@@ -42,15 +42,24 @@ void trig__free(struct triggers *tr)
 	tr->sched = NULL;
 }
 
+/* The run's (or collection's) length is wall time: the process held its scheduler all along, but
+ * the OS may have preempted the scheduler's thread for part of it, which the event says, as the
+ * dump's summary does for its longest runs. */
 static bool fire(struct trig_event *ev, enum trig_kind k, uint64_t time_ns, const char *sched_name,
-		 const char *group, uint64_t len_ns)
+		 const char *group, uint64_t len_ns, uint64_t off_ns)
 {
+	int n;
+
 	ev->kind = k;
 	ev->time_ns = time_ns;
-	snprintf(ev->detail, sizeof(ev->detail),
-		 k == TRIG_GC ? "%s ran one garbage collection of %s for %.0f ms"
-			      : "%s ran %s for %.0f ms without a break",
-		 sched_name, group, (double)len_ns / 1e6);
+	n = snprintf(ev->detail, sizeof(ev->detail),
+		     k == TRIG_GC ? "%s ran one garbage collection of %s for %.0f ms"
+				  : "%s ran %s for %.0f ms without a break",
+		     sched_name, group, (double)len_ns / 1e6);
+	if (off_ns >= 500000 && n > 0 && (size_t)n < sizeof(ev->detail))
+		snprintf(ev->detail + n, sizeof(ev->detail) - (size_t)n,
+			 " (%.0f ms of it its thread was preempted by the OS)",
+			 (double)off_ns / 1e6);
 	return true;
 }
 
@@ -74,7 +83,7 @@ void trig__switch(struct triggers *tr, size_t sched, uint64_t time_ns, bool out,
 bool trig__sample(struct triggers *tr, size_t sched, const char *sched_name, uint64_t time_ns,
 		  const char *group, bool process, bool gc, struct trig_event *ev)
 {
-	uint64_t gap = (uint64_t)((double)tr->period_ns * TRACE_GAP_PERIODS), len;
+	uint64_t gap = (uint64_t)((double)tr->period_ns * TRACE_GAP_PERIODS), len, off;
 	struct trig_sched *s;
 	bool same;
 
@@ -92,16 +101,22 @@ bool trig__sample(struct triggers *tr, size_t sched, const char *sched_name, uin
 		report__trace_late((int64_t)(time_ns - s->last_ns), (int64_t)gap, tr->period_ns,
 				   tr->have_switches, false, !s->other)) &&
 	       report__trace_same(s->group, group);
+	off = same ? s->off_ns : 0;
 	s->off_ns = 0;
 	s->other = false;
+	s->run_off_ns += off;
 	if (!same) {
 		snprintf(s->group, sizeof(s->group), "%s", process ? group : "");
 		s->first_ns = time_ns;
 		s->fired = false;
+		s->run_off_ns = 0;
 	}
 	if (gc && !(same && s->gc_open)) {
 		s->gc_first_ns = time_ns;
 		s->gc_fired = false;
+		s->gc_off_ns = 0;
+	} else if (gc) {
+		s->gc_off_ns += off;
 	}
 	s->gc_open = gc && process;
 	s->last_ns = time_ns;
@@ -110,12 +125,12 @@ bool trig__sample(struct triggers *tr, size_t sched, const char *sched_name, uin
 	len = time_ns - s->first_ns + tr->period_ns;
 	if (tr->o.long_run_ns && !s->fired && len >= tr->o.long_run_ns) {
 		s->fired = true;
-		return fire(ev, TRIG_LONG_RUN, time_ns, sched_name, group, len);
+		return fire(ev, TRIG_LONG_RUN, time_ns, sched_name, group, len, s->run_off_ns);
 	}
 	len = time_ns - s->gc_first_ns + tr->period_ns;
 	if (tr->o.gc_ns && gc && !s->gc_fired && len >= tr->o.gc_ns) {
 		s->gc_fired = true;
-		return fire(ev, TRIG_GC, time_ns, sched_name, group, len);
+		return fire(ev, TRIG_GC, time_ns, sched_name, group, len, s->gc_off_ns);
 	}
 	return false;
 }

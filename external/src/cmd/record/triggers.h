@@ -34,6 +34,7 @@ struct trig_sched {
 	uint64_t first_ns, last_ns; /* its first and last sample */
 	uint64_t gc_first_ns;	    /* the first sample of its current collection */
 	uint64_t out_ns, off_ns; /* since its last sample: off the CPU preempted since, and for */
+	uint64_t run_off_ns, gc_off_ns; /* in the run and in its collection: preempted for */
 	bool gc_open, fired, gc_fired;
 	bool other; /* since its last sample: a switch record, or a sample without a process */
 };
