@@ -132,12 +132,13 @@ static void print_runs(struct runs *rs, FILE *f)
 		flight__stamp(t->r.start_ns, when, sizeof(when), false);
 		ms = (double)(t->r.end_ns - t->r.start_ns) / 1e6;
 		fprintf(f, "  %s ran %s for %.*f ms from %s", rs->in->threads[t->r.thread].name,
-			t->r.group, ms < 10 ? 1 : 0, ms, when + 11);
+			t->r.group, ms < 9.95 ? 1 : 0, ms, when + 11);
 		if (t->fn)
 			fprintf(f, ", in %s (%u%% of its samples)", t->fn, t->pct);
 		runq_note(rs, t, f);
 		if (t->r.gc_samples)
-			fprintf(f, ", %zu samples in garbage collection", t->r.gc_samples);
+			fprintf(f, ", %zu sample%s in garbage collection", t->r.gc_samples,
+				t->r.gc_samples == 1 ? "" : "s");
 		if (t->r.preempted_ns >= 1000000)
 			fprintf(f, " (%.0f ms of it its thread was preempted by the OS)",
 				(double)t->r.preempted_ns / 1e6);

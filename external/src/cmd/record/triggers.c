@@ -56,7 +56,7 @@ static bool fire(struct trig_event *ev, enum trig_kind k, uint64_t time_ns, cons
 		     k == TRIG_GC ? "%s ran one garbage collection of %s for %.0f ms"
 				  : "%s ran %s for %.0f ms without a break",
 		     sched_name, group, (double)len_ns / 1e6);
-	if (off_ns >= 500000 && n > 0 && (size_t)n < sizeof(ev->detail))
+	if (off_ns >= 1000000 && n > 0 && (size_t)n < sizeof(ev->detail))
 		snprintf(ev->detail + n, sizeof(ev->detail) - (size_t)n,
 			 " (%.0f ms of it its thread was preempted by the OS)",
 			 (double)off_ns / 1e6);
