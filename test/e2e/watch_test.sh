@@ -141,6 +141,21 @@ case_truth() {
 	xp_sampler watch --json --erlang-pid "$(sed -n 's/^victim=//p' "$XP_VM_DIR/watch.pids")" \
 		-d 1 "$XP_VM_PID" >"$XP_VM_DIR/v.json"
 	xp_expect "victim waiting share" 1 "$(jq -r .states.waiting.share "$XP_VM_DIR/v.json")"
+	# --name with no process registered so: the one process top and pstack call that (its
+	# initial call) is watched; several are listed, to pick with --erlang-pid (exit 2).
+	rc=0
+	xp_sampler watch --json --name erts_literal_area_collector:start/0 -d 1 "$XP_VM_PID" \
+		>"$XP_VM_DIR/l.json" 2>"$XP_VM_DIR/l.err" || rc=$?
+	xp_expect "--name by initial call, one process: status" 0 "$rc"
+	xp_expect "--name by initial call, one process: its name" erts_literal_area_collector:start/0 \
+		"$(jq -r .name "$XP_VM_DIR/l.json")"
+	rc=0
+	xp_sampler watch --name erts_dirty_process_signal_handler:start/0 -d 1 "$XP_VM_PID" \
+		>/dev/null 2>"$XP_VM_DIR/l.err" || rc=$?
+	xp_expect "--name by initial call, three processes: status" 2 "$rc"
+	grep -qxE 'extrospect: 3 processes are erts_dirty_process_signal_handler:start/0 \(none registered so\), watch one with --erlang-pid:( <0\.[0-9]+\.0>){3}' \
+		"$XP_VM_DIR/l.err" && xp_pass "--name by initial call, three processes: $(cat "$XP_VM_DIR/l.err")" ||
+		xp_fail "--name by initial call, three processes: $(cat "$XP_VM_DIR/l.err")"
 	# Through its garbage collections: its heap moves and grows, its struct stays.
 	xp_sampler watch --json --name xp_watch_gc -d 2 "$XP_VM_PID" >"$XP_VM_DIR/g.json"
 	jq -e '.states.gc.share > 0 and .snapshots.invalid == 0 and .ended == "duration"' \
