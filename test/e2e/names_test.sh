@@ -102,6 +102,21 @@ check_pid() {
 	fi
 }
 
+# --name with what the flame graph's root says of unregistered processes (their '$initial_call'):
+# the busy unregistered gen_servers are kept, one root each with --group pid, and the registered
+# one (also xp_names:init/1, but named xp_names_reg) and the workers are not.
+check_name() {
+	local f=$XP_VM_DIR/byname.folded pid
+	rec byname 1 --group pid --name xp_names:init/1
+	for pid in $(head -n 2 "$XP_VM_DIR/names_oracle.txt" | cut -d' ' -f1); do
+		xp_expect "--name xp_names:init/1: a root for $pid" 1 \
+			"$(xp_roots "$f" | cut -f2 | grep -cxF "$pid xp_names:init/1" || true)"
+	done
+	xp_expect "--name xp_names:init/1: no other root" "" \
+		"$(xp_roots "$f" | cut -f2 | grep -vxE '<0\.[0-9]+\.0> xp_names:init/1' || true)"
+	xp_expect "--name xp_names:init/1: two roots" 2 "$(xp_roots "$f" | wc -l)"
+}
+
 check_none() {
 	local f=$XP_VM_DIR/none.folded
 	rec none 1 --group none
@@ -138,6 +153,7 @@ xp_start_vm "$otp" "$mode" xp_names
 check_pstack
 check_default
 check_pid
+check_name
 check_none
 check_top
 xp_summary

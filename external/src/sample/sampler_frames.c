@@ -141,7 +141,11 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
 	if (s->opts.name) {
 		if (!p->name[0])
 			process__read_identity(&s->pr, p);
-		if (!name_matches(p->name, s->opts.name))
+		/* A registered name; for a process registered under none, what the flame graph's
+		 * root and top's process table call it (process__label: proc_lib's '$initial_call',
+		 * else its initial call), so that every worker of one kind is kept. */
+		if (!name_matches(p->name, s->opts.name) &&
+		    (p->name[0] || strcmp(process__label(p), s->opts.name) != 0))
 			return true;
 	}
 	return false;
