@@ -144,6 +144,19 @@ if grep -q '^extrospect: interrupted again: exiting without writing a report$' "
 else
 	xp_fail "record interrupted twice: no 'interrupted again' line: $(tail -n 2 "$work/twice.err")"
 fi
+# 0: the summary's reader goes away (`2>&1 | head -n 1`): the recording still runs its -d and
+# writes its file (SIGPIPE had killed it, 141, with nothing written).
+rm -f "$work/pipe.folded"
+set +o pipefail
+"$XP_SAMPLER" record --include-idle -d 2 -o "$work/pipe.folded" "$XP_VM_PID" 2>&1 | head -n 1 >/dev/null
+pipe_rc=${PIPESTATUS[0]}
+set -o pipefail
+xp_expect "record -o FILE 2>&1 | head -n 1: exit status" 0 "$pipe_rc"
+if [[ -s "$work/pipe.folded" ]]; then
+	xp_pass "record -o FILE 2>&1 | head -n 1 wrote its profile ($(wc -l <"$work/pipe.folded") stacks)"
+else
+	xp_fail "record -o FILE 2>&1 | head -n 1: no profile written"
+fi
 xp_stop_vm
 
 xp_summary

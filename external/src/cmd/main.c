@@ -74,15 +74,35 @@ static void on_stop_signal(int sig)
 	stop_requested = RUN_STOP;
 }
 
-/* hup: record --every; usr2: record --ring; usr1: the sampling commands, whose loop (run__sample)
- * takes RUN_REPORT (the others read *stop as a plain stop flag). */
-static void install_stop_handlers(bool hup, bool usr1, bool usr2)
+/* Does every report of this run go to a file (record's and capture's -o, none of them "-" or
+ * /dev/stdout)? Then a closed pipe is only the summary's reader's, and must not lose the files. */
+static bool report_to_files(const struct cli_opts *o)
 {
-	struct sigaction sa = {.sa_handler = on_stop_signal};
+	size_t i;
+
+	if (!o->noutputs && !o->output)
+		return false;
+	for (i = 0; i < o->noutputs; i++)
+		if (!strcmp(o->outputs[i], "-") || !strcmp(o->outputs[i], "/dev/stdout"))
+			return false;
+	return !o->output || (strcmp(o->output, "-") && strcmp(o->output, "/dev/stdout"));
+}
+
+/* hup: record --every; usr2: record --ring; usr1: the sampling commands, whose loop (run__sample)
+ * takes RUN_REPORT (the others read *stop as a plain stop flag); pipe: the report goes to files
+ * (report_to_files), and a pipe closed under the summary (`record -d 30 -o f.svg PID 2>&1 | head
+ * -n 1`) only fails the writes to it: the run goes on as asked and writes its files, where
+ * SIGPIPE killed it with the recording unwritten. */
+static void install_stop_handlers(bool hup, bool usr1, bool usr2, bool pipe)
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal}, ign = {.sa_handler = SIG_IGN};
 
 	sigemptyset(&sa.sa_mask);
+	sigemptyset(&ign.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (pipe)
+		sigaction(SIGPIPE, &ign, NULL);
 	if (usr1)
 		sigaction(SIGUSR1, &sa, NULL);
 	if (hup)
@@ -135,7 +155,7 @@ static int run_command(const struct cli_opts *opts)
 	if (opts->perf_data)
 		return cmd__perfmap_fix_data(opts->perf_data, opts->pid);
 	if (c->run_detached) {
-		install_stop_handlers(false, false, false);
+		install_stop_handlers(false, false, false, false);
 		return c->run_detached(opts, &stop_requested);
 	}
 	err = target__attach(opts->pid, &topts, &t);
@@ -147,7 +167,8 @@ static int run_command(const struct cli_opts *opts)
 	}
 	/* Only once attached: Ctrl-C while attaching ends the program. */
 	if (c->catches_stop)
-		install_stop_handlers(opts->every_s > 0, c->opts & CO_SAMPLING, opts->ring_ns > 0);
+		install_stop_handlers(opts->every_s > 0, c->opts & CO_SAMPLING, opts->ring_ns > 0,
+				      report_to_files(opts));
 	err = c->run(opts, t, &stop_requested, msg, sizeof(msg));
 	if (err && err != TARGET_EGONE)
 		fprintf(stderr, "extrospect: %s\n", msg[0] ? msg : strerror(-err));
