@@ -53,6 +53,9 @@ expect_exit "inject 4242 (a pid, not a node)" 2 \
 	xp_sampler inject 4242 || true
 expect_exit "inject extra (another argument)" 2 "inject: unexpected argument 'extra'" \
 	xp_sampler inject --node a@b extra || true
+expect_exit "blame gc 4242 (the function before the pid)" 2 \
+	"^extrospect: blame: the PID comes first: extrospect blame 4242 gc \\.\\.\\." \
+	xp_sampler blame gc 4242 || true
 expect_exit "record --trigger gc=1ms (under 5ms)" 2 "'gc=1ms' for option --trigger .*from 5ms to 1h" \
 	xp_sampler record --ring 10s --trigger gc=1ms -o "$work/ring/" 4242 || true
 # -o is taken by the commands that write it (record, pstack, heap, alloc, ...), refused by the

@@ -732,8 +732,17 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 		return CLI_USAGE_ERROR;
 	}
 	if (parse_pid(argv[optind], &o->pid)) {
-		snprintf(err, errlen, "%s: invalid pid '%s': expected a positive OS process id",
-			 cmd, argv[optind]);
+		/* blame gc 4242: the functions after the pid, as its usage says. */
+		if ((o->command->opts & CO_FUNCTIONS) && o->nfunctions &&
+		    !parse_pid(argv[argc - 1], &o->pid))
+			snprintf(err, errlen,
+				 "blame: the PID comes first: extrospect blame %s %s ... (see "
+				 "extrospect blame --help)",
+				 argv[argc - 1], argv[optind]);
+		else
+			snprintf(err, errlen,
+				 "%s: invalid pid '%s': expected a positive OS process id", cmd,
+				 argv[optind]);
 		return CLI_USAGE_ERROR;
 	}
 	if ((o->command->opts & CO_WATCH) && !o->erlang_pid == !o->name) {
