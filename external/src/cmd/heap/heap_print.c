@@ -29,7 +29,7 @@ void heap__human(uint64_t b, char *buf, size_t len)
 	if (u < 0)
 		snprintf(buf, len, "%" PRIu64 "B", b);
 	else
-		snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
+		snprintf(buf, len, v < 9.95 ? "%.1f%c" : "%.0f%c", v, units[u]);
 }
 
 static void cell(FILE *f, const struct heap_row *r, enum heap_col k, bool bytes, int width)

@@ -9,7 +9,8 @@
 #include "heap.h"
 #include "json.h"
 
-/* Bytes as 1023B, 12.3K, 4.0M, 1.2G. */
+/* Bytes as 1023B, 9.5K, 12K, 4.0M, 1.2G: one decimal below 10 by the value as printed (10,210
+ * bytes is "10K", not "10.0K" beside another row's "10K"). */
 void heap__human(uint64_t b, char *buf, size_t len);
 
 /* The top o->limit rows and the totals. */
