@@ -732,9 +732,11 @@ static enum cli_result parse_command(int argc, char **argv, struct cli_opts *o, 
 		return CLI_USAGE_ERROR;
 	}
 	if (parse_pid(argv[optind], &o->pid)) {
+		pid_t last;
+
 		/* blame gc 4242: the functions after the pid, as its usage says. */
 		if ((o->command->opts & CO_FUNCTIONS) && o->nfunctions &&
-		    !parse_pid(argv[argc - 1], &o->pid))
+		    !parse_pid(argv[argc - 1], &last))
 			snprintf(err, errlen,
 				 "blame: the PID comes first: extrospect blame %s %s ... (see "
 				 "extrospect blame --help)",
