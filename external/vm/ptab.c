@@ -128,15 +128,16 @@ static int by_address_pairs(uint32_t *ixs, uint64_t *procs, size_t n)
 }
 
 /* Each entry as one 8-byte key, (address - lowest) / 8 above the slot's bits, when every
- * address is 8-aligned and their span fits: half the memory of the pairs (a million entries
- * touch 16 MB, not 32 MB, and every new page is a fault). Equal addresses come out in slot
- * order, as ptab__collect listed them and as the stable pairs' sort leaves them. */
+ * address is 8-aligned and their span fits, packed in place of its address: a million entries
+ * touch the sort's 8 MB, not the pairs' 32 MB (every new page is a fault). Equal addresses come
+ * out in slot order, as ptab__collect listed them and as the stable pairs' sort leaves them. */
 int ptab__by_address(uint32_t *ixs, uint64_t *procs, size_t n)
 {
-	uint64_t lo = UINT64_MAX, hi = 0, odd = 0, *k, mask;
+	uint64_t lo = UINT64_MAX, hi = 0, odd = 0, *k = procs, mask;
 	uint32_t ixmax = 0;
 	unsigned bits = 1;
 	size_t i;
+	int rc;
 
 	for (i = 0; i < n; i++) {
 		lo = procs[i] < lo ? procs[i] : lo;
@@ -149,18 +150,13 @@ int ptab__by_address(uint32_t *ixs, uint64_t *procs, size_t n)
 	if (n < 2 || odd || ((hi - lo) >> 3) >> (64 - bits))
 		return n < 2 ? 0 : by_address_pairs(ixs, procs, n);
 	mask = ((uint64_t)1 << bits) - 1;
-	if (!(k = malloc(n * sizeof(*k))))
-		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		k[i] = (procs[i] - lo) >> 3 << bits | ixs[i];
-	if (radix__sort(k, n, sizeof(*k))) {
-		free(k);
-		return -ENOMEM;
-	}
+	rc = radix__sort(k, n, sizeof(*k));
+	/* Unpacked either way: sorted, or as they were when the sort had no memory. */
 	for (i = 0; i < n; i++) {
-		procs[i] = lo + (k[i] >> bits << 3);
 		ixs[i] = (uint32_t)(k[i] & mask);
+		procs[i] = lo + (k[i] >> bits << 3);
 	}
-	free(k);
-	return 0;
+	return rc;
 }

@@ -1,8 +1,9 @@
 /* pstack --all's index (external/src/cmd/pstack/pstack_index.c): 16 Processes laid out with the
  * OTP 27 row in a memory snapshot, listed in the reverse of their address order by pid. Each kept
- * ref must name its own Process's marks (its fi) and come out in pid order, with a bad Process
- * skipped and counted: none, one in the lower half (the refs then close a gap the marks keep), one
- * in the upper half. */
+ * ref must name its own Process's place (its address and mark) and come out in pid order, with a
+ * bad Process skipped and counted: none, one in the lower half (the refs then close a gap), one in
+ * the upper half. A mark agrees with its own Process's marks and with no other's: not when the
+ * pid, the frame pointer, the resume point, the reductions or a stack bound differ. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -59,6 +60,42 @@ static void fixture_init(struct fixture *f, int bad)
 	}
 }
 
+/* Does a mark agree with a copy of its Process in which any one thing that tells a move
+ * differs? true if one such copy agrees (a mark that misses a move). */
+static bool moved_same(const struct index_mark *m, const struct process_marks *own)
+{
+	for (int k = 0; k < 7; k++) {
+		struct process_marks b = *own;
+
+		switch (k) {
+		case 0:
+			b.pid += 16;
+			break;
+		case 1:
+			b.fp += 8;
+			break;
+		case 2:
+			b.i += 4;
+			break;
+		case 3:
+			b.reds += 1;
+			break;
+		case 4:
+			b.stop -= 8;
+			break;
+		case 5:
+			b.heap += 8;
+			break;
+		default:
+			b.hend += 8;
+			break;
+		}
+		if (pstack_index__same(m, &b))
+			return true;
+	}
+	return false;
+}
+
 /* The index of the fixture with Process bad (-1: none) unreadable as a Process. */
 static void check_index(int bad, const char *what)
 {
@@ -69,13 +106,12 @@ static void check_index(int bad, const char *what)
 	struct target t = {0};
 	struct pstack_ctx c = {.t = &t, .stop = &stop};
 	struct listing l = {.c = &c};
-	struct process_marks *marks = NULL;
-	struct ref *v = NULL;
+	struct pstack_index x = {0};
 	uint32_t ixs[NPROC];
 	uint64_t procs[NPROC];
 	size_t kept = 0, i;
 	char name[160];
-	bool pids_ok = true, order_ok = true, marks_ok = true;
+	bool pids_ok = true, order_ok = true, marks_ok = true, moved_ok = false;
 
 	fixture_init(&f, bad);
 	if (mem__open_snapshot(&t.mem, &r, 1) ||
@@ -88,28 +124,36 @@ static void check_index(int bad, const char *what)
 		procs[i] = PROC + (uint64_t)((i * 7) % NPROC) * STRIDE;
 	}
 	snprintf(name, sizeof(name), "%s: the index is built", what);
-	CHECK_INT(name, 0, pstack_index__all(&l, ixs, procs, NPROC, &v, &marks, &kept));
+	CHECK_INT(name, 0, pstack_index__all(&l, ixs, procs, NPROC, &x));
+	kept = x.kept;
 	snprintf(name, sizeof(name), "%s: kept", what);
 	CHECK_U64(name, bad >= 0 ? NPROC - 1 : NPROC, kept);
 	snprintf(name, sizeof(name), "%s: skipped as invalid", what);
 	CHECK_U64(name, bad >= 0 ? 1 : 0, l.skipped[SKIP_INVALID]);
-	for (i = 0; v && marks && i < kept; i++) {
-		int at = (int)((v[i].addr - PROC) / STRIDE);
-		const struct process_marks *m = &marks[v[i].fi];
+	for (i = 0; x.v && x.marks && i < kept; i++) {
+		int at = (int)((x.procs[x.v[i].at] - PROC) / STRIDE);
+		const struct index_mark *m = &x.marks[x.v[i].at];
+		struct process_marks own;
 
-		pids_ok &= at != bad && m->pid == pid_of(at);
+		process__parse_marks(&c.pr, x.procs[x.v[i].at], f.bytes + (size_t)at * STRIDE,
+				     STRIDE, &own);
+		pids_ok &= at != bad && own.pid == pid_of(at) && pstack_index__same(m, &own) &&
+			   pstack_index__walkable(m);
 		marks_ok &= m->stop == heap_of(at) + (uint64_t)(220 + at % 8) * 8 &&
-			    m->hend == heap_of(at) + HEAP_W * 8 && m->reds == 1000 + (uint64_t)at;
-		order_ok &= i == 0 || v[i - 1].order < v[i].order;
+			    m->hend == heap_of(at) + HEAP_W * 8 && m->heap == heap_of(at);
+		order_ok &= i == 0 || x.v[i - 1].order < x.v[i].order;
+		if (i == 0)
+			moved_ok = !moved_same(m, &own);
 	}
-	snprintf(name, sizeof(name), "%s: each ref's marks are its own Process's pid", what);
+	snprintf(name, sizeof(name), "%s: each ref's mark agrees with its own Process", what);
 	CHECK(name, pids_ok);
-	snprintf(name, sizeof(name), "%s: ... and its stack, heap end and reductions", what);
+	snprintf(name, sizeof(name), "%s: ... and holds its stack and heap bounds", what);
 	CHECK(name, marks_ok);
+	snprintf(name, sizeof(name), "%s: ... and agrees with none that moved", what);
+	CHECK(name, moved_ok);
 	snprintf(name, sizeof(name), "%s: in pid order", what);
 	CHECK(name, order_ok);
-	free(v);
-	free(marks);
+	pstack_index__free(&x);
 	mem__free(t.mem);
 }
 

@@ -18,12 +18,29 @@ enum skip_reason {
 /* A Process copy whose bounds disagree (taken mid-collection) is read again alone this often. */
 #define PSTACK_REREADS 3
 
-/* A process to list, in pid order: 24 bytes, a million of them. */
+/* A process to list, in pid order: 16 bytes, a million of them (the radix sort moves them). */
 struct ref {
 	uint64_t order; /* the sort key (radix__sort): first */
-	uint64_t addr;
-	uint32_t ix;
-	uint32_t fi; /* its index copy's marks, in firsts[] */
+	uint64_t at;	/* its Process's place in the index's arrays (address order) */
+};
+
+/* What the index keeps of its copy of one Process for the listing: the stack's bounds, and a
+ * digest of the rest of what tells that a process moved (its pid, frame pointer, resume point
+ * and reductions). 32 bytes, not the 64 of its marks: a million of them are fresh pages, and a
+ * fresh page's first touch cost up to 10 us in the guests of issue 27. */
+struct index_mark {
+	uint64_t stop, heap, hend;
+	uint64_t digest; /* bit 0: the index found it walkable (not running, collecting or free) */
+};
+
+/* The index: those to list in pid order (v, kept of them), each naming its place in the
+ * address-ordered arrays procs and ixs (the caller's, from ptab__collect) and marks. */
+struct pstack_index {
+	struct ref *v;
+	size_t kept;
+	const uint64_t *procs;
+	const uint32_t *ixs;
+	struct index_mark *marks;
 };
 
 struct atom_slot;
@@ -43,10 +60,22 @@ struct listing {
 };
 
 /* pstack_index.c: every Process once, in address order, for its pid and its stack's bounds:
- * *out those to list (*kept), in pid order, *firsts what each said (malloc'd, at each ref's fi),
- * those skipped counted in l. 0 or -ENOMEM. */
-int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t n, struct ref **out,
-		      struct process_marks **firsts, size_t *kept);
+ * out->v those to list, in pid order (malloc'd, as is out->marks; pstack_index__free), those
+ * skipped counted in l. procs and ixs are sorted by address here and stay the caller's. 0 or
+ * -ENOMEM. */
+int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t n,
+		      struct pstack_index *out);
+void pstack_index__free(struct pstack_index *x);
+/* Whether the process the index read as m is, in its copy now, where it was: the same stack
+ * bounds and the same digest (a process that moved passes only if the rest hashes alike,
+ * one chance in 2^63). */
+bool pstack_index__same(const struct index_mark *m, const struct process_marks *now);
+static inline bool pstack_index__walkable(const struct index_mark *m)
+{
+	return m->digest & 1;
+}
+/* pstack_procs.c: why a process in this state is not walked, or NULL to walk it. */
+const char *pstack_procs__not_walked(bool have_state, uint32_t state);
 /* Count a process skipped by why (rc: NOT_IN_SLOT, -EINVAL, a read error; -ESRCH: l->gone). */
 void pstack_index__skip(struct listing *l, int rc);
 

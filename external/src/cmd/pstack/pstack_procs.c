@@ -2,12 +2,14 @@
  * index (pstack_index.c): every Process once, in address order, for its pid (the listing's
  * order) and its stack's bounds. Then, batch by batch in pid order, the stacks of those parked
  * at the index, packed in an arena, and each Process once again after its stack: that copy is
- * what the row shows, and the stack stands when it agrees with the index's (same pid, stack and
- * heap bounds, frame pointer, resume point and reductions; not running). One that moved
+ * what the row shows, and the stack stands when it agrees with the index's (the same stack and
+ * heap bounds, and the same digest of its pid, frame pointer, resume point and reductions; not
+ * running). One that moved
  * meanwhile is read again in a second round of the batch, Process, stack and Process (one that
  * moved still is read alone, then reported as changed). A process on a scheduler is not walked
  * here: its stop is stale (the scheduler snapshot has its stack). A second thread reads batches
- * ahead of the rows. A million processes cost a few thousand system calls and 88 bytes each.
+ * ahead of the rows. A million processes cost a few thousand system calls and 60 bytes each
+ * (the table's 12, the index's 48).
  * See pstack_list.h; the rows are written by pstack_rows.c. */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,10 +23,12 @@
 
 #define STACK_ARENA (4u << 20) /* the stacks of one batch; a larger one is read alone */
 
-/* One process of the batch being read: 64 bytes, not a snap (5 KB of names): a thousand slots
+/* One process of the batch being read: 80 bytes, not a snap (5 KB of names): a thousand slots
  * of those were a thousand pages touched a batch. */
 struct slot {
-	const struct process_marks *f; /* the index's copy */
+	const struct index_mark *f; /* what the index kept of its copy */
+	uint64_t addr;		    /* its Process */
+	uint32_t ix;		    /* its slot in the process table */
 	int rc;		 /* 0, or why it is skipped (NOT_IN_SLOT, -EINVAL, a read error) */
 	uint64_t *words; /* its stack in the arena; NULL: no stack, or read alone */
 	size_t bytes;
@@ -43,7 +47,7 @@ struct batch {
 	uint64_t *arena;
 	size_t len, used; /* used: bytes of the arena taken in this batch */
 	uint32_t *qk;	  /* the slot of each request */
-	const struct process_marks *firsts;
+	const struct pstack_index *x;
 };
 
 static double now_ms(void)
@@ -81,16 +85,19 @@ static void batch_free(struct batch *b)
 
 /* Did the process move between the two reads (scheduled, garbage collected, exited)? Its
  * reductions count only grows when it runs. */
+static bool busy(const struct process_marks *b)
+{
+	return process__is_running(b->state) || (b->state & (XP_PSFLG_GC | XP_PSFLG_FREE));
+}
+
 static bool moved(const struct process_marks *a, const struct process_marks *b)
 {
 	return a->pid != b->pid || a->stop != b->stop || a->hend != b->hend || a->heap != b->heap ||
 	       a->fp != b->fp || a->i != b->i ||
-	       (a->have_reds && b->have_reds && a->reds != b->reds) ||
-	       process__is_running(b->state) || (b->state & (XP_PSFLG_GC | XP_PSFLG_FREE));
+	       (a->have_reds && b->have_reds && a->reds != b->reds) || busy(b);
 }
 
-/* Why a process in this state is not walked, or NULL to walk it. */
-static const char *not_walked_in(bool have_state, uint32_t state)
+const char *pstack_procs__not_walked(bool have_state, uint32_t state)
 {
 	if (!have_state)
 		return "state unknown";
@@ -105,17 +112,20 @@ static const char *not_walked_in(bool have_state, uint32_t state)
 
 static const char *not_walked(const struct process_snap *s)
 {
-	return not_walked_in(s->have_state, s->state);
+	return pstack_procs__not_walked(s->have_state, s->state);
 }
 
-/* Each slot from the index: its first copy, and whether its stack is to be read. */
+/* Each slot from the index: its Process, what the index kept of it, and whether its stack is
+ * to be read. */
 static void from_index(struct batch *b, const struct ref *r, size_t m)
 {
 	for (size_t k = 0; k < m; k++) {
-		const struct process_marks *f = &b->firsts[r[k].fi];
+		const struct index_mark *f = &b->x->marks[r[k].at];
 
-		b->slots[k] =
-		    (struct slot){.f = f, .walk = !not_walked_in(f->have_state, f->state)};
+		b->slots[k] = (struct slot){.f = f,
+					    .addr = b->x->procs[r[k].at],
+					    .ix = b->x->ixs[r[k].at],
+					    .walk = pstack_index__walkable(f)};
 	}
 }
 
@@ -123,9 +133,9 @@ static void from_index(struct batch *b, const struct ref *r, size_t m)
  * read: then it is read again, a second round from that copy. */
 static bool mark_moved(struct slot *s, const struct process_marks *seen)
 {
-	bool walk = !not_walked_in(seen->have_state, seen->state);
+	bool walk = !pstack_procs__not_walked(seen->have_state, seen->state);
 
-	s->retry = s->walk ? moved(s->f, seen) : walk;
+	s->retry = s->walk ? !pstack_index__same(s->f, seen) || busy(seen) : walk;
 	if (!s->retry)
 		return false;
 	s->walk = walk;
@@ -142,14 +152,16 @@ static bool mark_moved(struct slot *s, const struct process_marks *seen)
  * batch's bounce): checked against its slot in the table and against the index's copy. Returns
  * how many moved. */
 static size_t read_snaps(const struct process_reader *pr, struct mem *mem, struct batch *b,
-			 const struct ref *r, size_t m)
+			 size_t m)
 {
 	struct process_marks seen;
 	size_t k, n = 0;
 
 	for (k = 0; k < m; k++)
-		b->q[k] = (struct mem_req){
-		    .addr = r[k].addr, .buf = b->snaps + k * b->len, .len = b->len, .lend = true};
+		b->q[k] = (struct mem_req){.addr = b->slots[k].addr,
+					   .buf = b->snaps + k * b->len,
+					   .len = b->len,
+					   .lend = true};
 	mem__read_many_at(mem, b->q, m, b->bounce);
 	for (k = 0; k < m; k++) {
 		struct slot *s = &b->slots[k];
@@ -157,8 +169,8 @@ static size_t read_snaps(const struct process_reader *pr, struct mem *mem, struc
 
 		s->data = b->q[k].data;
 		if (!rc)
-			rc = process__parse_marks(pr, r[k].addr, s->data, b->len, &seen);
-		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, seen.pid, r[k].ix))
+			rc = process__parse_marks(pr, s->addr, s->data, b->len, &seen);
+		if (!rc && pr->pids.known && !ptab__pid_in_slot(&pr->pids, seen.pid, s->ix))
 			rc = NOT_IN_SLOT;
 		s->rc = rc;
 		if (!rc)
@@ -195,7 +207,7 @@ static void read_stacks(struct mem *mem, struct batch *b, size_t m, bool retry)
 }
 
 /* The second round's Processes again, after their stacks: did they move meanwhile? */
-static void read_again(struct mem *mem, struct batch *b, const struct ref *r, size_t m)
+static void read_again(struct mem *mem, struct batch *b, size_t m)
 {
 	size_t k, n = 0;
 
@@ -203,7 +215,7 @@ static void read_again(struct mem *mem, struct batch *b, const struct ref *r, si
 		if (!b->slots[k].retry || !b->slots[k].walk)
 			continue;
 		b->q[n] = (struct mem_req){
-		    .addr = r[k].addr, .buf = b->again + k * b->len, .len = b->len};
+		    .addr = b->slots[k].addr, .buf = b->again + k * b->len, .len = b->len};
 		b->qk[n++] = (uint32_t)k;
 	}
 	mem__read_many(mem, b->q, n);
@@ -235,8 +247,8 @@ static const char *end_text(struct listing *l, enum estack_end end)
 /* The stack of slot k, row its copy after the stack, checked against it (the first round's
  * against the index's copy); one that moved in the second round too is read again alone, once,
  * into row. Returns the stack status text. */
-static const char *stack_of(struct listing *l, struct batch *b, size_t k, const struct ref *r,
-			    struct process_snap *row, struct pstack_frames *fr)
+static const char *stack_of(struct listing *l, struct batch *b, size_t k, struct process_snap *row,
+			    struct pstack_frames *fr)
 {
 	struct slot *s = &b->slots[k];
 	struct process_marks was, now;
@@ -254,12 +266,12 @@ static const char *stack_of(struct listing *l, struct batch *b, size_t k, const 
 	end = first_walk(l, s, row, fr);
 	process__snap_marks(row, &was);
 	if (!s->again_rc &&
-	    !process__parse_marks(&l->c->pr, r->addr, b->again + k * b->len, b->len, &now) &&
+	    !process__parse_marks(&l->c->pr, s->addr, b->again + k * b->len, b->len, &now) &&
 	    !moved(&was, &now))
 		return end_text(l, end);
 	/* It moved: once more, alone, from a fresh copy. */
-	if (process__read_snap(&l->c->pr, r->addr, row) == 0 &&
-	    ptab__pid_in_slot(&l->c->pr.pids, row->v.pid, r->ix)) {
+	if (process__read_snap(&l->c->pr, s->addr, row) == 0 &&
+	    ptab__pid_in_slot(&l->c->pr.pids, row->v.pid, s->ix)) {
 		if ((why = not_walked(row))) {
 			fr->n = 0;
 			l->running += process__is_running(row->state);
@@ -267,7 +279,7 @@ static const char *stack_of(struct listing *l, struct batch *b, size_t k, const 
 		}
 		end = pstack__process_stack(l->c, row, fr);
 		process__snap_marks(row, &was);
-		if (process__read_snap(&l->c->pr, r->addr, &again) == 0) {
+		if (process__read_snap(&l->c->pr, s->addr, &again) == 0) {
 			process__snap_marks(&again, &now);
 			if (!moved(&was, &now))
 				return end_text(l, end);
@@ -286,16 +298,16 @@ static void read_batch(const struct listing *l, struct mem *mem, struct batch *b
 	b->used = 0;
 	from_index(b, r, m);
 	read_stacks(mem, b, m, false);
-	if (read_snaps(&l->c->pr, mem, b, r, m)) {
+	if (read_snaps(&l->c->pr, mem, b, m)) {
 		read_stacks(mem, b, m, true);
-		read_again(mem, b, r, m);
+		read_again(mem, b, m);
 	}
 }
 
 /* Walk and write the processes of a batch read by read_batch, each parsed again into row from
  * the batch's copy. Returns how many were listed. */
-static size_t write_batch(struct listing *l, struct batch *b, const struct ref *r, size_t m,
-			  struct process_snap *row, struct pstack_frames *fr)
+static size_t write_batch(struct listing *l, struct batch *b, size_t m, struct process_snap *row,
+			  struct pstack_frames *fr)
 {
 	size_t k, listed = 0;
 	int rc;
@@ -305,13 +317,13 @@ static size_t write_batch(struct listing *l, struct batch *b, const struct ref *
 
 		rc = b->slots[k].rc;
 		if (!rc) /* as read_snaps parsed it: the same bytes */
-			rc = process__parse_snap(&l->c->pr, r[k].addr, b->slots[k].data, b->len,
-						 row);
+			rc = process__parse_snap(&l->c->pr, b->slots[k].addr, b->slots[k].data,
+						 b->len, row);
 		if (rc) {
 			pstack_index__skip(l, rc);
 			continue;
 		}
-		stack = stack_of(l, b, k, &r[k], row, fr);
+		stack = stack_of(l, b, k, row, fr);
 		pstack_rows__emit(l, row, stack, fr);
 		listed++;
 	}
@@ -401,8 +413,7 @@ static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct 
 	pthread_mutex_unlock(&a->mu);
 	if (mine)
 		ahead_read(a, l->c->t->mem, bi);
-	listed =
-	    write_batch(l, &a->b[slot], a->v + bi * MEM_MANY_BATCH, batch_len(a->n, bi), row, fr);
+	listed = write_batch(l, &a->b[slot], batch_len(a->n, bi), row, fr);
 	pthread_mutex_lock(&a->mu);
 	a->done[slot] = false;
 	a->written = bi + 1;
@@ -414,7 +425,7 @@ static size_t ahead_write(struct ahead *a, struct listing *l, size_t bi, struct 
 /* The listing of v[0..n) with the batches read ahead. false when that cannot start (no second
  * reader, memory, or thread): nothing was listed, list them in turn. */
 static bool list_ahead(struct listing *l, const struct ref *v, size_t n,
-		       const struct process_marks *f, struct process_snap *row,
+		       const struct pstack_index *x, struct process_snap *row,
 		       struct pstack_frames *fr, size_t *kept)
 {
 	struct ahead a = {.l = l, .v = v, .n = n, .nb = (n + MEM_MANY_BATCH - 1) / MEM_MANY_BATCH};
@@ -429,7 +440,7 @@ static bool list_ahead(struct listing *l, const struct ref *v, size_t n,
 	for (i = 0; i < AHEAD_SLOTS; i++) {
 		if (batch_new(&a.b[i], &l->c->pr))
 			goto cleanup;
-		a.b[i].firsts = f;
+		a.b[i].x = x;
 	}
 	if (pthread_create(&th, NULL, ahead_thread, &a))
 		goto cleanup;
@@ -460,10 +471,9 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	struct ptab_stats st;
 	uint32_t *ixs = NULL;
 	uint64_t *procs = NULL;
-	struct ref *v = NULL;
-	struct process_marks *firsts = NULL;
+	struct pstack_index x = {0};
 	double start = now_ms();
-	size_t n = 0, nref = 0, kept = 0, i, m;
+	size_t n = 0, kept = 0, i, m;
 	int rc;
 
 	if (!fr || !row || (rc = pstack_rows__init(&l)) || (rc = batch_new(&b, &c->pr))) {
@@ -472,20 +482,20 @@ int pstack__processes(struct pstack_ctx *c, FILE *f, struct json *j, char *err, 
 	}
 	if ((rc = ptab__collect(&c->ptab, c->t->mem, &ixs, &procs, &n, &st)))
 		goto cleanup;
-	if ((rc = pstack_index__all(&l, ixs, procs, n, &v, &firsts, &nref)))
+	if ((rc = pstack_index__all(&l, ixs, procs, n, &x)))
 		goto cleanup;
-	b.firsts = firsts;
+	b.x = &x;
 	if (j) {
 		json__key(j, "processes");
 		json__array(j);
 	} else {
 		fprintf(f, "\n== processes ==\n");
 	}
-	if (!list_ahead(&l, v, nref, firsts, row, fr, &kept)) {
-		for (i = 0; i < nref && !*c->stop && !l.gone; i += m) {
-			m = nref - i < MEM_MANY_BATCH ? nref - i : MEM_MANY_BATCH;
-			read_batch(&l, c->t->mem, &b, v + i, m);
-			kept += write_batch(&l, &b, v + i, m, row, fr);
+	if (!list_ahead(&l, x.v, x.kept, &x, row, fr, &kept)) {
+		for (i = 0; i < x.kept && !*c->stop && !l.gone; i += m) {
+			m = x.kept - i < MEM_MANY_BATCH ? x.kept - i : MEM_MANY_BATCH;
+			read_batch(&l, c->t->mem, &b, x.v + i, m);
+			kept += write_batch(&l, &b, m, row, fr);
 		}
 	}
 	if (j)
@@ -504,8 +514,7 @@ cleanup:
 		snprintf(err, errlen, "--all: %s", strerror(-rc));
 	pstack_rows__free(&l);
 	batch_free(&b);
-	free(v);
-	free(firsts);
+	pstack_index__free(&x);
 	free(ixs);
 	free(procs);
 	free(row);
