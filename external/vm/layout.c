@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "provenance.h"
 
 /* ErtsPTabReadOnlyData (B/erl_ptab.h 25:102-120, 27:122-140, 29:124-142) starts at r.o = 192.
  * The pix_* rows are 27+'s (25 packs them as Uint32 and never needs them: XP_PID_HIGH_PIX);
@@ -414,4 +415,13 @@ int layout__parse_thread_name(const struct xp_layout *row, const char *comm, uin
 		}
 	}
 	return -1;
+}
+
+void layout__values(const struct xp_layout *row, struct target_value *off)
+{
+	for (int i = 0; row && i < XP_OFF_COUNT; i++) {
+		if (row->off[i] != XP_ABSENT)
+			off[i] = (struct target_value){
+			    .value = row->off[i], .source = TSRC_TABLE, .present = true};
+	}
 }

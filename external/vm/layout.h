@@ -152,6 +152,10 @@ struct xp_layout {
 
 /* The row for this version, or NULL when none matches (the caller must fail closed). */
 const struct xp_layout *layout__find(const char *erts_version, uint32_t flavor, const char *arch);
+/* The offsets row has, into off (XP_OFF_COUNT of them) as the table's: present, source
+ * TSRC_TABLE. Those the row lacks are left as they were. */
+struct target_value;
+void layout__values(const struct xp_layout *row, struct target_value *off);
 
 /* The rows, for listing ("extrospect info --layouts") and tests. */
 const struct xp_layout *layout__rows(unsigned *count);

@@ -123,13 +123,9 @@ static enum pdict_result read_initial(struct arena *a, uint64_t pd, bool with_di
 	struct process_reader pr;
 	struct mem *m = NULL;
 	enum pdict_result res = PDICT_RESULT_COUNT;
-	int id;
 
 	put(a, a->proc + (uint64_t)a->row->off[XP_OFF_P_DICTIONARY], pd);
-	for (id = 0; id < XP_OFF_COUNT; id++) {
-		off[id].value = a->row->off[id];
-		off[id].present = a->row->off[id] != XP_ABSENT;
-	}
+	layout__values(a->row, off);
 	off[XP_OFF_P_DICTIONARY].present = with_dict_offset;
 	if (mem__open_snapshot(&m, &r, 1) || atom__reader_from_row(&atoms, m, a->row))
 		goto cleanup;

@@ -26,14 +26,10 @@ static void put(struct fixture *f, enum xp_off_id id, uint64_t v)
 
 static void fixture_init(struct fixture *f)
 {
-	int id;
 
 	memset(f, 0, sizeof(*f));
 	f->row = layout__find("15.2.7", XP_FLAVOR_JIT, "x86_64");
-	for (id = 0; id < XP_OFF_COUNT; id++) {
-		f->off[id].value = f->row->off[id];
-		f->off[id].present = f->row->off[id] != XP_ABSENT;
-	}
+	layout__values(f->row, f->off);
 	put(f, XP_OFF_P_ID, 0x1234 << 4 | XP_TAG_PID);
 	put(f, XP_OFF_P_HEAP, HEAP);
 	put(f, XP_OFF_P_HEND, HEAP + 233 * 8);

@@ -45,10 +45,7 @@ static void fixture_init(struct fixture *f, int bad)
 {
 	memset(f, 0, sizeof(*f));
 	f->row = layout__find("15.2.7", XP_FLAVOR_JIT, "x86_64");
-	for (int id = 0; id < XP_OFF_COUNT; id++) {
-		f->off[id].value = f->row->off[id];
-		f->off[id].present = f->row->off[id] != XP_ABSENT;
-	}
+	layout__values(f->row, f->off);
 	for (int i = 0; i < NPROC; i++) {
 		put(f, i, XP_OFF_P_ID, pid_of(i));
 		put(f, i, XP_OFF_P_HEAP, heap_of(i));

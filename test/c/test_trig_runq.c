@@ -49,16 +49,12 @@ static void set_len(struct fixture *f, int32_t normal)
 /* One normal scheduler (number 1) and one dirty one; its queue's ix 0 and back-pointer hold. */
 static int fixture_init(struct fixture *f)
 {
-	int id;
 
 	memset(f, 0, sizeof(*f));
 	f->row = layout__find("15.2.7", XP_FLAVOR_JIT, "x86_64");
 	if (!f->row)
 		return -1;
-	for (id = 0; id < XP_OFF_COUNT; id++) {
-		f->t.off[id].value = f->row->off[id];
-		f->t.off[id].present = f->row->off[id] != XP_ABSENT;
-	}
+	layout__values(f->row, f->t.off);
 	f->sched[0] = (struct target_sched){.type = XP_SCHED_NORMAL, .number = 1, .esdp = ESDP};
 	f->sched[1] = (struct target_sched){.type = XP_SCHED_DIRTY_CPU, .number = 1};
 	f->t.sched = f->sched;

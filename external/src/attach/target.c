@@ -207,6 +207,7 @@ static void resolve_offsets(struct target *t)
 	const struct xp_agent_block *b = target__has_agent(t) ? &t->agent->block : NULL;
 	int i;
 
+	layout__values(t->layout, t->off); /* the agent's, where it has them, over them */
 	for (i = 0; i < XP_OFF_COUNT; i++) {
 		struct target_value *v = &t->off[i];
 
@@ -217,10 +218,6 @@ static void resolve_offsets(struct target *t)
 			/* The agent relays the table for what it cannot discover: say so. */
 			v->source =
 			    (b->offsets[i].flags & XP_VAL_FROM_TABLE) ? TSRC_TABLE : TSRC_AGENT;
-		} else if (t->layout && t->layout->off[i] != XP_ABSENT) {
-			v->value = t->layout->off[i];
-			v->present = true;
-			v->source = TSRC_TABLE;
 		}
 	}
 }
