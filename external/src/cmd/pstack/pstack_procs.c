@@ -4,13 +4,12 @@
  * at the index, packed in an arena, and each Process once again after its stack: that copy is
  * what the row shows, and the stack stands when it agrees with the index's (the same stack and
  * heap bounds, and the same digest of its pid, frame pointer, resume point and reductions; not
- * running). One that moved
- * meanwhile is read again in a second round of the batch, Process, stack and Process (one that
- * moved still is read alone, then reported as changed). A process on a scheduler is not walked
- * here: its stop is stale (the scheduler snapshot has its stack). A second thread reads batches
- * ahead of the rows. A million processes cost a few thousand system calls and 60 bytes each
- * (the table's 12, the index's 48).
- * See pstack_list.h; the rows are written by pstack_rows.c. */
+ * running). One that moved meanwhile is read again in a second round of the batch, Process,
+ * stack and Process (one that moved still is read alone, then reported as changed). A process
+ * on a scheduler is not walked here: its stop is stale (the scheduler snapshot has its stack). A
+ * second thread reads batches ahead of the rows. A million processes cost a few thousand system
+ * calls and 60 bytes each (the table's 12, the index's 48). See pstack_list.h; the rows are
+ * written by pstack_rows.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -83,13 +82,14 @@ static void batch_free(struct batch *b)
 	free(b->bounce);
 }
 
-/* Did the process move between the two reads (scheduled, garbage collected, exited)? Its
- * reductions count only grows when it runs. */
+/* On a scheduler, in a collection or free as this copy says: its stack is not to be read. */
 static bool busy(const struct process_marks *b)
 {
 	return process__is_running(b->state) || (b->state & (XP_PSFLG_GC | XP_PSFLG_FREE));
 }
 
+/* Did the process move between the two reads (scheduled, garbage collected, exited)? Its
+ * reductions count only grows when it runs. */
 static bool moved(const struct process_marks *a, const struct process_marks *b)
 {
 	return a->pid != b->pid || a->stop != b->stop || a->hend != b->hend || a->heap != b->heap ||
