@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "aggregate.h"
+#include "bigmem.h"
 #include "hash.h"
 #include "idtab.h"
 
@@ -100,13 +101,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 }
 
 /* The stack tables and the frame-id pool, which grow with every new stack. Past BIG_MIN_BYTES a
- * table moves to anonymous memory of its own, grown by mremap (the pages move, none is copied)
- * and asked for in huge pages (MADV_HUGEPAGE; advice only: where the kernel declines, 4 KiB pages
- * as before). A compiler's record adds ~700 stacks and ~500 KiB of frame ids a second; in 4 KiB
- * pages from realloc that was ~110 page faults a second and a copy of the pool at every doubling:
- * a seventh of the whole record's CPU (issue 27). Smaller tables (most aggregates, a flight
- * recorder's generations) stay on the heap, so that an aggregate is not 2 MiB a table.
- * Whether a table is mapped follows from its capacity alone. */
+ * table moves to memory of its own in huge pages (bigmem.h; advice only: where the kernel
+ * declines, 4 KiB pages as before), grown by mremap onto a new 2 MiB-aligned mapping (the pages
+ * move, none is copied). Where mremap chose the address, it was not aligned: the huge pages were
+ * split, the rest faulted in 4 KiB at a time, ~500 faults in a 10 s record. A compiler's record
+ * adds ~700 stacks and ~500 KiB of frame ids a second; in 4 KiB pages from realloc that was ~110
+ * page faults a second and a copy of the pool at every doubling: a seventh of the whole record's
+ * CPU (issue 27). Smaller tables (most aggregates, a flight recorder's generations) stay on the
+ * heap, so that an aggregate is not 2 MiB a table. Whether a table is mapped follows from its
+ * capacity alone. */
 #define BIG_MIN_BYTES ((size_t)2 << 20)
 
 static bool big_mapped(size_t cap, size_t size)
@@ -116,7 +119,7 @@ static bool big_mapped(size_t cap, size_t size)
 
 static int big_grow(void **p, size_t *cap, size_t need, size_t size)
 {
-	size_t n;
+	size_t n, len;
 	void *q;
 
 	if (need <= *cap)
@@ -125,19 +128,25 @@ static int big_grow(void **p, size_t *cap, size_t need, size_t size)
 		return -ENOMEM;
 	if (!big_mapped(n, size))
 		return heap_resize(p, cap, n, size);
-	if (big_mapped(*cap, size)) {
-		q = mremap(*p, *cap * size, n * size, MREMAP_MAYMOVE);
-	} else {
-		q = mmap(NULL, n * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			 0);
-		if (q != MAP_FAILED && *cap) /* from the heap: once */
-			memcpy(q, *p, *cap * size);
-	}
-	if (q == MAP_FAILED)
+	/* Whole huge pages: the capacity is what the rounded length holds. */
+	if (!(len = bigmem__len(n * size)) || !(q = bigmem__map(len)))
 		return -ENOMEM;
-	(void)madvise(q, n * size, MADV_HUGEPAGE);
-	if (!big_mapped(*cap, size))
+	n = len / size;
+	if (big_mapped(*cap, size)) {
+		/* The pages move onto the new, aligned place (in whole huge pages where they
+		 * were), none is copied; what was mapped there is replaced. */
+		void *m =
+		    mremap(*p, bigmem__len(*cap * size), len, MREMAP_MAYMOVE | MREMAP_FIXED, q);
+
+		if (m == MAP_FAILED) {
+			bigmem__unmap(q, len);
+			return -ENOMEM;
+		}
+	} else {
+		if (*cap) /* from the heap: once */
+			memcpy(q, *p, *cap * size);
 		free(*p);
+	}
 	*p = q;
 	*cap = n;
 	return 0;
@@ -146,7 +155,7 @@ static int big_grow(void **p, size_t *cap, size_t need, size_t size)
 static void big_free(void *p, size_t cap, size_t size)
 {
 	if (big_mapped(cap, size))
-		munmap(p, cap * size);
+		bigmem__unmap(p, cap * size);
 	else
 		free(p);
 }
