@@ -52,7 +52,8 @@
 #           samples on xp_defer:bif_dirty/2, where it stands, and [garbage collection] named.
 #           defer-nobpf, defer-both: as for class (defer-nobpf without the xp_defer_gc check)
 #   robust  modules loaded and purged in a loop, under strace (no ptrace, no writes, no
-#           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file
+#           /proc/PID/mem, no signals); the VM killed mid-recording: exit 7 and a partial file;
+#           while it samples, the sampler's own heap advised into huge pages (where THP is on)
 # A share is left unchecked when the workload ran more than XP_MAX_STRETCH times slower than its
 # own measured cost (a machine too busy for the VM's clock to be CPU time): the test then exits 77
 # with that reason unless something else failed. Exit 0 pass, 1 fail, 77 skip (reason printed).
@@ -576,6 +577,24 @@ check_priority() {
 	wait "$rpid" || true
 }
 
+# The sampler's own heap (pid $1, sampling): in huge pages where THP can give them (main.c,
+# heap_in_huge_pages), i.e. its [heap] mapping advised "hg"; grown in one step, not trimmed.
+check_own_heap() {
+	local thp flags
+	thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo "[never]")
+	if [[ "$thp" == *"[never]"* ]]; then
+		echo "SKIP: the sampler's heap in huge pages: transparent huge pages are off here ($thp)"
+		return 0
+	fi
+	flags=$(awk '/\[heap\]$/ { h = 1; next } /^[0-9a-f]+-/ { h = 0 } h && /^VmFlags:/ { print; exit }' \
+		"/proc/$1/smaps" 2>/dev/null || true)
+	if [[ " $flags " == *" hg "* ]]; then
+		xp_pass "the sampler's heap is advised into huge pages ($flags)"
+	else
+		xp_fail "the sampler's heap is not advised into huge pages: '${flags:-no [heap] mapping}'"
+	fi
+}
+
 # strace LOG of the sampler: what it must never do to the VM (pid $1).
 check_strace() {
 	local log=$1 vm=$2 hits
@@ -676,6 +695,7 @@ case_robust() {
 	# Ready when its perf events are open (attach done); then two seconds of sampling.
 	await_perf_fd "$rpid" || xp_fail "record -d 30 never opened its perf events"
 	check_priority "$rpid"
+	check_own_heap "$rpid"
 	sleep 1 # the sampling time before the crash (with check_priority's 1 s), not a readiness wait
 	kill -KILL "$XP_VM_PID" # the harness's own VM; the sampler never signals it
 	deadline=$((SECONDS + 20))
