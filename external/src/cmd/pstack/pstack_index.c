@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "pstack_list.h"
 #include "radix.h"
 
@@ -193,8 +194,9 @@ int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t 
 		      struct pstack_index *out)
 {
 	struct ref *v = malloc((n ? n : 1) * sizeof(*v));
-	/* Written only at the places of those kept: the pages of none are touched. */
-	struct index_mark *marks = malloc((n ? n : 1) * sizeof(*marks));
+	/* Written only at the places of those kept: the pages of none are touched. In huge pages:
+	 * 32 MiB for a million processes was 8,000 page faults from malloc's mmap. */
+	struct index_mark *marks = bigmem__map((n ? n : 1) * sizeof(*marks));
 	struct listing l2 = {.c = l->c};
 	struct index_part lower = {.l = l,
 				   .mem = l->c->t->mem,
@@ -224,19 +226,20 @@ int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t 
 	out->v = v;
 	out->kept = c;
 	out->marks = marks;
+	out->nmarks = n ? n : 1;
 	v = NULL;
 	marks = NULL;
 	rc = 0;
 cleanup:
 	part_free(&lower);
 	free(v);
-	free(marks);
+	bigmem__unmap(marks, (n ? n : 1) * sizeof(*marks));
 	return rc;
 }
 
 void pstack_index__free(struct pstack_index *x)
 {
 	free(x->v);
-	free(x->marks);
+	bigmem__unmap(x->marks, x->nmarks * sizeof(*x->marks));
 	*x = (struct pstack_index){0};
 }

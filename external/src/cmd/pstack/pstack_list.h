@@ -40,7 +40,8 @@ struct pstack_index {
 	size_t kept;
 	const uint64_t *procs;
 	const uint32_t *ixs;
-	struct index_mark *marks;
+	struct index_mark *marks; /* bigmem.h, nmarks of them */
+	size_t nmarks;
 };
 
 struct atom_slot;
