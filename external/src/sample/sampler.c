@@ -525,7 +525,7 @@ static void try_alternatives(struct sampler *s, const struct perf_sample *ps, st
 		if (alt.e <= p->heap || alt.e >= p->hend ||
 		    sampler_stack__read_at(s, ps, alt.e, p->hend, &nwords, &complete))
 			continue;
-		erlang_stack__walk(&s->ecfg, s->words, nwords, alt.e, alt.fp, complete, w->leaf,
+		erlang_stack__walk(&s->ecfg, s->sw, nwords, alt.e, alt.fp, complete, w->leaf,
 				   &s->er_alt);
 		acc = check_call(s, ps, &alt, &s->er_alt);
 		/* Only a start whose top provably calls the sampled code: any stale pointer at the
@@ -594,7 +594,7 @@ static uint64_t unresolved_word(struct sampler *s, const struct where *w, uint64
 		return er->unresolved_ra;
 	if (w->unnamed)
 		return pc;
-	erlang_stack__walk(&s->ecfg, s->words, nwords, w->e, w->fp, complete, w->leaf, &s->er_alt);
+	erlang_stack__walk(&s->ecfg, s->sw, nwords, w->e, w->fp, complete, w->leaf, &s->er_alt);
 	return s->er_alt.unresolved_ra;
 }
 
@@ -754,10 +754,10 @@ static void resolve(struct sampler *s, const struct perf_sample *ps)
 	 * not. */
 	if (nwords >= MEMO_MIN_WORDS) {
 		s->memo_slot = (int)(((p.addr * 0x9e3779b97f4a7c15ull) >> 32) % MEMO_SLOTS);
-		erlang_stack__walk_memo(&s->ecfg, &s->memo[s->memo_slot], s->words, nwords, w.e,
-					w.fp, complete, w.leaf, er);
+		erlang_stack__walk_memo(&s->ecfg, &s->memo[s->memo_slot], s->sw, nwords, w.e, w.fp,
+					complete, w.leaf, er);
 	} else {
-		erlang_stack__walk(&s->ecfg, s->words, nwords, w.e, w.fp, complete, w.leaf, er);
+		erlang_stack__walk(&s->ecfg, s->sw, nwords, w.e, w.fp, complete, w.leaf, er);
 	}
 	/* Code the map does not name makes the stack unresolved, wherever it is. */
 	if (w.unnamed && er->end == ESTACK_END_BOTTOM)

@@ -91,7 +91,8 @@ struct sampler {
 	struct native_name names[NAME_SLOTS];
 	struct fn_name fn_names[NAME_SLOTS]; /* by unwinder__name_key */
 	struct jit_name jit_names[JIT_SLOTS];
-	uint64_t *words; /* STACK_CAP_BYTES scratch */
+	uint64_t *words;    /* STACK_CAP_BYTES scratch */
+	const uint64_t *sw; /* the stack's words as read: words, or the one copy holding them all */
 	uint32_t frames[MAX_FRAMES];
 	uint32_t plabels; /* opts.labels: the current sample's process label set + 1, 0 none */
 	struct estack_result er;     /* the sample's walk (large: never on the stack) */
@@ -126,13 +127,14 @@ struct sampler {
 	uint64_t stack_e;	    /* sampler__stack_used */
 };
 
-/* E and the stack words from E to hend into s->words (sampler_stack.c). *e is rsp for a sample
+/* E and the stack words from E to hend at s->sw (sampler_stack.c). *e is rsp for a sample
  * in JIT code, c_p->stop for a parked process, 0 for a sample in native code (E is then found
  * from the call site). 0, or -EFAULT when no E or no words could be had. */
 int sampler_stack__read(struct sampler *s, const struct perf_sample *ps,
 			const struct unwind_result *ur, const struct process_view *p, uint64_t *e,
 			uint64_t *fp, size_t *nwords, bool *complete);
-/* The words of [e, hend) into s->words: the sample's copy, the capture's, the rest read live. */
+/* The words of [e, hend) at s->sw: in the sample's copy or the capture's where one holds them all,
+ * else copied into s->words from both, the rest read live. */
 int sampler_stack__read_at(struct sampler *s, const struct perf_sample *ps, uint64_t e,
 			   uint64_t hend, size_t *nwords, bool *complete);
 
