@@ -193,10 +193,11 @@ static void index_halves(struct index_part *lower, struct index_part *upper, str
 int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t n,
 		      struct pstack_index *out)
 {
-	struct ref *v = malloc((n ? n : 1) * sizeof(*v));
+	const size_t nmarks = n ? n : 1;
+	struct ref *v = malloc(nmarks * sizeof(*v));
 	/* Written only at the places of those kept: the pages of none are touched. In huge pages:
 	 * 32 MiB for a million processes was 8,000 page faults from malloc's mmap. */
-	struct index_mark *marks = bigmem__map((n ? n : 1) * sizeof(*marks));
+	struct index_mark *marks = bigmem__map(nmarks * sizeof(*marks));
 	struct listing l2 = {.c = l->c};
 	struct index_part lower = {.l = l,
 				   .mem = l->c->t->mem,
@@ -226,14 +227,14 @@ int pstack_index__all(struct listing *l, uint32_t *ixs, uint64_t *procs, size_t 
 	out->v = v;
 	out->kept = c;
 	out->marks = marks;
-	out->nmarks = n ? n : 1;
+	out->nmarks = nmarks;
 	v = NULL;
 	marks = NULL;
 	rc = 0;
 cleanup:
 	part_free(&lower);
 	free(v);
-	bigmem__unmap(marks, (n ? n : 1) * sizeof(*marks));
+	bigmem__unmap(marks, nmarks * sizeof(*marks));
 	return rc;
 }
 
