@@ -580,10 +580,15 @@ check_priority() {
 # The sampler's own heap (pid $1, sampling): in huge pages where THP can give them (main.c,
 # heap_in_huge_pages), i.e. its [heap] mapping advised "hg"; grown in one step, not trimmed.
 check_own_heap() {
-	local thp flags
+	local thp flags libs
 	thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo "[never]")
 	if [[ "$thp" == *"[never]"* ]]; then
 		echo "SKIP: the sampler's heap in huge pages: transparent huge pages are off here ($thp)"
+		return 0
+	fi
+	libs=$(ldd "$XP_SAMPLER" 2>/dev/null || true) # not piped into grep -q: its early exit fails the pipe
+	if [[ "$libs" == *libasan* ]]; then
+		echo "SKIP: the sampler's heap in huge pages: this sampler is built with AddressSanitizer, whose allocator is not glibc's heap"
 		return 0
 	fi
 	flags=$(awk '/\[heap\]$/ { h = 1; next } /^[0-9a-f]+-/ { h = 0 } h && /^VmFlags:/ { print; exit }' \
