@@ -53,27 +53,45 @@ void atom__cache_off(struct atom_reader *r)
 	r->cache = NULL;
 }
 
-static int read_text(const struct atom_reader *r, uint32_t index, char *buf, size_t len)
+static bool user_word(uint64_t p)
 {
-	uint64_t seg, page, atom, name;
-	uint32_t entries;
+	return p && !(p & 7) && p < (1ull << 47);
+}
+
+/* The text of atom index, from the table's seg_table pointer on: its page, the atom's pointer,
+ * the atom's length and name (one read where the two lie within ATOM_SPAN bytes, as in every
+ * layout known), then the text. */
+#define ATOM_SPAN 64
+static int text_via_seg(const struct atom_reader *r, uint64_t seg, uint32_t index, char *buf,
+			size_t len)
+{
+	uint64_t page, atom, name;
+	long lo = r->off_len < r->off_name ? r->off_len : r->off_name;
+	long hi = r->off_len + 2 > r->off_name + 8 ? r->off_len + 2 : r->off_name + 8;
+	uint8_t span[ATOM_SPAN];
 	int16_t n;
 	int err;
 
-	if (len == 0)
-		return -EINVAL;
-	buf[0] = '\0';
-	if ((err = mem__read_u32(r->mem, r->table + (uint64_t)r->off_entries, &entries)))
+	if ((err =
+		 mem__read_u64(r->mem, seg + 8 * (uint64_t)(index >> XP_INDEX_PAGE_SHIFT), &page)))
 		return err;
-	if (index >= entries)
-		return -EINVAL;
-	if ((err = mem__read_u64(r->mem, r->table + (uint64_t)r->off_seg_table, &seg)) ||
-	    (err = mem__read_u64(r->mem, seg + 8 * (uint64_t)(index >> XP_INDEX_PAGE_SHIFT),
-				 &page)) ||
-	    (err = mem__read_u64(r->mem, page + 8 * (uint64_t)(index & 1023u), &atom)) ||
-	    (err = mem__read(r->mem, atom + (uint64_t)r->off_len, &n, sizeof(n))) ||
-	    (err = mem__read_u64(r->mem, atom + (uint64_t)r->off_name, &name)))
+	/* A page and an atom are malloc'd: aligned user addresses. Anything else is not read (the
+	 * atom table's scan meets ~260 such words in an OTP 29 .bss, a failed read each). */
+	if (!user_word(page) ||
+	    (err = mem__read_u64(r->mem, page + 8 * (uint64_t)(index & 1023u), &atom)))
+		return err ? err : -EFAULT;
+	if (!user_word(atom))
+		return -EFAULT;
+	/* The two apart when the span is unreadable: a capture file (capfile.h) holds the bytes
+	 * that were read when it was made, which were the two fields alone before. */
+	if (hi - lo <= ATOM_SPAN &&
+	    mem__read(r->mem, atom + (uint64_t)lo, span, (size_t)(hi - lo)) == 0) {
+		memcpy(&n, span + (r->off_len - lo), sizeof(n));
+		memcpy(&name, span + (r->off_name - lo), sizeof(name));
+	} else if ((err = mem__read(r->mem, atom + (uint64_t)r->off_len, &n, sizeof(n))) ||
+		   (err = mem__read_u64(r->mem, atom + (uint64_t)r->off_name, &name))) {
 		return err;
+	}
 	if (n < 0 || n > XP_ATOM_MAX_BYTES || (size_t)n >= len)
 		return -EINVAL;
 	if (r->mode == XP_ATOM_NAME_BITSTRING)
@@ -90,6 +108,24 @@ static int read_text(const struct atom_reader *r, uint32_t index, char *buf, siz
 		return -EPROTO; /* atom text never holds NUL */
 	}
 	return 0;
+}
+
+static int read_text(const struct atom_reader *r, uint32_t index, char *buf, size_t len)
+{
+	uint64_t seg;
+	uint32_t entries;
+	int err;
+
+	if (len == 0)
+		return -EINVAL;
+	buf[0] = '\0';
+	if ((err = mem__read_u32(r->mem, r->table + (uint64_t)r->off_entries, &entries)))
+		return err;
+	if (index >= entries)
+		return -EINVAL;
+	if ((err = mem__read_u64(r->mem, r->table + (uint64_t)r->off_seg_table, &seg)))
+		return err;
+	return text_via_seg(r, seg, index, buf, len);
 }
 
 int atom__text_by_index(const struct atom_reader *r, uint32_t index, char *buf, size_t len)
@@ -151,20 +187,21 @@ static bool plausible_table(const struct atom_reader *r, const uint8_t *p)
 	return entries >= 2 && entries <= SCAN_MAX_ENTRIES && seg && !(seg & 7);
 }
 
-static bool is_atom_table(const struct atom_reader *tmpl, uint64_t addr)
+/* Are atoms 0 and 1 of the table whose seg_table is seg "false" and "true"? Read from seg, which
+ * the scan has (entries, at least 2, too), and past any cache (it is keyed by index alone). */
+static bool is_atom_table(const struct atom_reader *r, uint64_t seg)
 {
-	struct atom_reader r = *tmpl;
 	char t0[8], t1[8];
 
-	r.table = addr;
-	return atom__text_by_index(&r, 0, t0, sizeof(t0)) == 0 && strcmp(t0, "false") == 0 &&
-	       atom__text_by_index(&r, 1, t1, sizeof(t1)) == 0 && strcmp(t1, "true") == 0;
+	t0[0] = t1[0] = '\0';
+	return text_via_seg(r, seg, 0, t0, sizeof(t0)) == 0 && strcmp(t0, "false") == 0 &&
+	       text_via_seg(r, seg, 1, t1, sizeof(t1)) == 0 && strcmp(t1, "true") == 0;
 }
 
 /* The seg_table pointers whose table was checked and was not the atom table: a candidate with one
  * of them is not checked again. In an OTP 29 .bss 2,924 candidates held 388 distinct pointers
- * (1,732 the same one), and a check is up to fourteen reads. Open addressing; full, it keeps no
- * more. */
+ * (1,732 the same one), and a check reads four words an atom (seven before 6 December 2026). Open
+ * addressing; full, it keeps no more. */
 #define REJECTED_SLOTS 2048
 
 static bool rejected(uint64_t *set, uint64_t seg, bool add)
@@ -213,7 +250,7 @@ int atom__scan_table(const struct atom_reader *r, uint64_t start, uint64_t len, 
 			memcpy(&seg, buf + i + r->off_seg_table, sizeof(seg));
 			if (rejected(set, seg, false))
 				continue;
-			if (!is_atom_table(r, start + off + i)) {
+			if (!is_atom_table(r, seg)) {
 				rejected(set, seg, true);
 				continue;
 			}
