@@ -39,13 +39,16 @@ static bool scan_candidate(const uint8_t *p)
  * enough modules. The walk itself accepts any prev at the head, as OTP 25 leaves it unset; but a
  * word pointing into the middle of a list would parse as well, and 27+ (the only OTPs scanned:
  * 25 exports the symbol) set the head's prev to NULL (J/beam_jit_metadata.cpp 27:141). */
-static bool scan_validate(struct mem *m, uint64_t addr, unsigned min_modules, struct jitmap **out)
+static bool scan_validate(struct mem *m, uint64_t addr, uint64_t first, unsigned min_modules,
+			  struct jitmap **out)
 {
 	struct jitmap *map = NULL;
-	uint64_t first, prev;
+	uint64_t prev;
 	bool ok;
 
-	if (mem__read_u64(m, addr + 16, &first) || mem__read_u64(m, first + 8, &prev) || prev)
+	/* first_entry as the chunk read it (scan_candidate tested it): not read again, a read a
+	 * candidate (an OTP 29 .data and .bss held ~500). */
+	if (mem__read_u64(m, first + 8, &prev) || prev)
 		return false;
 	if (jitmap__load(m, addr, &map))
 		return false;
@@ -99,7 +102,7 @@ int jitmap__scan(struct mem *m, uint64_t start, uint64_t len, unsigned min_modul
 		}
 		for (o = 0; o + dsz <= got; o += 8) {
 			if (!scan_candidate(buf + o) ||
-			    !scan_validate(m, pos + o, min_modules, map))
+			    !scan_validate(m, pos + o, get(buf + o + 16, 8), min_modules, map))
 				continue;
 			if (found) {
 				err = -EEXIST;
