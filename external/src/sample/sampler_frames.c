@@ -151,12 +151,60 @@ bool sampler_frames__filtered_out(struct sampler *s, struct process_view *p)
 	return false;
 }
 
+/* The id of a frame named by a string literal (its address is the key): the aggregate's, looked up
+ * once an aggregate rather than hashed and compared at every sample that has it. */
+static int fixed_frame(struct sampler *s, const char *text, enum frame_kind kind, uint32_t *id)
+{
+	size_t k = ((uintptr_t)text >> 3) % FIXED_SLOTS;
+	int rc;
+
+	if (s->fixed[k].text == text && s->fixed[k].epoch == s->names_epoch) {
+		*id = s->fixed[k].id;
+		return 0;
+	}
+	if ((rc = agg__frame(s->agg, text, kind, id)) == 0) {
+		s->fixed[k].text = text;
+		s->fixed[k].epoch = s->names_epoch;
+		s->fixed[k].id = *id;
+	}
+	return rc;
+}
+
+/* Where range r's frame id is kept: by r's index in the current map, whose every range has a slot.
+ * Before, a direct-mapped cache of 4,096 slots by the range's address (ranges i and i + 4,096
+ * shared one) sent a compiler's frames back to be named and interned: 10 s of `record` of
+ * xp_compiler (OTP 29) called agg__frame ~22,000 times, against ~2,100 with this and
+ * fixed_frame. NULL for a range of no current map, or with no memory for the array: named every
+ * time. */
+static uint32_t *jit_id_slot(struct sampler *s, const struct jit_range *r)
+{
+	const struct jit_range *base = jitmap__range(s->t->jit, 0);
+	size_t n = jitmap__range_count(s->t->jit), i;
+
+	if (!base || (uintptr_t)r < (uintptr_t)base)
+		return NULL;
+	i = ((uintptr_t)r - (uintptr_t)base) / sizeof(*r);
+	if (i >= n || &base[i] != r)
+		return NULL;
+	if (s->njit_ids != n || s->jit_ids_map != s->t->jit) {
+		uint32_t *v = realloc(s->jit_ids, n * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		memset(v, 0, n * sizeof(*v));
+		s->jit_ids = v;
+		s->njit_ids = n;
+		s->jit_ids_map = s->t->jit;
+	}
+	return &s->jit_ids[i];
+}
+
 /* A JIT frame's aggregate id. With --lines an Erlang function's name carries the source line of
  * pc, "mod:fun/2 (mod.erl:12)", so each line is a frame of its own; fragments (global::...),
  * prologues and code without a line table keep the bare name. */
 static int jit_frame(struct sampler *s, const struct jit_range *r, uint64_t pc, uint32_t *id)
 {
-	struct jit_name *slot = &s->jit_names[((uintptr_t)r >> 4) % JIT_SLOTS];
+	uint32_t *slot = s->opts.lines ? NULL : jit_id_slot(s, r);
 	char name[1024];
 	bool erlang;
 	const char *file;
@@ -164,8 +212,8 @@ static int jit_frame(struct sampler *s, const struct jit_range *r, uint64_t pc, 
 	int rc;
 
 	/* Without --lines a range is one frame: its name is built and interned once per map. */
-	if (!s->opts.lines && slot->r == r) {
-		*id = slot->id;
+	if (slot && *slot) {
+		*id = *slot - 1;
 		return 0;
 	}
 	erlang = jitmap__frame_name(r, name, sizeof(name));
@@ -178,8 +226,8 @@ static int jit_frame(struct sampler *s, const struct jit_range *r, uint64_t pc, 
 		snprintf(name + n, sizeof(name) - n, " (%s:%u)", file, line);
 	}
 	rc = agg__frame(s->agg, name, erlang ? FRAME_ERLANG : FRAME_JIT_GLOBAL, id);
-	if (rc == 0 && !s->opts.lines)
-		*slot = (struct jit_name){.r = r, .id = *id};
+	if (rc == 0 && slot && *id < UINT32_MAX)
+		*slot = *id + 1;
 	return rc;
 }
 
@@ -307,7 +355,7 @@ static void keep(struct sampler *s, struct sample_record *rec, uint32_t group, u
 	if (rec->ps->kernel) {
 		s->st.kernel++;
 		if (!s->opts.only_erlang && n < MAX_FRAMES &&
-		    agg__frame(s->agg, "[kernel]", FRAME_NATIVE, &id) == 0)
+		    fixed_frame(s, "[kernel]", FRAME_NATIVE, &id) == 0)
 			s->frames[n++] = id;
 	}
 	if (agg__add_tagged(s->agg, group, s->opts.labels ? sample_labels(s, rec->sched) : 0,
@@ -442,20 +490,20 @@ void sampler_frames__erlang(struct sampler *s, struct sample_record *rec, struct
 	    jit_frame(s, via->frag, leaf_pc(rec, ur), &id) == 0)
 		s->frames[n++] = id;
 	if (unnamed && !s->opts.only_erlang && n < MAX_FRAMES &&
-	    agg__frame(s->agg, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
+	    fixed_frame(s, "[unnamed JIT code]", FRAME_JIT_GLOBAL, &id) == 0)
 		s->frames[n++] = id;
 	nerlang = n;
 	/* Not the process running its code: the scheduler working for it where it is parked (a
 	 * garbage collection deferred from its allocations, signals, system tasks). */
 	if (rec->scheduler_work && !s->opts.only_erlang && n < MAX_FRAMES &&
-	    agg__frame(s->agg, "[scheduler work for the process]", FRAME_LABEL, &id) == 0)
+	    fixed_frame(s, "[scheduler work for the process]", FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
 	/* A dirty scheduler's system task for it; a collection, from the process's state. */
 	if (rec->dirty_task && !s->opts.only_erlang && n < MAX_FRAMES &&
-	    agg__frame(s->agg, "[dirty system task]", FRAME_LABEL, &id) == 0)
+	    fixed_frame(s, "[dirty system task]", FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
 	if (rec->gc && !s->opts.only_erlang && n < MAX_FRAMES &&
-	    agg__frame(s->agg, "[garbage collection]", FRAME_LABEL, &id) == 0)
+	    fixed_frame(s, "[garbage collection]", FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
 	if (ur)
 		n = native_frames(s, ur, n);
@@ -485,10 +533,10 @@ void sampler_frames__unknown_callers(struct sampler *s, struct sample_record *re
 		s->frames[n++] = id;
 	nerlang = n;
 	if (rec->dirty_task && !s->opts.only_erlang &&
-	    agg__frame(s->agg, "[dirty system task]", FRAME_LABEL, &id) == 0)
+	    fixed_frame(s, "[dirty system task]", FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
 	if (rec->gc && !s->opts.only_erlang &&
-	    agg__frame(s->agg, "[garbage collection]", FRAME_LABEL, &id) == 0)
+	    fixed_frame(s, "[garbage collection]", FRAME_LABEL, &id) == 0)
 		s->frames[n++] = id;
 	n = native_frames(s, ur, n);
 	rec->kind = p ? SAMPLE_ERLANG : SAMPLE_NO_PROCESS;
@@ -503,5 +551,5 @@ void sampler__swap_agg(struct sampler *s, struct agg *new_agg)
 	memset(s->ident, 0, sizeof(s->ident));
 	memset(s->names, 0, sizeof(s->names));
 	memset(s->fn_names, 0, sizeof(s->fn_names));
-	memset(s->jit_names, 0, sizeof(s->jit_names));
+	s->njit_ids = 0;
 }

@@ -20,7 +20,6 @@
 #define IDENT_SLOTS 4096 /* process identity cache (open addressing) */
 #define SITE_SLOTS  4096 /* call-site classification cache */
 #define NAME_SLOTS  8192 /* native frame name cache: naming through libdw is slow */
-#define JIT_SLOTS   4096 /* JIT range -> frame id (without --lines) */
 #define MEMO_SLOTS  8	 /* stack walks kept, by process (a hash of its address) */
 /* A stack shallower than this is walked plainly: keeping its walk costs more than it saves (at
  * 9,973 Hz on the bench workload, 4-19 % more sampler CPU). */
@@ -59,17 +58,13 @@ struct fn_name {
 	bool used, dirty_main;
 };
 
+#define FIXED_SLOTS 16 /* sampler.fixed */
+
 struct native_name {
 	uint64_t pc;
 	uint32_t id;
 	bool activation, used;
 	bool dirty_main; /* named erts_dirty_process_main (a dirty scheduler's loop) */
-};
-
-/* A JIT range's frame id (emptied when the JIT map is replaced). */
-struct jit_name {
-	const struct jit_range *r;
-	uint32_t id;
 };
 
 struct sampler {
@@ -90,7 +85,19 @@ struct sampler {
 	uint64_t learn_until;	    /* CLOCK_MONOTONIC ns: poll often until then while learning */
 	struct native_name names[NAME_SLOTS];
 	struct fn_name fn_names[NAME_SLOTS]; /* by unwinder__name_key */
-	struct jit_name jit_names[JIT_SLOTS];
+	/* A JIT range's frame id + 1 (0: not yet), by its index in the map (without --lines):
+	 * njit_ids of them, set to 0 when the map is replaced or re-read (its ranges are others
+	 * then), and the array sized to the map and emptied at the next use. */
+	uint32_t *jit_ids;
+	size_t njit_ids;
+	const struct jitmap *jit_ids_map; /* the map they are for */
+	/* The ids of the fixed frames ("[kernel]", "[garbage collection]"), by their literal's
+	 * address, valid in their names_epoch: interned once, not at every sample. */
+	struct {
+		const char *text;
+		uint64_t epoch;
+		uint32_t id;
+	} fixed[FIXED_SLOTS];
 	uint64_t *words;    /* STACK_CAP_BYTES scratch */
 	const uint64_t *sw; /* the stack's words as read: words, or the one copy holding them all */
 	uint32_t frames[MAX_FRAMES];

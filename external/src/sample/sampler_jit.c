@@ -88,7 +88,7 @@ void sampler__refresh_jit(struct sampler *s, uint64_t min_ns)
 	s->st.jit_pruned = jitmap__stats(s->t->jit)->pruned;
 	/* Purged code's addresses may be reused, and the old map's ranges are gone. */
 	callsite__reset(s->calls);
-	memset(s->jit_names, 0, sizeof(s->jit_names));
+	s->njit_ids = 0;
 	s->names_epoch++;
 	erlang_stack__cfg(&s->ecfg, s->t->jit, s->t->frame_layout,
 			  (uint64_t)s->t->addr[XP_ADDR_NORMAL_EXIT].value, s->t->layout);

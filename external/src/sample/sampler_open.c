@@ -324,6 +324,7 @@ void sampler__free(struct sampler *s)
 	unwinder__free(s->unw);
 	proc_maps__free(s->maps);
 	free(s->words);
+	free(s->jit_ids);
 	for (size_t i = 0; i < MEMO_SLOTS; i++) {
 		erlang_stack__memo_free(&s->memo[i]);
 		free(s->memo_ids[i].ids);
