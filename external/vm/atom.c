@@ -53,11 +53,6 @@ void atom__cache_off(struct atom_reader *r)
 	r->cache = NULL;
 }
 
-static bool user_word(uint64_t p)
-{
-	return p && !(p & 7) && p < (1ull << 47);
-}
-
 /* The text of atom index, from the table's seg_table pointer on: its page, the atom's pointer,
  * the atom's length and name (one read where the two lie within ATOM_SPAN bytes, as in every
  * layout known), then the text. */
@@ -77,10 +72,10 @@ static int text_via_seg(const struct atom_reader *r, uint64_t seg, uint32_t inde
 		return err;
 	/* A page and an atom are malloc'd: aligned user addresses. Anything else is not read (the
 	 * atom table's scan meets ~260 such words in an OTP 29 .bss, a failed read each). */
-	if (!user_word(page) ||
+	if (!mem__plausible(page) || (page & 7) ||
 	    (err = mem__read_u64(r->mem, page + 8 * (uint64_t)(index & 1023u), &atom)))
 		return err ? err : -EFAULT;
-	if (!user_word(atom))
+	if (!mem__plausible(atom) || (atom & 7))
 		return -EFAULT;
 	/* The two apart when the span is unreadable: a capture file (capfile.h) holds the bytes
 	 * that were read when it was made, which were the two fields alone before. */

@@ -506,10 +506,11 @@ int jitmap__walk(struct mem *m, struct jitmap *map, uint64_t addr, const struct 
 		}
 		if (again < 0 || (addr & 7))
 			err = again < 0 ? again : -EPROTO;
-		else if (nx.at == addr && (err = nx.rc) == 0)
-			e = nx.e;
-		else
+		else if (nx.at != addr)
 			err = mem__read(m, addr, &e, sizeof(e));
+		else if (!(err = nx.rc)) /* read with the last symfile (a failure: read alone there)
+					  */
+			e = nx.e;
 		if (!err && gen && e.prev != from)
 			err = -EPROTO;
 		if (err) {
